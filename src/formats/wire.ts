@@ -1,0 +1,191 @@
+/**
+ * Wire types of the two request formats, spelled as the providers spell them (snake_case).
+ * "messages" is the Anthropic-style format, "chat" the OpenAI-style chat-completions format.
+ * These describe what a validated request looks like; unknown extra fields may be present and are
+ * passed through on the same-format path.
+ */
+
+export type WireFormat = 'openai' | 'anthropic';
+
+// ---------- messages format ----------
+
+export interface CacheControl { type: 'ephemeral'; ttl?: string }
+
+export interface MessagesTextBlock { type: 'text'; text: string; cache_control?: CacheControl; citations?: unknown }
+export interface MessagesImageBlock {
+  type: 'image';
+  source:
+    | { type: 'base64'; media_type: string; data: string }
+    | { type: 'url'; url: string };
+  cache_control?: CacheControl;
+}
+export interface MessagesToolUseBlock { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; cache_control?: CacheControl }
+export interface MessagesToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content?: string | Array<MessagesTextBlock | MessagesImageBlock | Record<string, unknown>>;
+  is_error?: boolean;
+  cache_control?: CacheControl;
+}
+export interface MessagesThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
+export interface MessagesRedactedThinkingBlock { type: 'redacted_thinking'; data: string }
+
+export type MessagesContentBlock =
+  | MessagesTextBlock
+  | MessagesImageBlock
+  | MessagesToolUseBlock
+  | MessagesToolResultBlock
+  | MessagesThinkingBlock
+  | MessagesRedactedThinkingBlock;
+
+export interface MessagesMessage { role: 'user' | 'assistant'; content: string | MessagesContentBlock[] }
+
+export interface MessagesTool {
+  name: string;
+  description?: string;
+  input_schema: { type: 'object'; properties: Record<string, unknown>; required?: string[]; [k: string]: unknown };
+  cache_control?: CacheControl;
+}
+
+export type MessagesToolChoice =
+  | { type: 'auto'; disable_parallel_tool_use?: boolean }
+  | { type: 'any'; disable_parallel_tool_use?: boolean }
+  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
+  | { type: 'none' };
+
+export interface MessagesRequest {
+  model: string;
+  messages: MessagesMessage[];
+  max_tokens: number;
+  system?: string | MessagesTextBlock[];
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stream?: boolean;
+  stop_sequences?: string[];
+  tools?: MessagesTool[];
+  tool_choice?: MessagesToolChoice;
+  thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' };
+  service_tier?: 'auto' | 'standard_only';
+  metadata?: { user_id?: string };
+  [extra: string]: unknown;
+}
+
+export interface MessagesUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  [extra: string]: unknown;
+}
+
+export type MessagesResponseBlock =
+  | { type: 'text'; text: string; [extra: string]: unknown }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown };
+
+export type MessagesStopReason =
+  | 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
+
+export interface MessagesResponse {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  content: MessagesResponseBlock[];
+  model: string;
+  stop_reason: MessagesStopReason | null;
+  stop_sequence: string | null;
+  usage: MessagesUsage;
+  [extra: string]: unknown;
+}
+
+// ---------- chat format ----------
+
+export type ChatContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: string } }
+  | { type: string; [k: string]: unknown };
+
+export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';
+  content?: string | ChatContentPart[] | null;
+  name?: string;
+  tool_calls?: ChatToolCall[];
+  tool_call_id?: string;
+  reasoning_content?: string | null;
+  refusal?: string | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatTool { type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean } }
+
+export type ChatToolChoice = 'auto' | 'required' | 'none' | { type: 'function'; function: { name: string } };
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  tools?: ChatTool[];
+  tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: boolean;
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  n?: number;
+  stop?: string | string[] | null;
+  user?: string;
+  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean; description?: string } };
+  seed?: number;
+  reasoning_effort?: 'minimal' | 'low' | 'medium' | 'high' | string;
+  [extra: string]: unknown;
+}
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number; [k: string]: unknown } | null;
+  completion_tokens_details?: { reasoning_tokens?: number; [k: string]: unknown } | null;
+  prompt_cache_hit_tokens?: number;
+  prompt_cache_miss_tokens?: number;
+  [extra: string]: unknown;
+}
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
+
+export interface ChatResponse {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: ChatMessage & { role: 'assistant'; content: string | null };
+    finish_reason: ChatFinishReason | string | null;
+    logprobs?: unknown;
+    [extra: string]: unknown;
+  }>;
+  usage?: ChatUsage;
+  [extra: string]: unknown;
+}
+
+// ---------- shared ----------
+
+/** Token usage in one neutral shape, read from either format; what the limiter and the log use. */
+export interface TokenUsage {
+  /** Input tokens not read from or written to a cache. */
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+}
+
+/** One parsed server-sent event. `event` is undefined when the event had no `event:` line. */
+export interface SseEvent { event: string | undefined; data: string; id?: string }

@@ -1,0 +1,71 @@
+/**
+ * Usage accounting across the two formats (translation.md "Usage"). Everything goes through the
+ * neutral `TokenUsage`, where `inputTokens` never includes cached tokens, so nothing is
+ * subtracted twice.
+ */
+import type { ChatUsage, MessagesUsage, TokenUsage } from '../formats/wire.ts';
+
+export const ZERO_USAGE: Readonly<TokenUsage> = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheCreationTokens: 0,
+});
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+/** Reads a messages-format `usage` object (any subset of its fields). */
+export function fromMessagesUsage(usage: Partial<MessagesUsage> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  return {
+    inputTokens: count(usage.input_tokens),
+    outputTokens: count(usage.output_tokens),
+    cacheReadTokens: count(usage.cache_read_input_tokens),
+    cacheCreationTokens: count(usage.cache_creation_input_tokens),
+  };
+}
+
+/**
+ * Reads a chat-format `usage` object. `prompt_tokens` includes cached tokens in OpenAI's and
+ * DeepSeek's accounting, so the cached part is taken out of `inputTokens` exactly once.
+ */
+export function fromChatUsage(usage: Partial<ChatUsage> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  const prompt = count(usage.prompt_tokens);
+  const cached = Math.min(prompt, count(usage.prompt_tokens_details?.cached_tokens) || count(usage.prompt_cache_hit_tokens));
+  const creation = count((usage as Record<string, unknown>)['cache_creation_input_tokens']);
+  return {
+    inputTokens: Math.max(0, prompt - cached - creation),
+    outputTokens: count(usage.completion_tokens),
+    cacheReadTokens: cached,
+    cacheCreationTokens: creation,
+  };
+}
+
+/** Neutral usage -> messages-format `usage`. */
+export function toMessagesUsage(usage: TokenUsage): MessagesUsage {
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: usage.cacheCreationTokens,
+    cache_read_input_tokens: usage.cacheReadTokens,
+  };
+}
+
+/** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */
+export function toChatUsage(usage: TokenUsage): ChatUsage {
+  const prompt = usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: usage.outputTokens,
+    total_tokens: prompt + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens },
+  };
+}
+
+/** Total tokens a request consumed, as counted against tokens/min. */
+export function totalTokens(usage: TokenUsage): number {
+  return usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens + usage.outputTokens;
+}
