@@ -1,0 +1,262 @@
+#!/usr/bin/env node
+/**
+ * The `llmux` command: argv -> commands (serve, keys, models, device, setup).
+ * Exit codes: 0 ok, 1 failure, 2 usage error.
+ */
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
+import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
+import type { KeyRecord } from './auth/key-store.ts';
+import type { TierLimits, TierName } from './config-types.ts';
+import { createCatalog } from './catalog/catalog.ts';
+import { createGateway } from './server.ts';
+import { VERSION } from './version.ts';
+import './features.ts';
+
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
+const processIo: CliIo = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  env: process.env,
+};
+
+const HELP = `llmux ${VERSION} — one address for many models
+
+Usage:
+  llmux serve [--host H] [--port N] [--config FILE] [--home DIR]
+  llmux keys create [--name N] [--tier basic|pro|enterprise] [--rpm N] [--tpm N]
+                    [--concurrency N] [--models ID,ID] [--admin] [--expires-in 30d]
+  llmux keys list [--json]
+  llmux keys revoke ID|NAME
+  llmux models [--json]
+  llmux device approve|deny USER_CODE [--tier basic|pro|enterprise] [--name N] [--url URL]
+  llmux setup [flags]        (llmux setup --help)
+  llmux --version
+
+Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux),
+<PROVIDER>_API_KEY for each provider, LLMUX_ADMIN_KEY for \`llmux device\`.
+`;
+
+class UsageError extends Error {}
+
+/** Extra commands provided by feature modules (device, setup). */
+export type CommandHandler = (args: string[], io: CliIo) => Promise<number>;
+const commands = new Map<string, CommandHandler>();
+export function registerCommand(name: string, handler: CommandHandler): void {
+  commands.set(name, handler);
+}
+
+function parse<const O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, allowPositionals = false) {
+  try {
+    return parseArgs({ args, options, allowPositionals, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag}: "${value}" must be a whole number >= 1`);
+  return n;
+}
+
+/** Runs the CLI; resolves with the exit code (serve resolves only when the server stops). */
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.stdout(HELP);
+        return command === undefined ? 2 : 0;
+      case '--version':
+      case '-v':
+      case 'version':
+        io.stdout(`${VERSION}\n`);
+        return 0;
+      case 'serve':
+        return await serve(rest, io);
+      case 'keys':
+        return keys(rest, io);
+      case 'models':
+        return models(rest, io);
+      default: {
+        const handler = commands.get(command);
+        if (handler !== undefined) return await handler(rest, io);
+        throw new UsageError(`unknown command "${command}"`);
+      }
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`llmux: ${err.message}\nRun "llmux --help" for usage.\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError || err instanceof KeyStoreError) {
+      io.stderr(`${err.message.startsWith('llmux:') ? '' : 'llmux: '}${err.message}\n`);
+      return 1;
+    }
+    io.stderr(`llmux: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function serve(args: string[], io: CliIo): Promise<number> {
+  const { values } = parse(args, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    config: { type: 'string' },
+    home: { type: 'string' },
+  });
+  const port = parsePort(values.port, '--port');
+  const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env });
+  if (gateway.keys.list().length === 0) {
+    const { key, record } = gateway.keys.create({ name: 'admin', admin: true, tier: 'pro' });
+    io.stderr(`llmux: first run: created admin key ${record.id} (shown once, keep it safe):\n${key}\n`);
+  }
+  const { url } = await gateway.listen();
+  io.stdout(`llmux listening on ${url}\n`);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      io.stderr(`llmux: ${signal}: finishing in-flight requests (at most ${Math.round(gateway.config.limits.shutdownTimeoutMs / 1000)} s)\n`);
+      gateway.close().then(() => resolve(0), () => resolve(1));
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+function describeLimits(record: KeyRecord, tiers: Record<TierName, TierLimits>): string {
+  const tier = tiers[record.tier];
+  const rpm = record.limits.rpm ?? tier.rpm;
+  const tpm = record.limits.tpm ?? tier.tpm;
+  const concurrency = record.limits.concurrency ?? tier.concurrency;
+  return `${rpm} rpm, ${tpm} tpm, ${concurrency} concurrent`;
+}
+
+function keys(args: string[], io: CliIo): number {
+  const [sub, ...rest] = args;
+  const home = (list: string[]): string => {
+    const i = list.indexOf('--home');
+    return resolveHome(i === -1 ? undefined : list[i + 1], io.env);
+  };
+  switch (sub) {
+    case 'create': {
+      const { values } = parse(rest, {
+        name: { type: 'string' },
+        tier: { type: 'string' },
+        rpm: { type: 'string' },
+        tpm: { type: 'string' },
+        concurrency: { type: 'string' },
+        models: { type: 'string' },
+        admin: { type: 'boolean' },
+        'expires-in': { type: 'string' },
+        home: { type: 'string' },
+      });
+      const tier = values.tier ?? 'basic';
+      if (tier !== 'basic' && tier !== 'pro' && tier !== 'enterprise') throw new UsageError(`--tier: "${tier}" must be basic, pro or enterprise`);
+      let expiresInMs: number | undefined;
+      if (values['expires-in'] !== undefined) {
+        expiresInMs = parseDuration(values['expires-in']);
+        if (expiresInMs === undefined) throw new UsageError(`--expires-in: "${values['expires-in']}" must look like 30d, 12h, 15m or 45s`);
+      }
+      const limits: Partial<TierLimits> = {};
+      const rpm = positiveInt(values.rpm, '--rpm');
+      const tpm = positiveInt(values.tpm, '--tpm');
+      const concurrency = positiveInt(values.concurrency, '--concurrency');
+      if (rpm !== undefined) limits.rpm = rpm;
+      if (tpm !== undefined) limits.tpm = tpm;
+      if (concurrency !== undefined) limits.concurrency = concurrency;
+      const models = values.models === undefined ? null : values.models.split(',').map((m) => m.trim()).filter((m) => m !== '');
+      if (models !== null && models.length === 0) throw new UsageError('--models: give at least one model id');
+      const store = createKeyStore(home(rest));
+      const { key, record } = store.create({ name: values.name, tier, limits, models, admin: values.admin === true, expiresInMs });
+      io.stdout(`${key}\n`);
+      const config = safeConfig(io);
+      io.stderr(`created ${record.id} "${record.name}" (${record.tier}${record.admin ? ', admin' : ''}; ${describeLimits(record, config.tiers)}${record.models === null ? '' : `; models ${record.models.join(', ')}`}${record.expires_at === null ? '' : `; expires ${record.expires_at}`})\n`);
+      return 0;
+    }
+    case 'list': {
+      const { values } = parse(rest, { json: { type: 'boolean' }, home: { type: 'string' } });
+      const store = createKeyStore(home(rest));
+      const list = store.list().map(({ hash: _hash, ...visible }) => visible);
+      if (values.json === true) {
+        io.stdout(`${JSON.stringify(list, null, 2)}\n`);
+        return 0;
+      }
+      const config = safeConfig(io);
+      if (list.length === 0) io.stdout('no keys yet: llmux keys create --name NAME\n');
+      for (const k of store.list()) {
+        const state = k.revoked_at !== null ? 'revoked' : k.expires_at !== null && Date.parse(k.expires_at) <= Date.now() ? 'expired' : 'active';
+        io.stdout(`${k.id}  ${k.name.padEnd(16)}  ${k.tier.padEnd(10)}  ${state.padEnd(7)}  ${k.admin ? 'admin  ' : '       '}  ${describeLimits(k, config.tiers)}  created ${k.created_at}${k.expires_at === null ? '' : `  expires ${k.expires_at}`}${k.models === null ? '' : `  models ${k.models.join(',')}`}\n`);
+      }
+      return 0;
+    }
+    case 'revoke': {
+      const { positionals } = parse(rest, { home: { type: 'string' } }, true);
+      const target = positionals[0];
+      if (target === undefined || positionals.length !== 1) throw new UsageError('keys revoke needs one key id or name');
+      const store = createKeyStore(home(rest));
+      const revoked = store.revoke(target);
+      if (revoked === undefined) {
+        io.stderr(`llmux: no key with id or name "${target}"\n`);
+        return 1;
+      }
+      io.stderr(`revoked ${revoked.id} "${revoked.name}"\n`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`keys: expected create, list or revoke${sub === undefined ? '' : `, not "${sub}"`}`);
+  }
+}
+
+/** Tier limits for display; a broken config file doesn't stop key management. */
+function safeConfig(io: CliIo) {
+  try {
+    return loadConfig({ env: io.env });
+  } catch {
+    return loadConfig({ env: io.env, file: {} });
+  }
+}
+
+function models(args: string[], io: CliIo): number {
+  const { values } = parse(args, { json: { type: 'boolean' }, config: { type: 'string' }, home: { type: 'string' } });
+  const config = loadConfig({ env: io.env, configPath: values.config, home: values.home });
+  const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
+  const list = catalog.list();
+  if (values.json === true) {
+    io.stdout(`${JSON.stringify(list.map((m) => ({ id: m.id, provider: m.provider, upstream_id: m.upstream_id })), null, 2)}\n`);
+    return 0;
+  }
+  for (const m of list) io.stdout(`${m.id.padEnd(40)} ${m.provider.padEnd(12)} ctx ${m.context_length}\n`);
+  return 0;
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,360 @@
+/**
+ * Configuration: flags, then environment, then the config file, then built-in defaults, turned
+ * into one validated `Config` once at start-up (llmux.md sections 1 and 2). A bad config file
+ * stops start-up with one line naming the file, the field and the problem.
+ */
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName } from './config-types.ts';
+import { builtinProviders } from './catalog/providers.ts';
+import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
+
+export const DEFAULT_TIERS: Readonly<Record<TierName, TierLimits>> = Object.freeze({
+  basic: { rpm: 60, tpm: 90_000, concurrency: 10 },
+  pro: { rpm: 300, tpm: 450_000, concurrency: 40 },
+  // Enterprise limits are custom per key; these apply only when a key gives none.
+  enterprise: { rpm: 1_000, tpm: 2_000_000, concurrency: 100 },
+});
+
+export const DEFAULT_LIMITS: Readonly<LimitsConfig> = Object.freeze({
+  maxBodyBytes: 32 * 1024 * 1024,
+  upstreamTimeoutMs: 600_000,
+  streamIdleTimeoutMs: 300_000,
+  connectTimeoutMs: 10_000,
+  pingIntervalMs: 15_000,
+  shutdownTimeoutMs: 30_000,
+});
+
+export const DEFAULT_RETRY: Readonly<RetryConfig> = Object.freeze({
+  attempts: 3,
+  baseDelayMs: 250,
+  maxDelayMs: 4_000,
+  maxRetryAfterMs: 10_000,
+});
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface ConfigInput {
+  host?: string | undefined;
+  port?: number | undefined;
+  configPath?: string | undefined;
+  home?: string | undefined;
+  env?: Record<string, string | undefined>;
+  /** A config object given directly (embedding); takes the place of the file. */
+  file?: unknown;
+}
+
+/** Resolves `$LLMUX_HOME` (`--home`, `LLMUX_HOME`, `~/.llmux`). */
+export function resolveHome(flag: string | undefined, env: Record<string, string | undefined>): string {
+  return flag ?? env['LLMUX_HOME'] ?? join(homedir(), '.llmux');
+}
+
+/** Builds the whole configuration. Throws ConfigError with one clear line on any problem. */
+export function loadConfig(input: ConfigInput = {}): Config {
+  const env = input.env ?? process.env;
+  const home = resolveHome(input.home, env);
+  const host = input.host ?? env['LLMUX_HOST'] ?? '127.0.0.1';
+  const port = input.port ?? parsePort(env['LLMUX_PORT'], 'LLMUX_PORT') ?? 8686;
+
+  let file: unknown = input.file;
+  let configPath: string | undefined;
+  if (file === undefined) {
+    const explicit = input.configPath ?? env['LLMUX_CONFIG'];
+    configPath = explicit ?? join(home, 'config.json');
+    file = readConfigFile(configPath, explicit !== undefined);
+    if (file === undefined) configPath = undefined;
+  }
+  const where = configPath ?? 'config';
+  return parseConfigObject(file ?? {}, { where, env, home, host, port, configPath });
+}
+
+function readConfigFile(path: string, required: boolean): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ConfigError(`llmux: config file ${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`llmux: config file ${path}: not valid JSON (${(err as Error).message})`);
+  }
+}
+
+function parsePort(value: string | number | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`llmux: ${name}: "${value}" is not a port number (0-65535)`);
+  }
+  return port;
+}
+
+export { parsePort };
+
+interface ParseContext {
+  where: string;
+  env: Record<string, string | undefined>;
+  home: string;
+  host: string;
+  port: number;
+  configPath: string | undefined;
+}
+
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', '$schema']);
+
+function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
+  const fail = (field: string, problem: string): never => {
+    throw new ConfigError(`llmux: config file ${ctx.where}: ${field}: ${problem}`);
+  };
+  if (!isObject(raw)) fail('(top level)', 'must be a JSON object');
+  const obj = raw as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    if (!KNOWN_TOP.has(key)) fail(key, `unknown field (known: ${[...KNOWN_TOP].filter((k) => k !== '$schema').join(', ')})`);
+  }
+
+  const providers: Record<string, ProviderConfig> = builtinProviders(ctx.env);
+  if (obj['providers'] !== undefined) {
+    if (!isObject(obj['providers'])) fail('providers', 'must be an object of provider name -> settings');
+    for (const [id, p] of Object.entries(obj['providers'] as Record<string, unknown>)) {
+      providers[id] = parseProvider(id, p, fail);
+    }
+  }
+
+  const models: ModelEntry[] = [];
+  if (obj['models'] !== undefined) {
+    if (!Array.isArray(obj['models'])) fail('models', 'must be an array of model objects');
+    const seen = new Set<string>();
+    (obj['models'] as unknown[]).forEach((m, i) => {
+      const model = parseModel(m, `models.${i}`, fail);
+      if (seen.has(model.id)) fail(`models.${i}.id`, `"${model.id}" appears twice`);
+      seen.add(model.id);
+      if (providers[model.provider] === undefined && model.provider !== 'llmux') {
+        fail(`models.${i}.provider`, `"${model.provider}" is not a configured provider (known: ${Object.keys(providers).join(', ')})`);
+      }
+      models.push(model);
+    });
+    const ids = new Set([...models.map((m) => m.id), ...BUILTIN_MODELS.map((m) => m.id)]);
+    models.forEach((m, i) => {
+      m.fallbacks.forEach((f, j) => {
+        if (!ids.has(f)) fail(`models.${i}.fallbacks.${j}`, `"${f}" is not a known model id`);
+      });
+    });
+  }
+
+  const tiers: Record<TierName, TierLimits> = {
+    basic: { ...DEFAULT_TIERS.basic },
+    pro: { ...DEFAULT_TIERS.pro },
+    enterprise: { ...DEFAULT_TIERS.enterprise },
+  };
+  if (obj['tiers'] !== undefined) {
+    if (!isObject(obj['tiers'])) fail('tiers', 'must be an object of tier name -> limits');
+    for (const [name, t] of Object.entries(obj['tiers'] as Record<string, unknown>)) {
+      if (name !== 'basic' && name !== 'pro' && name !== 'enterprise') fail(`tiers.${name}`, 'unknown tier (basic, pro, enterprise)');
+      if (!isObject(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
+      const tier = tiers[name as TierName];
+      for (const [k, v] of Object.entries(t as Record<string, unknown>)) {
+        if (k !== 'rpm' && k !== 'tpm' && k !== 'concurrency') fail(`tiers.${name}.${k}`, 'unknown field (rpm, tpm, concurrency)');
+        tier[k as keyof TierLimits] = positiveInt(v, `tiers.${name}.${k}`, fail);
+      }
+    }
+  }
+
+  const limits: LimitsConfig = { ...DEFAULT_LIMITS };
+  if (obj['limits'] !== undefined) {
+    if (!isObject(obj['limits'])) fail('limits', 'must be an object');
+    const names: Record<string, keyof LimitsConfig> = {
+      max_body_bytes: 'maxBodyBytes',
+      upstream_timeout_ms: 'upstreamTimeoutMs',
+      stream_idle_timeout_ms: 'streamIdleTimeoutMs',
+      connect_timeout_ms: 'connectTimeoutMs',
+      ping_interval_ms: 'pingIntervalMs',
+      shutdown_timeout_ms: 'shutdownTimeoutMs',
+    };
+    for (const [k, v] of Object.entries(obj['limits'] as Record<string, unknown>)) {
+      const name = names[k];
+      if (name === undefined) fail(`limits.${k}`, `unknown field (known: ${Object.keys(names).join(', ')})`);
+      limits[name as keyof LimitsConfig] = positiveInt(v, `limits.${k}`, fail);
+    }
+  }
+
+  const retry: RetryConfig = { ...DEFAULT_RETRY };
+  if (obj['retry'] !== undefined) {
+    if (!isObject(obj['retry'])) fail('retry', 'must be an object');
+    const names: Record<string, keyof RetryConfig> = {
+      attempts: 'attempts',
+      base_delay_ms: 'baseDelayMs',
+      max_delay_ms: 'maxDelayMs',
+      max_retry_after_ms: 'maxRetryAfterMs',
+    };
+    for (const [k, v] of Object.entries(obj['retry'] as Record<string, unknown>)) {
+      const name = names[k];
+      if (name === undefined) fail(`retry.${k}`, `unknown field (known: ${Object.keys(names).join(', ')})`);
+      retry[name as keyof RetryConfig] = k === 'attempts' ? positiveInt(v, `retry.${k}`, fail) : nonNegativeInt(v, `retry.${k}`, fail);
+    }
+  }
+
+  let builtinCatalog = true;
+  if (obj['builtin_catalog'] !== undefined) {
+    if (typeof obj['builtin_catalog'] !== 'boolean') fail('builtin_catalog', 'must be true or false');
+    builtinCatalog = obj['builtin_catalog'] as boolean;
+  }
+
+  return {
+    host: ctx.host,
+    port: ctx.port,
+    home: ctx.home,
+    configPath: ctx.configPath,
+    providers,
+    models,
+    builtinCatalog,
+    tiers,
+    limits,
+    retry,
+    env: ctx.env,
+  };
+}
+
+type Fail = (field: string, problem: string) => never;
+
+function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
+  const at = `providers.${id}`;
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) fail(at, 'a provider name uses letters, digits, "_", "-", "." (at most 64)');
+  if (!isObject(raw)) fail(at, 'must be an object with format and base_url');
+  const p = raw as Record<string, unknown>;
+  for (const key of Object.keys(p)) {
+    if (!['format', 'base_url', 'api_key', 'headers'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers)');
+  }
+  if (p['format'] !== 'openai' && p['format'] !== 'anthropic') fail(`${at}.format`, 'must be "openai" or "anthropic"');
+  if (typeof p['base_url'] !== 'string') fail(`${at}.base_url`, 'must be an http(s) URL string');
+  let url: URL;
+  try {
+    url = new URL(p['base_url'] as string);
+  } catch {
+    return fail(`${at}.base_url`, `"${String(p['base_url'])}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${at}.base_url`, 'must start with http:// or https://');
+  if (p['api_key'] !== undefined && typeof p['api_key'] !== 'string') fail(`${at}.api_key`, 'must be a string: the key itself or "env:NAME"');
+  const headers: Record<string, string> = {};
+  if (p['headers'] !== undefined) {
+    if (!isObject(p['headers'])) fail(`${at}.headers`, 'must be an object of header name -> string');
+    for (const [k, v] of Object.entries(p['headers'] as Record<string, unknown>)) {
+      if (typeof v !== 'string') fail(`${at}.headers.${k}`, 'must be a string');
+      headers[k.toLowerCase()] = v as string;
+    }
+  }
+  const apiKey = p['api_key'] as string | undefined;
+  return {
+    id,
+    format: p['format'] as 'openai' | 'anthropic',
+    baseUrl: (p['base_url'] as string).replace(/\/+$/, ''),
+    apiKey: apiKey === '' ? undefined : apiKey,
+    keyless: apiKey === undefined || apiKey === '',
+    headers,
+  };
+}
+
+const MODEL_FIELDS = new Set([
+  'id', 'provider', 'upstream_id', 'display_name', 'owned_by', 'type', 'created_at', 'context_length',
+  'max_output_tokens', 'capabilities', 'pricing', 'reasoning', 'fallbacks', 'max_tokens_param', 'replay_reasoning',
+]);
+const CAPABILITIES = ['supports_function_calling', 'supports_vision', 'supports_streaming', 'supports_structured_output'] as const;
+
+function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
+  if (!isObject(raw)) fail(at, 'must be an object with at least id and provider');
+  const m = raw as Record<string, unknown>;
+  for (const key of Object.keys(m)) if (!MODEL_FIELDS.has(key)) fail(`${at}.${key}`, 'unknown field');
+  if (typeof m['id'] !== 'string' || m['id'] === '' || (m['id'] as string).length > 256) fail(`${at}.id`, 'must be a non-empty string');
+  const id = m['id'] as string;
+  // A config model with the id of a built-in one starts from the built-in entry: fields given replace.
+  const base = BUILTIN_MODELS.find((b) => b.id === id);
+  if (base === undefined && typeof m['provider'] !== 'string') fail(`${at}.provider`, 'must name a provider');
+  if (m['provider'] !== undefined && typeof m['provider'] !== 'string') fail(`${at}.provider`, 'must name a provider');
+  const provider = (m['provider'] as string | undefined) ?? base!.provider;
+  const str = (k: string, dflt: string): string => {
+    if (m[k] === undefined) return dflt;
+    if (typeof m[k] !== 'string' || m[k] === '') fail(`${at}.${k}`, 'must be a non-empty string');
+    return m[k] as string;
+  };
+  const caps = { ...(base?.capabilities ?? { supports_function_calling: true, supports_vision: false, supports_streaming: true, supports_structured_output: false }) };
+  if (m['capabilities'] !== undefined) {
+    if (!isObject(m['capabilities'])) fail(`${at}.capabilities`, 'must be an object of booleans');
+    for (const [k, v] of Object.entries(m['capabilities'] as Record<string, unknown>)) {
+      if (!(CAPABILITIES as readonly string[]).includes(k)) fail(`${at}.capabilities.${k}`, `unknown capability (${CAPABILITIES.join(', ')})`);
+      if (typeof v !== 'boolean') fail(`${at}.capabilities.${k}`, 'must be true or false');
+      caps[k as (typeof CAPABILITIES)[number]] = v as boolean;
+    }
+  }
+  const pricing = { ...(base?.pricing ?? { input_tokens_cost_per_million: 0, output_tokens_cost_per_million: 0, currency: 'USD' }) };
+  if (m['pricing'] !== undefined) {
+    if (!isObject(m['pricing'])) fail(`${at}.pricing`, 'must be an object');
+    for (const [k, v] of Object.entries(m['pricing'] as Record<string, unknown>)) {
+      if (k === 'currency') {
+        if (typeof v !== 'string' || v === '') fail(`${at}.pricing.currency`, 'must be a currency code such as "USD"');
+        pricing.currency = v as string;
+      } else if (k === 'input_tokens_cost_per_million' || k === 'output_tokens_cost_per_million') {
+        if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail(`${at}.pricing.${k}`, 'must be a number >= 0');
+        pricing[k] = v as number;
+      } else fail(`${at}.pricing.${k}`, 'unknown field');
+    }
+  }
+  const bool = (k: string, dflt: boolean): boolean => {
+    if (m[k] === undefined) return dflt;
+    if (typeof m[k] !== 'boolean') fail(`${at}.${k}`, 'must be true or false');
+    return m[k] as boolean;
+  };
+  let fallbacks = base?.fallbacks ?? [];
+  if (m['fallbacks'] !== undefined) {
+    if (!Array.isArray(m['fallbacks']) || !(m['fallbacks'] as unknown[]).every((f) => typeof f === 'string' && f !== '')) {
+      fail(`${at}.fallbacks`, 'must be an array of model ids');
+    }
+    fallbacks = m['fallbacks'] as string[];
+    if (fallbacks.includes(id)) fail(`${at}.fallbacks`, 'a model cannot fall back to itself');
+  }
+  const maxTokensParam = m['max_tokens_param'] ?? base?.max_tokens_param ?? 'max_tokens';
+  if (maxTokensParam !== 'max_tokens' && maxTokensParam !== 'max_completion_tokens') {
+    fail(`${at}.max_tokens_param`, 'must be "max_tokens" or "max_completion_tokens"');
+  }
+  if (m['type'] !== undefined && m['type'] !== 'chat') fail(`${at}.type`, 'must be "chat"');
+  const createdAt = str('created_at', base?.created_at ?? '2024-01-01T00:00:00Z');
+  if (Number.isNaN(Date.parse(createdAt))) fail(`${at}.created_at`, 'must be an ISO 8601 timestamp');
+  return {
+    id,
+    provider,
+    upstream_id: str('upstream_id', base !== undefined && provider === base.provider ? base.upstream_id : id),
+    display_name: str('display_name', base?.display_name ?? id),
+    owned_by: str('owned_by', base?.owned_by ?? provider),
+    type: 'chat',
+    created_at: new Date(createdAt).toISOString(),
+    context_length: m['context_length'] === undefined ? (base?.context_length ?? 32_768) : positiveInt(m['context_length'], `${at}.context_length`, fail),
+    max_output_tokens: m['max_output_tokens'] === undefined ? (base?.max_output_tokens ?? 4_096) : positiveInt(m['max_output_tokens'], `${at}.max_output_tokens`, fail),
+    capabilities: caps,
+    pricing,
+    reasoning: bool('reasoning', base?.reasoning ?? false),
+    fallbacks: [...fallbacks],
+    max_tokens_param: maxTokensParam as 'max_tokens' | 'max_completion_tokens',
+    replay_reasoning: bool('replay_reasoning', base?.replay_reasoning ?? false),
+  };
+}
+
+function positiveInt(v: unknown, field: string, fail: Fail): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) fail(field, 'must be a whole number >= 1');
+  return v as number;
+}
+
+function nonNegativeInt(v: unknown, field: string, fail: Fail): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) fail(field, 'must be a whole number >= 0');
+  return v as number;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,53 @@
+/**
+ * Writing responses: JSON bodies, the error body, the head of an event stream, request ids.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { GatewayError, errorBody, internalError } from './errors.ts';
+
+const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The client's `x-request-id` when it is a sane token, else a new one. */
+export function pickRequestId(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id'];
+  if (typeof given === 'string' && VALID_REQUEST_ID.test(given)) return given;
+  return `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+export function sendJson(res: ServerResponse, status: number, body: string | Buffer, headers?: Record<string, string>): void {
+  if (headers !== undefined) for (const k in headers) res.setHeader(k, headers[k] as string);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+  });
+  res.end(body);
+}
+
+/**
+ * Sends an error in our error body. Anything that isn't a GatewayError is a bug: it becomes a
+ * 500 with nothing of its inside shown. When the response has already started, the socket is
+ * closed instead (the stream writers send their own in-stream errors before getting here).
+ */
+export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unknown) => void): void {
+  const gatewayError = err instanceof GatewayError ? err : internalError();
+  if (!(err instanceof GatewayError)) onBug?.(err);
+  if (res.headersSent) {
+    if (!res.writableEnded) res.end();
+    return;
+  }
+  if (gatewayError.headers !== undefined) for (const k in gatewayError.headers) res.setHeader(k, gatewayError.headers[k] as string);
+  // A 413 or a refused body: don't keep a connection whose request body we stopped reading.
+  if (gatewayError.status === 413) res.setHeader('connection', 'close');
+  sendJson(res, gatewayError.status, errorBody(gatewayError));
+}
+
+/** Writes the head of a server-sent event stream. */
+export function startEventStream(res: ServerResponse): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+}

@@ -1,0 +1,63 @@
+/**
+ * Counters for `GET /metrics` (admin key), in the Prometheus text format. Updated once per
+ * request, never per chunk.
+ */
+import type { RequestRecord } from './pipeline.ts';
+
+export interface Metrics {
+  observe(path: string, status: number, record: RequestRecord): void;
+  render(gauges: { openStreams: number; keysTracked: number }): string;
+}
+
+export function createMetrics(): Metrics {
+  const requests = new Map<string, number>();
+  let tokensIn = 0;
+  let tokensOut = 0;
+  let attempts = 0;
+  let retries = 0;
+  let streamErrors = 0;
+
+  return {
+    observe(path, status, record) {
+      // Only known operation paths become labels, so a scan of random URLs can't grow the map.
+      const route = /^\/(v1\/)?(messages\/count_tokens|messages|chat\/completions|models)/.exec(path)?.[0] ?? 'other';
+      const label = `${route}|${status}`;
+      requests.set(label, (requests.get(label) ?? 0) + 1);
+      if (record.usage !== undefined) {
+        tokensIn += record.usage.inputTokens + record.usage.cacheReadTokens + record.usage.cacheCreationTokens;
+        tokensOut += record.usage.outputTokens;
+      }
+      attempts += record.attempts.length;
+      if (record.attempts.length > 1) retries += record.attempts.length - 1;
+      if (record.streamError !== undefined) streamErrors++;
+    },
+    render({ openStreams, keysTracked }) {
+      const lines = [
+        '# HELP llmux_requests_total Requests answered, by route and status.',
+        '# TYPE llmux_requests_total counter',
+      ];
+      for (const [label, n] of requests) {
+        const [route, status] = label.split('|');
+        lines.push(`llmux_requests_total{route="${route}",status="${status}"} ${n}`);
+      }
+      lines.push(
+        '# HELP llmux_tokens_total Tokens reported by upstreams.',
+        '# TYPE llmux_tokens_total counter',
+        `llmux_tokens_total{direction="in"} ${tokensIn}`,
+        `llmux_tokens_total{direction="out"} ${tokensOut}`,
+        '# TYPE llmux_upstream_attempts_total counter',
+        `llmux_upstream_attempts_total ${attempts}`,
+        '# TYPE llmux_upstream_retries_total counter',
+        `llmux_upstream_retries_total ${retries}`,
+        '# TYPE llmux_stream_errors_total counter',
+        `llmux_stream_errors_total ${streamErrors}`,
+        '# TYPE llmux_open_requests gauge',
+        `llmux_open_requests ${openStreams}`,
+        '# TYPE llmux_rate_limited_keys gauge',
+        `llmux_rate_limited_keys ${keysTracked}`,
+        '',
+      );
+      return lines.join('\n');
+    },
+  };
+}

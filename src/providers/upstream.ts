@@ -1,0 +1,194 @@
+/**
+ * The upstream HTTP client: one keep-alive agent per protocol, provider base URLs parsed once,
+ * the provider's own credential (never the client's key), and the connect and first-byte
+ * timeouts. It returns the upstream response as soon as its headers arrive, so streams pass
+ * through as bytes come.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import type { ProviderConfig } from '../config-types.ts';
+import { GatewayError } from '../http/errors.ts';
+
+export interface UpstreamRequest {
+  provider: ProviderConfig;
+  /** The provider's resolved credential, if any. */
+  apiKey: string | undefined;
+  /** `/chat/completions` or `/messages`, appended to the provider's base path. */
+  path: string;
+  body: string | Buffer;
+  /** Extra headers (anthropic-version, anthropic-beta, accept). */
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+}
+
+/** An upstream failure before any response: whether a retry may help, and the client-facing error. */
+export class UpstreamError extends GatewayError {
+  readonly retryable: boolean;
+  constructor(status: number, code: string, message: string, retryable: boolean, cause?: unknown) {
+    super(status, 'api_error', code, message, cause === undefined ? {} : { cause });
+    this.retryable = retryable;
+  }
+}
+
+interface Target {
+  lib: typeof http | typeof https;
+  agent: http.Agent;
+  hostname: string;
+  port: number;
+  basePath: string;
+  hostHeader: string;
+}
+
+export interface UpstreamClient {
+  send(request: UpstreamRequest): Promise<IncomingMessage>;
+  /** Closes idle keep-alive sockets. */
+  close(): void;
+}
+
+export function createUpstreamClient(): UpstreamClient {
+  const httpAgent = new http.Agent({ keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' });
+  const httpsAgent = new https.Agent({ keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' });
+  const targets = new Map<string, Target>();
+
+  function targetFor(baseUrl: string): Target {
+    let t = targets.get(baseUrl);
+    if (t !== undefined) return t;
+    const url = new URL(baseUrl); // once per provider, not per request
+    const secure = url.protocol === 'https:';
+    t = {
+      lib: secure ? https : http,
+      agent: secure ? httpsAgent : httpAgent,
+      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
+      basePath: url.pathname.replace(/\/+$/, ''),
+      hostHeader: url.host,
+    };
+    targets.set(baseUrl, t);
+    return t;
+  }
+
+  return {
+    send(req) {
+      const target = targetFor(req.provider.baseUrl);
+      const headers: Record<string, string | number> = {
+        ...req.provider.headers,
+        host: target.hostHeader,
+        'content-type': 'application/json',
+        'content-length': typeof req.body === 'string' ? Buffer.byteLength(req.body) : req.body.length,
+        ...req.headers,
+      };
+      if (req.apiKey !== undefined) {
+        if (req.provider.format === 'anthropic') headers['x-api-key'] = req.apiKey;
+        else headers['authorization'] = `Bearer ${req.apiKey}`;
+      }
+      return new Promise<IncomingMessage>((resolve, reject) => {
+        let settled = false;
+        let connectTimer: NodeJS.Timeout | undefined;
+        const fail = (err: UpstreamError): void => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(firstByteTimer);
+          clearTimeout(connectTimer);
+          req.signal.removeEventListener('abort', onAbort);
+          outgoing.destroy();
+          reject(err);
+        };
+        const onAbort = (): void => fail(new UpstreamError(499, 'client_closed', 'The client went away', false));
+        const outgoing = target.lib.request({
+          method: 'POST',
+          hostname: target.hostname,
+          port: target.port,
+          path: target.basePath + req.path,
+          headers,
+          agent: target.agent,
+        });
+        const firstByteTimer = setTimeout(() => {
+          fail(new UpstreamError(
+            504,
+            'upstream_timeout',
+            `Provider "${req.provider.id}" did not answer within ${req.firstByteTimeoutMs} ms (limits.upstream_timeout_ms)`,
+            true,
+          ));
+        }, req.firstByteTimeoutMs);
+        outgoing.on('socket', (socket) => {
+          // A reused keep-alive socket is already connected.
+          if (!socket.connecting) return;
+          connectTimer = setTimeout(() => {
+            fail(new UpstreamError(502, 'upstream_error', `Provider "${req.provider.id}" could not be reached: connect timed out after ${req.connectTimeoutMs} ms`, true));
+          }, req.connectTimeoutMs);
+          socket.once('connect', () => clearTimeout(connectTimer));
+        });
+        outgoing.on('response', (res) => {
+          if (settled) {
+            res.destroy();
+            return;
+          }
+          settled = true;
+          clearTimeout(firstByteTimer);
+          clearTimeout(connectTimer);
+          req.signal.removeEventListener('abort', onAbort);
+          resolve(res);
+        });
+        outgoing.on('error', (err: NodeJS.ErrnoException) => {
+          fail(new UpstreamError(
+            502,
+            'upstream_error',
+            `Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`,
+            true,
+            err,
+          ));
+        });
+        if (req.signal.aborted) {
+          onAbort();
+          return;
+        }
+        req.signal.addEventListener('abort', onAbort, { once: true });
+        outgoing.end(req.body);
+      });
+    },
+    close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** Reads a whole (non-streamed) upstream body into one Buffer, bounded. */
+export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let timer = setTimeout(onIdle, idleTimeoutMs);
+    function onIdle(): void {
+      res.destroy();
+      reject(new UpstreamError(504, 'upstream_timeout', `The provider stopped sending its answer for ${idleTimeoutMs} ms`, false));
+    }
+    res.on('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      timer = setTimeout(onIdle, idleTimeoutMs);
+      size += chunk.length;
+      if (size > maxBytes) {
+        clearTimeout(timer);
+        res.destroy();
+        reject(new UpstreamError(502, 'upstream_error', `The provider's answer is larger than ${maxBytes} bytes`, false));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.on('end', () => {
+      clearTimeout(timer);
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    });
+    res.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new UpstreamError(502, 'upstream_error', `The provider's answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`, false));
+    });
+    res.on('aborted', () => {
+      clearTimeout(timer);
+      reject(new UpstreamError(502, 'upstream_error', "The provider's answer was cut off", false));
+    });
+  });
+}

@@ -1,0 +1,90 @@
+/**
+ * Starts a gateway for a test: a temp home, a fake upstream for each wire format, keys, and a
+ * collected request log.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGateway } from '../../src/server.ts';
+import type { Gateway, GatewayOptions, LogRecord } from '../../src/server.ts';
+import '../../src/features.ts';
+import { startFakeUpstream } from './fake-upstream.ts';
+import type { FakeUpstream } from './fake-upstream.ts';
+
+export interface TestGateway {
+  url: string;
+  gateway: Gateway;
+  upstream: FakeUpstream;
+  home: string;
+  /** A basic-tier key. */
+  key: string;
+  adminKey: string;
+  logs: Array<LogRecord | Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  /** Extra config merged over the test config. */
+  config?: Record<string, unknown>;
+  env?: Record<string, string | undefined>;
+  now?: () => number;
+  random?: () => number;
+  extra?: Partial<GatewayOptions>;
+}
+
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const upstream = await startFakeUpstream();
+  const home = mkdtempSync(join(tmpdir(), 'llmux-test-'));
+  const config = {
+    builtin_catalog: false,
+    providers: {
+      'fake-openai': { format: 'openai', base_url: `${upstream.url}/v1`, api_key: 'upstream-openai-secret' },
+      'fake-anthropic': { format: 'anthropic', base_url: `${upstream.url}/v1`, api_key: 'upstream-anthropic-secret' },
+    },
+    models: [
+      { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true, max_output_tokens: 16384 },
+      { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 8192 },
+    ],
+    retry: { attempts: 3, base_delay_ms: 1, max_delay_ms: 5, max_retry_after_ms: 2000 },
+    limits: { shutdown_timeout_ms: 2000 },
+    ...(options.config ?? {}),
+  };
+  const logs: TestGateway['logs'] = [];
+  const gatewayOptions: GatewayOptions = {
+    home,
+    config,
+    env: options.env ?? {},
+    logger: (line) => logs.push(line as LogRecord),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.random === undefined ? {} : { random: options.random }),
+    ...(options.extra ?? {}),
+  };
+  const gateway = createGateway(gatewayOptions);
+  const { url } = await gateway.listen(0, '127.0.0.1');
+  const key = gateway.keys.create({ name: 'test', tier: 'basic' }).key;
+  const adminKey = gateway.keys.create({ name: 'admin', tier: 'pro', admin: true }).key;
+  return {
+    url,
+    gateway,
+    upstream,
+    home,
+    key,
+    adminKey,
+    logs,
+    close: async () => {
+      await gateway.close();
+      await upstream.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The headers an official Anthropic SDK sends. */
+export function anthropicHeaders(key: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01', ...extra };
+}
+
+/** The headers an official OpenAI SDK sends. */
+export function openaiHeaders(key: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extra };
+}
