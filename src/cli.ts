@@ -15,17 +15,16 @@ import { createCatalog } from './catalog/catalog.ts';
 import { createGateway } from './server.ts';
 import { VERSION } from './version.ts';
 import './features.ts';
+import { findCommand } from './commands.ts';
+import type { CliIo } from './commands.ts';
 
-export interface CliIo {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  env: Record<string, string | undefined>;
-}
+export type { CliIo } from './commands.ts';
 
 const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   env: process.env,
+  stdin: process.stdin,
 };
 
 const HELP = `llmux ${VERSION} — one address for many models
@@ -47,12 +46,6 @@ Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux)
 
 class UsageError extends Error {}
 
-/** Extra commands provided by feature modules (device, setup). */
-export type CommandHandler = (args: string[], io: CliIo) => Promise<number>;
-const commands = new Map<string, CommandHandler>();
-export function registerCommand(name: string, handler: CommandHandler): void {
-  commands.set(name, handler);
-}
 
 function parse<const O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, allowPositionals = false) {
   try {
@@ -92,7 +85,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       case 'models':
         return models(rest, io);
       default: {
-        const handler = commands.get(command);
+        const handler = findCommand(command);
         if (handler !== undefined) return await handler(rest, io);
         throw new UsageError(`unknown command "${command}"`);
       }
