@@ -89,7 +89,7 @@ export interface Config {
   /** The config file read, if any. */
   configPath: string | undefined;
   providers: Record<string, ProviderConfig>;
-  /** Config-file models (already merged with the built-in catalog by `buildCatalog`). */
+  /** Config-file models; `createCatalog` merges them with the built-in catalog by id. */
   models: ModelEntry[];
   builtinCatalog: boolean;
   tiers: Record<TierName, TierLimits>;

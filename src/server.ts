@@ -165,13 +165,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   };
 
   router.add('GET', '/v1/models', listModels);
-  router.add('GET', '/v1/models/:id', getModel);
+  router.add('GET', '/v1/models/:id*', getModel);
   router.add('POST', '/v1/messages', messages);
   router.add('POST', '/v1/messages/count_tokens', countTokens);
   router.add('POST', '/v1/chat/completions', chat);
   // For clients configured with the root address that don't add /v1 themselves.
   router.add('GET', '/models', listModels);
-  router.add('GET', '/models/:id', getModel);
+  router.add('GET', '/models/:id*', getModel);
   router.add('POST', '/messages', messages);
   router.add('POST', '/chat/completions', chat);
 

@@ -1,6 +1,7 @@
 /**
  * A small method + path router. Routes are a flat list; a path segment `:name` captures one
- * segment. No `new URL` per request: the query is cut off with `indexOf('?')`.
+ * segment, and a last segment `:name*` captures the rest of the path (model ids such as
+ * `groq/openai/gpt-oss-120b` contain slashes). No `new URL` per request: the query is cut off with `indexOf('?')`.
  */
 
 export interface Match<H> {
@@ -22,6 +23,8 @@ interface Route<H> {
   method: string;
   segments: string[];
   exact: string | undefined;
+  /** The last segment captures the rest of the path. */
+  rest: boolean;
   handler: H;
 }
 
@@ -45,7 +48,9 @@ export function createRouter<H>(): Router<H> {
   return {
     add(method, path, handler) {
       const hasParam = path.includes('/:');
-      const route: Route<H> = { method, segments: path.split('/'), exact: hasParam ? undefined : path, handler };
+      const segments = path.split('/');
+      const rest = (segments[segments.length - 1] ?? '').endsWith('*');
+      const route: Route<H> = { method, segments, exact: hasParam ? undefined : path, rest, handler };
       routes.push(route);
       if (!hasParam) {
         const list = exact.get(path) ?? [];
@@ -68,16 +73,18 @@ export function createRouter<H>(): Router<H> {
       const sameShape: Array<Route<H>> = [];
       let found: Match<H> | undefined;
       for (const r of routes) {
-        if (r.exact !== undefined || r.segments.length !== parts.length) continue;
+        if (r.exact !== undefined) continue;
+        if (r.rest ? parts.length < r.segments.length : r.segments.length !== parts.length) continue;
         const params: Record<string, string> = {};
         let ok = true;
-        for (let i = 0; i < parts.length; i++) {
+        for (let i = 0; i < r.segments.length; i++) {
           const seg = r.segments[i] as string;
-          const part = parts[i] as string;
+          const isRest = r.rest && i === r.segments.length - 1;
+          const part = isRest ? parts.slice(i).join('/') : (parts[i] as string);
           if (seg.charCodeAt(0) === 58 /* : */) {
             if (part === '') { ok = false; break; }
             try {
-              params[seg.slice(1)] = decodeURIComponent(part);
+              params[isRest ? seg.slice(1, -1) : seg.slice(1)] = decodeURIComponent(part);
             } catch {
               ok = false;
               break;

@@ -1,0 +1,128 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { KEY_PREFIX, KeyStoreError, createKeyStore, hashKey, parseDuration, writeFileAtomic } from '../../src/auth/key-store.ts';
+
+const home = () => mkdtempSync(join(tmpdir(), 'llmux-keys-'));
+
+describe('key store', () => {
+  it('creates keys of the contract\'s shape and stores only their hash, mode 0600', () => {
+    const dir = home();
+    const store = createKeyStore(dir);
+    const { key, record } = store.create({ name: 'ci', tier: 'pro', limits: { rpm: 5 }, models: ['a'], admin: true });
+    assert.match(key, /^sk-llmux-[A-Za-z0-9_-]{43}$/);
+    assert.ok(key.startsWith(KEY_PREFIX));
+    assert.match(record.id, /^key_[0-9a-f]{16}$/);
+    const text = readFileSync(join(dir, 'keys.json'), 'utf8');
+    assert.ok(!text.includes(key));
+    assert.ok(text.includes(hashKey(key)));
+    assert.equal(statSync(join(dir, 'keys.json')).mode & 0o777, 0o600);
+    assert.deepEqual(readdirSync(dir).sort(), ['keys.json']);
+    assert.equal(store.findBySecret(key)?.id, record.id);
+    assert.equal(store.findBySecret(`${key}x`), undefined);
+    const reopened = createKeyStore(dir);
+    assert.deepEqual(reopened.get(record.id), record);
+    assert.equal(reopened.get('ci')?.id, record.id);
+  });
+
+  it('revokes by id or by name', () => {
+    const store = createKeyStore(home());
+    const a = store.create({ name: 'alpha' });
+    const b = store.create({ name: 'beta' });
+    assert.ok(store.revoke(a.record.id)?.revoked_at);
+    assert.ok(store.revoke('beta')?.revoked_at);
+    assert.equal(store.revoke('nobody'), undefined);
+    assert.ok(store.get(b.record.id)?.revoked_at);
+  });
+
+  it('reports a corrupt or half-written file clearly and leaves it untouched', () => {
+    const dir = home();
+    const path = join(dir, 'keys.json');
+    writeFileSync(path, '{"version":1,"keys":[{"id":"key_');
+    assert.throws(() => createKeyStore(dir), (err: Error) => err instanceof KeyStoreError && /corrupt or half-written/.test(err.message) && err.message.includes(path));
+    assert.equal(readFileSync(path, 'utf8'), '{"version":1,"keys":[{"id":"key_');
+    writeFileSync(path, '{"version":1,"keys":[{"id":"nope"}]}');
+    assert.throws(() => createKeyStore(dir), /not a valid llmux key store \(keys\.0\.id\)/);
+    writeFileSync(path, '[]');
+    assert.throws(() => createKeyStore(dir), /not a valid llmux key store/);
+  });
+
+  it('keeps serving the last good state when the file turns corrupt while watched', async () => {
+    const dir = home();
+    const store = createKeyStore(dir);
+    const { key } = store.create({ name: 'a' });
+    const errors: string[] = [];
+    store.watch((m) => errors.push(m));
+    writeFileSync(join(dir, 'keys.json'), '{broken');
+    await new Promise((r) => setTimeout(r, 1_100));
+    store.close();
+    assert.ok(store.findBySecret(key));
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? '', /corrupt/);
+  });
+
+  it('sees a change made by another process within a second', async () => {
+    const dir = home();
+    const server = createKeyStore(dir);
+    server.watch();
+    const other = createKeyStore(dir);
+    const { key } = other.create({ name: 'from-cli' });
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.ok(server.findBySecret(key));
+    other.revoke('from-cli');
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.ok(server.findBySecret(key)?.revoked_at);
+    server.close();
+  });
+
+  it('loses no key when two processes create keys at the same time', async () => {
+    const dir = home();
+    const script = `import { createKeyStore } from ${JSON.stringify(new URL('../../src/auth/key-store.ts', import.meta.url).pathname)};
+      const s = createKeyStore(process.argv[1]); for (let i = 0; i < 15; i++) s.create({ name: 'p' + process.pid + '-' + i });`;
+    const run = () => new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dir], { stdio: 'inherit' });
+      child.on('exit', (code) => resolve(code ?? 1));
+    });
+    const codes = await Promise.all([run(), run(), run()]);
+    assert.deepEqual(codes, [0, 0, 0]);
+    assert.equal(createKeyStore(dir).list().length, 45);
+  });
+
+  it('never leaves a half-written store when a writer is killed mid-write', async () => {
+    const dir = home();
+    createKeyStore(dir).create({ name: 'first' });
+    const script = `import { createKeyStore } from ${JSON.stringify(new URL('../../src/auth/key-store.ts', import.meta.url).pathname)};
+      const s = createKeyStore(process.argv[1]); for (let i = 0; ; i++) s.create({ name: 'loop-' + i });`;
+    for (let round = 0; round < 3; round++) {
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dir], { stdio: 'ignore' });
+      await new Promise((r) => setTimeout(r, 700 + round * 150));
+      child.kill('SIGKILL');
+      await new Promise((r) => child.on('exit', r));
+      // Whatever instant it died at, the store parses and still has the first key.
+      const store = createKeyStore(dir);
+      assert.ok(store.get('first'));
+    }
+  });
+
+  it('writes atomically with no temp file left behind', () => {
+    const dir = home();
+    const path = join(dir, 'sub', 'file.json');
+    writeFileAtomic(path, '{"a":1}');
+    writeFileAtomic(path, '{"a":2}');
+    assert.equal(readFileSync(path, 'utf8'), '{"a":2}');
+    assert.deepEqual(readdirSync(join(dir, 'sub')), ['file.json']);
+  });
+
+  it('parses durations like 30d and refuses others', () => {
+    assert.equal(parseDuration('30d'), 30 * 86_400_000);
+    assert.equal(parseDuration('12h'), 12 * 3_600_000);
+    assert.equal(parseDuration('15m'), 900_000);
+    assert.equal(parseDuration('45s'), 45_000);
+    assert.equal(parseDuration('2w'), 14 * 86_400_000);
+    assert.equal(parseDuration('0d'), undefined);
+    assert.equal(parseDuration('soon'), undefined);
+  });
+});
