@@ -517,6 +517,8 @@ function streamAnswer(
 
     const tick = (): void => {
       if (done) return;
+      // Paused for a slow client is not the upstream's silence.
+      if (upstream.isPaused()) lastActivity = ctx.now();
       const idle = ctx.now() - lastActivity;
       if (idle >= streamIdleTimeoutMs) {
         fail(`The provider sent nothing for ${streamIdleTimeoutMs} ms (limits.stream_idle_timeout_ms)`);

@@ -81,12 +81,25 @@ export async function runEcho(
     : chatEvents(options.model, words, cut, usage, (body as ChatRequest).stream_options?.include_usage === true);
   for (const event of events) {
     if (options.isClosed()) return usage;
-    if (!res.write(event)) await new Promise<void>((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
+    if (!res.write(event)) await drainOrClose(res);
     // One word per event-loop turn, like a model producing tokens.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   res.end();
   return usage;
+}
+
+/** Resolves when the client can take more, or has gone. */
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 function messagesAnswer(model: string, text: string, cut: boolean, usage: TokenUsage): string {
