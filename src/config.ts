@@ -52,20 +52,20 @@ export interface ConfigInput {
 
 /** Resolves `$LLMUX_HOME` (`--home`, `LLMUX_HOME`, `~/.llmux`). */
 export function resolveHome(flag: string | undefined, env: Record<string, string | undefined>): string {
-  return flag ?? env['LLMUX_HOME'] ?? join(homedir(), '.llmux');
+  return flag ?? (env['LLMUX_HOME'] || undefined) ?? join(homedir(), '.llmux');
 }
 
 /** Builds the whole configuration. Throws ConfigError with one clear line on any problem. */
 export function loadConfig(input: ConfigInput = {}): Config {
   const env = input.env ?? process.env;
   const home = resolveHome(input.home, env);
-  const host = input.host ?? env['LLMUX_HOST'] ?? '127.0.0.1';
+  const host = input.host ?? (env['LLMUX_HOST'] || undefined) ?? '127.0.0.1';
   const port = input.port ?? parsePort(env['LLMUX_PORT'], 'LLMUX_PORT') ?? 8686;
 
   let file: unknown = input.file;
   let configPath: string | undefined;
   if (file === undefined) {
-    const explicit = input.configPath ?? env['LLMUX_CONFIG'];
+    const explicit = input.configPath ?? (env['LLMUX_CONFIG'] || undefined);
     configPath = explicit ?? join(home, 'config.json');
     file = readConfigFile(configPath, explicit !== undefined);
     if (file === undefined) configPath = undefined;

@@ -36,9 +36,11 @@ export function fromChatUsage(usage: Partial<ChatUsage> | null | undefined): Tok
   const prompt = count(usage.prompt_tokens);
   const cached = Math.min(prompt, count(usage.prompt_tokens_details?.cached_tokens) || count(usage.prompt_cache_hit_tokens));
   const creation = count((usage as Record<string, unknown>)['cache_creation_input_tokens']);
+  // xAI leaves reasoning tokens out of completion_tokens but counts them in total_tokens.
+  const completion = Math.max(count(usage.completion_tokens), count(usage.total_tokens) - prompt);
   return {
     inputTokens: Math.max(0, prompt - cached - creation),
-    outputTokens: count(usage.completion_tokens),
+    outputTokens: completion,
     cacheReadTokens: cached,
     cacheCreationTokens: creation,
   };

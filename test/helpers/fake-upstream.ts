@@ -31,6 +31,8 @@ export interface FakeUpstream {
   /** Responders used in order, one per request; when empty, `fallback` answers. */
   queue: Responder[];
   fallback: Responder;
+  /** Whether to keep every request in `requests` (a soak turns this off). */
+  record: boolean;
   /** Sockets open right now (for leak checks). */
   openSockets(): number;
   close(): Promise<void>;
@@ -97,6 +99,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests,
     queue: [],
     fallback: defaultResponder,
+    record: true,
     openSockets: () => sockets.size,
     close: async () => {
       for (const s of sockets) s.destroy();
@@ -113,7 +116,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         body = JSON.parse(raw) as Record<string, unknown>;
       } catch { /* keep {} */ }
       const seen: SeenRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, raw };
-      requests.push(seen);
+      if (fake.record) requests.push(seen);
       const responder = fake.queue.shift() ?? fake.fallback;
       void Promise.resolve(responder(req, res, seen)).catch(() => res.destroy());
     });
