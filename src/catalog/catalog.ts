@@ -1,0 +1,165 @@
+/**
+ * The catalog the gateway serves: built-in models merged with the config file's, narrowed to
+ * the models whose provider can be used now (llmux.md section 3), plus `llmux-echo`.
+ *
+ * Decisions beyond the description:
+ * - Order is catalog order, not sorted: `llmux-echo` first, then the built-in table as written
+ *   (grouped by provider), config models that replace a built-in keep its place, new config
+ *   models follow in file order.
+ * - Usability is evaluated at call time against the `env` object handed in, so passing
+ *   `process.env` follows changes (a key exported after start-up shows up) and passing a copy
+ *   freezes it. The check is a handful of lookups; `list()` reuses its last answer while the set
+ *   of usable providers is unchanged, and public records are built once per entry.
+ */
+import type { ModelCapabilities, ModelEntry, ModelPricing, ProviderConfig } from '../config-types.ts';
+import { BUILTIN_MODELS, ECHO_MODEL } from './builtin-models.ts';
+import { isProviderUsable } from './providers.ts';
+
+/** A model as `GET /v1/models` shows it: exactly the description's fields, in its order. */
+export interface ModelRecord {
+  id: string;
+  object: 'model';
+  type: 'chat';
+  created_at: string;
+  owned_by: string;
+  display_name: string;
+  capabilities: ModelCapabilities;
+  pricing: ModelPricing;
+  context_length: number;
+  max_output_tokens: number;
+}
+
+export interface ModelList {
+  object: 'list';
+  data: ModelRecord[];
+  has_more: false;
+  first_id: string | null;
+  last_id: string | null;
+}
+
+export interface Catalog {
+  /** Models usable now (provider usable), config models included, plus llmux-echo; catalog order, echo first. */
+  list(): ModelEntry[];
+  /** A usable model by public id, or undefined. */
+  get(id: string): ModelEntry | undefined;
+  /** A configured provider by provider id (`model.provider`), or undefined; `llmux` has none. */
+  provider(id: string): ProviderConfig | undefined;
+}
+
+export interface CatalogOptions {
+  /** Built-ins already merged with config by the caller. */
+  providers: Record<string, ProviderConfig>;
+  /** Models from the config file. */
+  models: ModelEntry[];
+  /** false: only config models (+ echo). */
+  builtinCatalog: boolean;
+  env: Record<string, string | undefined>;
+}
+
+/** Merges the catalog once; answers list/get against the providers usable at call time. */
+export function createCatalog(options: CatalogOptions): Catalog {
+  const { providers, env } = options;
+  const entries = mergeModels(
+    options.builtinCatalog ? [ECHO_MODEL, ...BUILTIN_MODELS] : [ECHO_MODEL],
+    options.models,
+  );
+  const byId = new Map<string, ModelEntry>();
+  for (const entry of entries) byId.set(entry.id, entry);
+  const providerIds = [...new Set(entries.map((entry) => entry.provider))];
+
+  let lastSignature: string | undefined;
+  let lastList: ModelEntry[] = [];
+
+  function providerOf(id: string): ProviderConfig | undefined {
+    return Object.hasOwn(providers, id) ? providers[id] : undefined;
+  }
+
+  function isUsable(providerId: string): boolean {
+    // The echo model answers inside llmux, so it has no upstream to be unusable.
+    if (providerId === ECHO_MODEL.provider) return true;
+    const provider = providerOf(providerId);
+    return provider !== undefined && isProviderUsable(provider, env);
+  }
+
+  return {
+    list() {
+      let signature = '';
+      for (const id of providerIds) signature += isUsable(id) ? '1' : '0';
+      if (signature !== lastSignature) {
+        lastList = entries.filter((entry) => isUsable(entry.provider));
+        lastSignature = signature;
+      }
+      return lastList.slice();
+    },
+    get(id) {
+      const entry = byId.get(id);
+      return entry !== undefined && isUsable(entry.provider) ? entry : undefined;
+    },
+    provider: providerOf,
+  };
+}
+
+/** Config models replace same-id base models in place; the rest are appended in file order. */
+function mergeModels(base: ModelEntry[], fromConfig: ModelEntry[]): ModelEntry[] {
+  const merged = base.slice();
+  const position = new Map<string, number>();
+  merged.forEach((entry, index) => position.set(entry.id, index));
+  for (const entry of fromConfig) {
+    const at = position.get(entry.id);
+    if (at === undefined) {
+      position.set(entry.id, merged.length);
+      merged.push(entry);
+    } else {
+      merged[at] = entry;
+    }
+  }
+  return merged;
+}
+
+const records = new WeakMap<ModelEntry, ModelRecord>();
+
+/** The public model record: exactly the description's fields, in its order. Cached per entry. */
+export function toModelRecord(model: ModelEntry): ModelRecord {
+  const cached = records.get(model);
+  if (cached !== undefined) return cached;
+  // Fresh nested objects so config-supplied extras (or secrets) never ride along.
+  const record: ModelRecord = {
+    id: model.id,
+    object: 'model',
+    type: model.type,
+    created_at: model.created_at,
+    owned_by: model.owned_by,
+    display_name: model.display_name,
+    capabilities: {
+      supports_function_calling: model.capabilities.supports_function_calling,
+      supports_vision: model.capabilities.supports_vision,
+      supports_streaming: model.capabilities.supports_streaming,
+      supports_structured_output: model.capabilities.supports_structured_output,
+    },
+    pricing: {
+      input_tokens_cost_per_million: model.pricing.input_tokens_cost_per_million,
+      output_tokens_cost_per_million: model.pricing.output_tokens_cost_per_million,
+      currency: model.pricing.currency,
+    },
+    context_length: model.context_length,
+    max_output_tokens: model.max_output_tokens,
+  };
+  // Shared by every request, so nobody may change it in place.
+  Object.freeze(record.capabilities);
+  Object.freeze(record.pricing);
+  Object.freeze(record);
+  records.set(model, record);
+  return record;
+}
+
+/** The models-list wrapper both official SDKs page through (`has_more`, `first_id`, `last_id`). */
+export function toModelList(models: ModelEntry[]): ModelList {
+  const data = models.map(toModelRecord);
+  return {
+    object: 'list',
+    data,
+    has_more: false,
+    first_id: data[0]?.id ?? null,
+    last_id: data[data.length - 1]?.id ?? null,
+  };
+}
