@@ -1,0 +1,370 @@
+/**
+ * Data flowing from the messages format to the chat format (translation.md):
+ * a messages-format request sent on to a chat-completions upstream, and a messages-format answer
+ * (from a messages upstream) given back to a chat-completions client.
+ *
+ * Decisions where the spec is silent (the official APIs decide, and these notes record how):
+ * - Text blocks of one turn are joined with "\n\n" in requests (as the spec does for system blocks),
+ *   so separately authored pieces (Claude Code's `<system-reminder>` blocks) stay apart. In answers
+ *   they are joined with "" so a non-streamed answer reads exactly like the streamed one, whose
+ *   text deltas are simply concatenated.
+ * - A user turn made only of text becomes string content; with an image or document it becomes
+ *   content parts, in block order.
+ * - Chat `tool` messages carry text only, so a `tool_result` is flattened to text: text blocks
+ *   joined with "\n\n", an image replaced by the placeholder `[image omitted: …]` so the model knows
+ *   one was there; it is not moved into another message.
+ * - `document` blocks: a base64 PDF becomes a chat `file` part (OpenAI's file input), a text or
+ *   content source becomes text, a URL source becomes a placeholder naming the URL.
+ * - Anthropic-defined tools (a `type` other than `custom`: server tools such as
+ *   `web_search_20250305`, or schema-less client tools such as `bash_20250124`) cannot be
+ *   described to a chat upstream: 400 naming `tools.N.type`.
+ * - `thinking {type:'adaptive'}` with `output_config.effort` low / medium / high (max -> high)
+ *   becomes `reasoning_effort`; adaptive without an effort leaves the upstream's default.
+ * - `stop_sequences` pass through whole, even past OpenAI's limit of 4: other chat upstreams allow
+ *   more, and a silent cut would change where the answer stops.
+ * - Fields with no chat equivalent are dropped: `top_k`, `service_tier`, `cache_control`,
+ *   `redacted_thinking` blocks, thinking signatures, unknown extra fields.
+ */
+import { randomBytes } from 'node:crypto';
+import type {
+  ChatContentPart,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  ChatTool,
+  ChatToolCall,
+  ChatToolChoice,
+  MessagesRequest,
+  MessagesResponse,
+  MessagesTool,
+} from '../formats/wire.ts';
+import { invalidParameters, truncate } from '../http/errors.ts';
+import { stopReasonToFinishReason } from './stop-reasons.ts';
+import { fromMessagesUsage, toChatUsage } from './usage.ts';
+
+/** How the chosen upstream model wants its request shaped. */
+export interface UpstreamModel {
+  /** Sent as `model`. */
+  upstreamId: string;
+  /** Accepts reasoning settings (`reasoning_effort` / `thinking`); otherwise they are dropped. */
+  reasoning: boolean;
+  /** Which chat parameter carries the output cap (OpenAI reasoning models want `max_completion_tokens`). */
+  maxTokensParam: 'max_tokens' | 'max_completion_tokens';
+  /** DeepSeek-style: earlier thinking is replayed as `reasoning_content` on assistant messages. */
+  replayReasoning: boolean;
+  /** The catalog's `max_output_tokens`; 0 when unknown. */
+  maxOutputTokens: number;
+}
+
+/** Options of the answer translators; `now` is injectable so tests need no real clock. */
+export interface ResponseTranslateOptions {
+  /** Milliseconds since the epoch, like `Date.now`. */
+  now?: () => number;
+  /** Told about input that was repaired rather than refused (for the request log). */
+  onWarning?: (message: string) => void;
+}
+
+const PARAGRAPH = '\n\n';
+const BASE64URL_PUNCTUATION = /[-_]/g;
+const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model carry text only]';
+
+/** Random id tail, alphanumeric like the providers' own ids. */
+export function randomIdTail(): string {
+  return randomBytes(18).toString('base64url').replace(BASE64URL_PUNCTUATION, 'x').slice(0, 24);
+}
+
+/**
+ * Translates a validated messages-format request into the chat-completions request for `model`.
+ * Throws `invalidParameters` for an Anthropic-defined tool, which a chat upstream cannot run;
+ * anything else odd is read leniently (fields of the wrong shape are left out), never thrown.
+ */
+export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel): ChatRequest {
+  const messages: ChatMessage[] = [];
+  const system = systemText(req.system);
+  if (system !== '') messages.push({ role: 'system', content: system });
+
+  for (const message of records(req.messages)) {
+    if (message['role'] === 'assistant') messages.push(assistantToChat(message['content'], model.replayReasoning));
+    else pushUserTurn(messages, message['content']);
+  }
+
+  const out: ChatRequest = { model: model.upstreamId, messages };
+  if (typeof req.max_tokens === 'number') out[model.maxTokensParam] = req.max_tokens;
+
+  const tools = Array.isArray(req.tools) ? req.tools : [];
+  if (tools.length > 0) {
+    out.tools = tools.map(toolToChat);
+    const choice = asRecord(req.tool_choice);
+    const chatChoice = choice === undefined ? undefined : toolChoiceToChat(choice);
+    if (chatChoice !== undefined) out.tool_choice = chatChoice;
+    if (choice?.['disable_parallel_tool_use'] === true) out.parallel_tool_calls = false;
+  }
+
+  const stop = Array.isArray(req.stop_sequences) ? req.stop_sequences.filter((sequence) => typeof sequence === 'string') : [];
+  if (stop.length > 0) out.stop = stop;
+  if (typeof req.temperature === 'number') out.temperature = req.temperature;
+  if (typeof req.top_p === 'number') out.top_p = req.top_p;
+  const userId = asRecord(req.metadata)?.['user_id'];
+  if (typeof userId === 'string') out.user = userId;
+
+  if (model.reasoning) {
+    const effort = reasoningEffort(req);
+    if (effort !== undefined) out.reasoning_effort = effort;
+  }
+
+  if (req.stream === true) {
+    out.stream = true;
+    out.stream_options = { include_usage: true };
+  }
+  return out;
+}
+
+/**
+ * Translates a messages-format answer into a chat-completions answer: text blocks -> `content`,
+ * thinking -> `reasoning_content`, tool_use -> `tool_calls` (ids unchanged), stop reason and usage
+ * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is the upstream's.
+ * An upstream answer is not validated, so every field is read leniently.
+ */
+export function messagesResponseToChat(resp: MessagesResponse, options: ResponseTranslateOptions = {}): ChatResponse {
+  const now = options.now ?? Date.now;
+  const answer = asRecord(resp) ?? {};
+  let content = '';
+  let hasText = false;
+  let reasoning = '';
+  const toolCalls: ChatToolCall[] = [];
+  for (const block of records(answer['content'])) {
+    if (block['type'] === 'text' && typeof block['text'] === 'string') {
+      content += block['text'];
+      hasText = true;
+    } else if (block['type'] === 'thinking' && typeof block['thinking'] === 'string') {
+      reasoning += block['thinking'];
+    } else if (block['type'] === 'tool_use') {
+      toolCalls.push(toolCall(block));
+    }
+  }
+
+  const message: ChatResponse['choices'][number]['message'] = {
+    role: 'assistant',
+    content: hasText ? content : null,
+    refusal: null,
+  };
+  if (reasoning !== '') message.reasoning_content = reasoning;
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+
+  return {
+    id: `chatcmpl-${randomIdTail()}`,
+    object: 'chat.completion',
+    created: Math.floor(now() / 1000),
+    model: text(answer['model']),
+    choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinishReason(typeof answer['stop_reason'] === 'string' ? answer['stop_reason'] : null) }],
+    usage: toChatUsage(fromMessagesUsage(asRecord(answer['usage']))),
+  };
+}
+
+// ---------- reading leniently ----------
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** The object items of what should be an array of objects; anything else is skipped. */
+function records(value: unknown): Array<Record<string, unknown>> {
+  if (!Array.isArray(value)) return [];
+  const out: Array<Record<string, unknown>> = [];
+  for (const item of value) {
+    const record = asRecord(item);
+    if (record !== undefined) out.push(record);
+  }
+  return out;
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+// ---------- requests ----------
+
+function systemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  return joinTexts(records(system).map((block) => (block['type'] === 'text' ? text(block['text']) : '')));
+}
+
+/** Joins non-empty pieces with a blank line. */
+function joinTexts(pieces: string[]): string {
+  return pieces.filter((piece) => piece !== '').join(PARAGRAPH);
+}
+
+/**
+ * One messages user turn -> chat messages: each `tool_result` becomes a `tool` message, emitted
+ * first because chat wants tool answers right after the assistant message that called them;
+ * whatever else the turn holds follows as one user message.
+ */
+function pushUserTurn(out: ChatMessage[], content: unknown): void {
+  if (!Array.isArray(content)) {
+    out.push({ role: 'user', content: text(content) });
+    return;
+  }
+  const parts: ChatContentPart[] = [];
+  let toolMessages = 0;
+  for (const block of records(content)) {
+    switch (block['type']) {
+      case 'tool_result':
+        out.push({ role: 'tool', tool_call_id: text(block['tool_use_id']), content: toolResultText(block) });
+        toolMessages += 1;
+        break;
+      case 'image': {
+        const part = imagePart(block);
+        if (part !== undefined) parts.push(part);
+        break;
+      }
+      case 'tool_use':
+      case 'thinking':
+      case 'redacted_thinking':
+        // Not valid in a user turn; nothing a chat user message could carry.
+        break;
+      default:
+        pushOtherPart(parts, block);
+    }
+  }
+  if (parts.length > 0) out.push({ role: 'user', content: collapseParts(parts) });
+  else if (toolMessages === 0) out.push({ role: 'user', content: '' });
+}
+
+/** Text-only parts become one string (what every chat upstream accepts); otherwise parts as they are. */
+function collapseParts(parts: ChatContentPart[]): string | ChatContentPart[] {
+  const texts: string[] = [];
+  for (const part of parts) {
+    if (part.type !== 'text') return parts;
+    texts.push(text((part as Record<string, unknown>)['text']));
+  }
+  return texts.join(PARAGRAPH);
+}
+
+function imagePart(block: Record<string, unknown>): ChatContentPart | undefined {
+  const source = asRecord(block['source']);
+  if (source?.['type'] === 'url' && typeof source['url'] === 'string') return { type: 'image_url', image_url: { url: source['url'] } };
+  if (source?.['type'] === 'base64' && typeof source['data'] === 'string') {
+    return { type: 'image_url', image_url: { url: `data:${text(source['media_type'])};base64,${source['data']}` } };
+  }
+  return undefined;
+}
+
+/** Text, `document` and block types newer than this file: whatever of them a chat user message can carry. */
+function pushOtherPart(parts: ChatContentPart[], block: Record<string, unknown>): void {
+  if (block['type'] === 'document') {
+    const source = asRecord(block['source']);
+    if (source?.['type'] === 'base64' && typeof source['data'] === 'string') {
+      const mediaType = typeof source['media_type'] === 'string' ? source['media_type'] : 'application/pdf';
+      const title = typeof block['title'] === 'string' && block['title'] !== '' ? block['title'] : 'document.pdf';
+      parts.push({ type: 'file', file: { filename: title, file_data: `data:${mediaType};base64,${source['data']}` } });
+      return;
+    }
+  }
+  const blockText = otherBlockText(block);
+  if (blockText !== '') parts.push({ type: 'text', text: blockText });
+}
+
+/** The text a chat message can carry for a block: its text, or a placeholder naming what was left out. */
+function otherBlockText(block: Record<string, unknown>): string {
+  switch (block['type']) {
+    case 'image':
+      return TOOL_RESULT_IMAGE_NOTE;
+    case 'document': {
+      const source = asRecord(block['source']);
+      if (source?.['type'] === 'text') return text(source['data']);
+      if (source?.['type'] === 'content') return nestedText(source['content']);
+      if (source?.['type'] === 'url' && typeof source['url'] === 'string') return `[document omitted: ${source['url']}]`;
+      return '[document omitted: this model cannot read it]';
+    }
+    case 'search_result':
+      return joinTexts([text(block['title']), nestedText(block['content'])]);
+    default:
+      return text(block['text']);
+  }
+}
+
+function nestedText(content: unknown): string {
+  if (!Array.isArray(content)) return text(content);
+  return joinTexts(records(content).map(otherBlockText));
+}
+
+/** A tool result as chat `tool` content (text only); `is_error` keeps its signal as an `Error: ` prefix. */
+function toolResultText(block: Record<string, unknown>): string {
+  const resultText = nestedText(block['content']);
+  if (block['is_error'] !== true) return resultText;
+  return resultText === '' ? 'Error' : `Error: ${resultText}`;
+}
+
+function assistantToChat(content: unknown, replayReasoning: boolean): ChatMessage {
+  if (!Array.isArray(content)) return { role: 'assistant', content: text(content) };
+  const texts: string[] = [];
+  const reasoning: string[] = [];
+  const toolCalls: ChatToolCall[] = [];
+  for (const block of records(content)) {
+    if (block['type'] === 'text') texts.push(text(block['text']));
+    else if (block['type'] === 'tool_use') toolCalls.push(toolCall(block));
+    else if (block['type'] === 'thinking') reasoning.push(text(block['thinking']));
+  }
+  const joined = joinTexts(texts);
+  // Chat wants content null beside tool_calls when there is no text, and a string otherwise.
+  const message: ChatMessage = { role: 'assistant', content: joined === '' && toolCalls.length > 0 ? null : joined };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  if (replayReasoning) {
+    const replay = joinTexts(reasoning);
+    if (replay !== '') message.reasoning_content = replay;
+  }
+  return message;
+}
+
+function toolCall(block: Record<string, unknown>): ChatToolCall {
+  const input = asRecord(block['input']) ?? {};
+  return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: JSON.stringify(input) } };
+}
+
+function toolToChat(tool: MessagesTool, index: number): ChatTool {
+  const record = asRecord(tool) ?? {};
+  const type = record['type'];
+  if (type !== undefined && type !== 'custom') {
+    throw invalidParameters(
+      `tools.${index}.type: "${truncate(String(type), 100)}" is an Anthropic-defined tool, which this model's chat-completions upstream cannot run; send a custom tool with name and input_schema instead`,
+    );
+  }
+  const fn: ChatTool['function'] = { name: text(record['name']) };
+  if (typeof record['description'] === 'string') fn.description = record['description'];
+  const schema = asRecord(record['input_schema']);
+  if (schema !== undefined) fn.parameters = schema;
+  return { type: 'function', function: fn };
+}
+
+function toolChoiceToChat(choice: Record<string, unknown>): ChatToolChoice | undefined {
+  switch (choice['type']) {
+    case 'auto':
+      return 'auto';
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool':
+      return { type: 'function', function: { name: text(choice['name']) } };
+    default:
+      return undefined;
+  }
+}
+
+/** `thinking` -> `reasoning_effort` by budget (translation.md); adaptive thinking by its effort. */
+function reasoningEffort(req: MessagesRequest): string | undefined {
+  const thinking = asRecord(req.thinking);
+  if (thinking?.['type'] === 'enabled') {
+    const budget = thinking['budget_tokens'];
+    if (typeof budget !== 'number') return undefined;
+    if (budget < 2048) return 'low';
+    if (budget < 8192) return 'medium';
+    return 'high';
+  }
+  if (thinking?.['type'] === 'adaptive') {
+    const effort = asRecord(req['output_config'])?.['effort'];
+    if (effort === 'low' || effort === 'medium' || effort === 'high') return effort;
+    if (effort === 'max') return 'high';
+  }
+  return undefined;
+}
