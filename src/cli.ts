@@ -64,6 +64,7 @@ function positiveInt(value: string | undefined, flag: string): number | undefine
 
 /** Runs the CLI; resolves with the exit code (serve resolves only when the server stops). */
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  if (io === processIo) quietOnClosedPipe();
   const [command, ...rest] = argv;
   try {
     switch (command) {
@@ -236,6 +237,18 @@ function models(args: string[], io: CliIo): number {
   }
   for (const m of list) io.stdout(`${m.id.padEnd(40)} ${m.provider.padEnd(12)} ctx ${m.context_length}\n`);
   return 0;
+}
+
+let pipesGuarded = false;
+
+/** `llmux models | head` closes our stdout early: that is not an error worth a stack trace. */
+function quietOnClosedPipe(): void {
+  if (pipesGuarded) return;
+  pipesGuarded = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
 }
 
 function isEntryPoint(): boolean {
