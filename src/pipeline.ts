@@ -101,7 +101,9 @@ function betaHeader(req: IncomingMessage): string | undefined {
 /** Reads, parses and validates a model request body for the client's format. */
 async function readRequest(ctx: PipelineContext, req: IncomingMessage, format: WireFormat): Promise<MessagesRequest | ChatRequest> {
   const raw = parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes));
-  return format === 'anthropic' ? validateMessagesRequest(raw) : validateChatRequest(raw);
+  if (format === 'openai') return validateChatRequest(raw);
+  // With Anthropic's interleaved-thinking beta the thinking budget may reach max_tokens.
+  return validateMessagesRequest(raw, { interleavedThinking: betaHeader(req)?.includes('interleaved-thinking-2025-05-14') === true });
 }
 
 /**
@@ -446,7 +448,9 @@ function streamAnswer(
 
     let translator: StreamTranslator | undefined;
     let parser: ReturnType<typeof createSseParser> | undefined;
-    const tap = clientFormat === upstreamFormat ? createUsageTap(upstreamFormat) : undefined;
+    const tap = clientFormat === upstreamFormat
+      ? createUsageTap(upstreamFormat, { dropUsageChunk: clientFormat === 'openai' && !includeUsage })
+      : undefined;
     if (tap === undefined) {
       translator = clientFormat === 'anthropic'
         ? createChatToMessagesStream({ write, estimatedInputTokens: estimate })
@@ -454,7 +458,10 @@ function streamAnswer(
       const t = translator;
       parser = createSseParser({
         onEvent: (event) => t.push(event),
-        onError: (error) => t.fail(`The provider's stream could not be read: ${error.message}`),
+        // Invalid UTF-8 is decoded with U+FFFD and the stream goes on; only an oversized event ends it.
+        onError: (error) => {
+          if (error.code === 'buffer_overflow') t.fail(`The provider's stream could not be read: ${error.message}`);
+        },
       });
     }
 
@@ -480,8 +487,9 @@ function streamAnswer(
       record.streamError = message;
       if (translator !== undefined) translator.fail(message);
       else if (!res.writableEnded) res.write(streamError(message));
-      upstream.destroy();
+      // finish() first: destroying the upstream can emit 'aborted' at once.
       finish();
+      upstream.destroy();
     };
 
     const onData = (chunk: Buffer): void => {
@@ -489,11 +497,21 @@ function streamAnswer(
       if (tap !== undefined) {
         const out = tap.feed(chunk);
         if (out !== undefined && out.length > 0) write(out);
+        if (tap.stopped) {
+          if (tap.overflowed) {
+            fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
+            return;
+          }
+          // The upstream's error reached the client; nothing after it is forwarded.
+          if (tap.upstreamError !== undefined) record.streamError = tap.upstreamError;
+          finish();
+          upstream.destroy();
+        }
       } else {
         parser!.feed(chunk);
         if (translator!.finished) {
-          upstream.destroy();
           finish();
+          upstream.destroy();
         }
       }
     };
@@ -538,10 +556,10 @@ function streamAnswer(
     res.once('close', () => {
       if (done) return;
       // The client went away: stop the generation at once.
-      controller.abort();
-      upstream.destroy();
       record.streamError = 'client closed the stream';
       finish();
+      controller.abort();
+      upstream.destroy();
     });
   });
 }

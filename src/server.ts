@@ -157,8 +157,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     const key = authed(req, record);
     peekHeaders(res, key);
     const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes));
-    // count_tokens takes a messages request without max_tokens.
-    const body = validateMessagesRequest({ max_tokens: 1, ...raw });
+    // count_tokens takes a messages request without max_tokens; a large stand-in keeps any
+    // thinking budget valid.
+    const body = validateMessagesRequest({ max_tokens: Number.MAX_SAFE_INTEGER, ...raw });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body as Record<string, unknown>) }));
@@ -223,7 +224,18 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       // While shutting down, a connection whose last answer just ended has nothing left to do.
       if (closing) setImmediate(() => server?.closeIdleConnections());
     };
-    res.once('close', writeLog);
+    // The line is written once the response is closed and the handler has settled usage, in
+    // whichever order those happen ('close' can come before the handler's last await resumes).
+    let closed = false;
+    let handled = false;
+    res.once('close', () => {
+      closed = true;
+      if (handled) writeLog();
+    });
+    const handlerDone = (): void => {
+      handled = true;
+      if (closed) writeLog();
+    };
 
     const route = router.match(method, url);
     const run = async (): Promise<void> => {
@@ -234,7 +246,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (closing) res.setHeader('connection', 'close');
       await route.match.handler(req, res, route.match.params, record);
     };
-    run().catch((err: unknown) => {
+    run().then(handlerDone, (err: unknown) => {
+      handlerDone();
       if (err instanceof GatewayError && err.status === 499) {
         if (!res.writableEnded) res.destroy();
         return;

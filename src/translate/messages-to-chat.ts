@@ -84,6 +84,12 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
   if (system !== '') messages.push({ role: 'system', content: system });
 
   for (const message of records(req.messages)) {
+    if (message['role'] === 'system') {
+      // A mid-conversation system turn (Claude Code) stays a system message where it stands.
+      const text = systemText(message['content'] as MessagesRequest['system']);
+      if (text !== '') messages.push({ role: 'system', content: text });
+      continue;
+    }
     if (message['role'] === 'assistant') messages.push(assistantToChat(message['content'], model.replayReasoning));
     else pushUserTurn(messages, message['content']);
   }

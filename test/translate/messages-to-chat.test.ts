@@ -728,3 +728,17 @@ describe('messagesResponseToChat', () => {
     assert.ok(first.created >= before && first.created <= Math.floor(Date.now() / 1000));
   });
 });
+
+describe('mid-conversation system turns', () => {
+  it('become chat system messages where they stand', () => {
+    const out = messagesRequestToChat({
+      model: 'm', max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: [{ type: 'text', text: 'Note.' }] },
+        { role: 'assistant', content: 'ok' },
+      ],
+    } as unknown as MessagesRequest, { upstreamId: 'u', reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 0 });
+    assert.deepEqual(out.messages.map((m) => [m.role, m.content]), [['user', 'hi'], ['system', 'Note.'], ['assistant', 'ok']]);
+  });
+});
