@@ -1,0 +1,269 @@
+/**
+ * The device-flow endpoints (RFC 8628 in our error shape, llmux.md section 3):
+ * `POST /auth/device`, `POST /auth/device/token`, `POST /auth/device/approve`, `POST /auth/device/deny`.
+ *
+ * Decisions beyond the specs:
+ * - Token-endpoint refusals are 400 with our error body; `error.code` carries the RFC 8628 error
+ *   string (`authorization_pending`, `slow_down`, `expired_token`, `access_denied`,
+ *   `invalid_grant`, `unsupported_grant_type`). There is no top-level string `error` field: our
+ *   body already uses `error` for the object, so RFC clients read `error.code`. `slow_down` and
+ *   `authorization_pending` also carry `error.interval`, the interval to use from now on.
+ * - An unknown, already redeemed or long-expired device code is `invalid_grant`.
+ * - None of these count against any key's requests/min: the start and token endpoints have no key,
+ *   and approve/deny are admin operations like `/metrics`. Starting a grant is limited per client
+ *   address instead (default 10 a minute, `LLMUX_DEVICE_STARTS_PER_MINUTE`): with grants living
+ *   15 minutes, one address can hold at most 150 of the 1,000 pending grants
+ *   (`LLMUX_DEVICE_MAX_PENDING`). Past the cap the answer is 503 `overloaded_error`.
+ * - The issued key is created when the client redeems the approved grant, not at approval: a
+ *   client that never comes back leaves no key behind, and the secret never sits in memory.
+ * - Only grant and key ids are logged, never codes, client names or keys.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { Config, TierName } from '../config-types.ts';
+import { GatewayError, invalidParameters } from '../http/errors.ts';
+import { readBody } from '../http/body.ts';
+import { sendJson } from '../http/respond.ts';
+import { createSlidingWindows } from '../limits/window.ts';
+import type { WindowState } from '../limits/window.ts';
+import type { GatewayInternals } from '../server.ts';
+import type { RequestRecord } from '../pipeline.ts';
+import { authenticate, requireAdmin } from './authenticate.ts';
+import type { KeyStore } from './key-store.ts';
+import { cleanClientName, createDeviceFlow, formatUserCode } from './device-flow.ts';
+import type { DecideResult, DeviceFlow, PollResult } from './device-flow.ts';
+
+export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+export const DEFAULT_STARTS_PER_MINUTE = 10;
+const MAX_DEVICE_BODY_BYTES = 16 * 1024;
+const DEFAULT_CLIENT_NAME = 'unnamed device client';
+const TIERS: readonly TierName[] = ['basic', 'pro', 'enterprise'];
+/** Beyond this many tracked addresses, idle ones are dropped before adding another. */
+const MAX_TRACKED_ADDRESSES = 10_000;
+
+export interface DeviceRoutesOptions {
+  /** The grant store; default: one made from `maxPending` and the gateway's clock. */
+  flow?: DeviceFlow;
+  maxPending?: number;
+  /** Grants one client address may start per minute. */
+  startsPerMinute?: number;
+}
+
+export interface Decision {
+  userCode: string;
+  action: 'approve' | 'deny';
+  tier?: TierName | undefined;
+  name?: string | undefined;
+  byKeyId: string;
+}
+
+type Log = GatewayInternals['log'];
+
+/**
+ * The address clients should open, from the request's Host header and scheme (`X-Forwarded-Proto:
+ * https` is honoured for TLS-terminating proxies). A missing or odd Host falls back to the
+ * configured listen address.
+ */
+export function rootUrl(req: IncomingMessage, config: Pick<Config, 'host' | 'port'>): string {
+  const forwarded = req.headers['x-forwarded-proto'];
+  const tls = (req.socket as TLSSocket).encrypted === true || (typeof forwarded === 'string' && forwarded.split(',')[0]?.trim().toLowerCase() === 'https');
+  const host = req.headers.host;
+  const validHost = typeof host === 'string' && /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/.test(host);
+  const fallback = config.host.includes(':') ? `[${config.host}]:${config.port}` : `${config.host}:${config.port}`;
+  return `${tls ? 'https' : 'http'}://${validHost ? host : fallback}`;
+}
+
+/**
+ * Reads a small body as JSON or as `application/x-www-form-urlencoded` (what RFC 8628 clients
+ * send). An empty body is an empty object.
+ */
+export async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readBody(req, MAX_DEVICE_BODY_BYTES);
+  if (body.length === 0) return {};
+  const type = (req.headers['content-type'] ?? '').toLowerCase();
+  const text = body.toString('utf8');
+  if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text));
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidParameters('the request body is not valid JSON; send a JSON object or a form-encoded body');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidParameters('the request body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/** `tier` from a request: absent means basic; anything else must be a tier name. */
+export function parseTier(value: unknown): TierName {
+  if (value === undefined || value === null || value === '') return 'basic';
+  if (typeof value === 'string' && (TIERS as readonly string[]).includes(value)) return value as TierName;
+  throw invalidParameters('tier: must be one of basic, pro, enterprise');
+}
+
+/** The error a refused approve/deny gets. */
+export function decisionError(result: Exclude<DecideResult, { outcome: 'ok' }>): GatewayError {
+  switch (result.outcome) {
+    case 'not_found':
+      return new GatewayError(404, 'not_found_error', 'user_code_not_found', 'No pending device request has this code; check the code shown by the device, or start again from the device');
+    case 'expired':
+      return new GatewayError(404, 'not_found_error', 'user_code_expired', 'This device request has expired; start again from the device');
+    case 'already_decided':
+      return new GatewayError(409, 'invalid_request_error', 'already_decided', `This device request was already ${result.status}`);
+  }
+}
+
+/** Approves or denies a grant and logs the decision by ids only. */
+export function decide(flow: DeviceFlow, log: Log, decision: Decision): DecideResult {
+  const result = decision.action === 'approve'
+    ? flow.approve(decision.userCode, { tier: decision.tier ?? 'basic', name: decision.name, byKeyId: decision.byKeyId })
+    : flow.deny(decision.userCode);
+  if (result.outcome === 'ok') {
+    const what = decision.action === 'approve' ? `approved (tier ${decision.tier ?? 'basic'})` : 'denied';
+    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${result.grant.id} ${what} by ${decision.byKeyId}` });
+  }
+  return result;
+}
+
+function tokenError(code: string, message: string, extra?: Record<string, unknown>): GatewayError {
+  return new GatewayError(400, 'invalid_request_error', code, message, {
+    headers: { 'cache-control': 'no-store' },
+    ...(extra === undefined ? {} : { extra }),
+  });
+}
+
+function pollError(result: Exclude<PollResult, { outcome: 'approved' }>): GatewayError {
+  switch (result.outcome) {
+    case 'authorization_pending':
+      return tokenError('authorization_pending', `The request has not been approved yet; poll again in ${result.intervalSeconds} s`, { interval: result.intervalSeconds });
+    case 'slow_down':
+      return tokenError('slow_down', `Polling too fast; wait at least ${result.intervalSeconds} s between polls from now on`, { interval: result.intervalSeconds });
+    case 'expired_token':
+      return tokenError('expired_token', 'The device code has expired; start again with POST /auth/device');
+    case 'access_denied':
+      return tokenError('access_denied', 'The request was denied; no key will be issued');
+    case 'invalid_grant':
+      return tokenError('invalid_grant', 'Unknown or already used device_code; start again with POST /auth/device');
+  }
+}
+
+/** A per-address counter of grant starts over a sliding minute. */
+function createStartLimiter(perMinute: number, now: () => number) {
+  const windows = createSlidingWindows({ windowMs: 60_000, now });
+  const byAddress = new Map<string, WindowState>();
+  return {
+    /** Counts a start for `address`, or returns the seconds to wait when over the limit. */
+    take(address: string): number | undefined {
+      let state = byAddress.get(address);
+      if (state === undefined) {
+        if (byAddress.size >= MAX_TRACKED_ADDRESSES) {
+          for (const [a, s] of byAddress) if (windows.isEmpty(s)) byAddress.delete(a);
+        }
+        state = windows.create();
+        byAddress.set(address, state);
+      }
+      if (windows.total(state, 0) >= perMinute) return Math.max(1, Math.ceil(windows.msUntilBelow(state, 0, perMinute) / 1000));
+      windows.add(state, 0, 1);
+      return undefined;
+    },
+  };
+}
+
+function adminKey(req: IncomingMessage, keys: KeyStore, now: number) {
+  const key = authenticate(req.headers, keys, now);
+  requireAdmin(key, req.headers);
+  return key;
+}
+
+/**
+ * Mounts the four device-flow endpoints and returns the grant store, which the device page and
+ * the dashboard share.
+ */
+export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRoutesOptions = {}): DeviceFlow {
+  const { ctx, log, routes } = internals;
+  const flow = options.flow ?? createDeviceFlow({ now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) });
+  const starts = createStartLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
+
+  routes.add('POST', '/auth/device', async (req: IncomingMessage, res: ServerResponse) => {
+    const params = await readParams(req);
+    const wait = starts.take(req.socket.remoteAddress ?? 'unknown');
+    if (wait !== undefined) {
+      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Too many device requests from this address; retry after ${wait} s`, {
+        headers: { 'retry-after': String(wait) },
+      });
+    }
+    const clientName = cleanClientName(params['client_name']) ?? cleanClientName(params['client_id']) ?? DEFAULT_CLIENT_NAME;
+    const grant = flow.start(clientName);
+    if (grant === undefined) {
+      throw new GatewayError(503, 'overloaded_error', 'too_many_pending_devices', `${flow.maxPending} device requests are already pending; retry in a minute`, {
+        headers: { 'retry-after': '60' },
+      });
+    }
+    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${grant.id} started` });
+    const verificationUri = `${rootUrl(req, ctx.config)}/device`;
+    const userCode = formatUserCode(grant.userCode);
+    sendJson(res, 200, JSON.stringify({
+      device_code: grant.deviceCode,
+      user_code: userCode,
+      verification_uri: verificationUri,
+      verification_uri_complete: `${verificationUri}?user_code=${userCode}`,
+      expires_in: grant.expiresInSeconds,
+      interval: grant.intervalSeconds,
+    }), { 'cache-control': 'no-store' });
+  });
+
+  routes.add('POST', '/auth/device/token', async (req: IncomingMessage, res: ServerResponse) => {
+    const params = await readParams(req);
+    const grantType = params['grant_type'];
+    if (grantType !== undefined && grantType !== DEVICE_GRANT_TYPE) {
+      throw tokenError('unsupported_grant_type', `grant_type: must be ${DEVICE_GRANT_TYPE}`);
+    }
+    const deviceCode = params['device_code'];
+    if (typeof deviceCode !== 'string' || deviceCode === '') throw invalidParameters('device_code: required; send the device_code from POST /auth/device');
+    const result = flow.poll(deviceCode);
+    if (result.outcome !== 'approved') throw pollError(result);
+    // Synchronous from poll to redeem, so two polls can never both be handed a key.
+    const { key, record } = ctx.keys.create({ name: result.keyName, tier: result.tier });
+    flow.redeem(deviceCode);
+    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${result.grant.id} redeemed as ${record.id}` });
+    sendJson(res, 200, JSON.stringify({ api_key: key, key_id: record.id, tier: record.tier }), { 'cache-control': 'no-store', pragma: 'no-cache' });
+  });
+
+  const decideRoute = (action: Decision['action']) => async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
+    const admin = adminKey(req, ctx.keys, ctx.now());
+    record.keyId = admin.id;
+    const params = await readParams(req);
+    const userCode = params['user_code'];
+    if (typeof userCode !== 'string' || userCode === '') throw invalidParameters('user_code: required; the XXXX-XXXX code the device shows');
+    const tier = action === 'approve' ? parseTier(params['tier']) : undefined;
+    if (params['name'] !== undefined && typeof params['name'] !== 'string') throw invalidParameters('name: must be a string');
+    const name = cleanClientName(params['name']);
+    const result = decide(flow, log, { userCode, action, tier, name, byKeyId: admin.id });
+    if (result.outcome !== 'ok') throw decisionError(result);
+    const body: Record<string, unknown> = { status: action === 'approve' ? 'approved' : 'denied', user_code: formatUserCode(result.grant.userCode), client_name: result.grant.clientName };
+    if (tier !== undefined) {
+      body['tier'] = tier;
+      body['name'] = name ?? result.grant.clientName;
+    }
+    sendJson(res, 200, JSON.stringify(body));
+  };
+  routes.add('POST', '/auth/device/approve', decideRoute('approve'));
+  routes.add('POST', '/auth/device/deny', decideRoute('deny'));
+
+  return flow;
+}
+
+/** Options from the environment: `LLMUX_DEVICE_MAX_PENDING`, `LLMUX_DEVICE_STARTS_PER_MINUTE`. */
+export function deviceOptionsFromEnv(env: Record<string, string | undefined>): DeviceRoutesOptions {
+  const options: DeviceRoutesOptions = {};
+  const int = (name: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return undefined;
+    const n = Number(raw);
+    return Number.isInteger(n) && n >= 1 ? n : undefined;
+  };
+  const maxPending = int('LLMUX_DEVICE_MAX_PENDING');
+  const startsPerMinute = int('LLMUX_DEVICE_STARTS_PER_MINUTE');
+  if (maxPending !== undefined) options.maxPending = maxPending;
+  if (startsPerMinute !== undefined) options.startsPerMinute = startsPerMinute;
+  return options;
+}
