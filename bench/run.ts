@@ -1,0 +1,631 @@
+/**
+ * `npm run bench`: llmux side by side with a bare `node:http` pipe proxy (issue 7).
+ *
+ *   npm run bench                    full run (about 3 minutes; hard limit 290 s), table on stdout
+ *   npm run bench -- --write         … and rewrite bench/RESULTS.md
+ *   npm run bench -- --quick         short rounds (about 1 minute), for a quick look
+ *   npm run bench -- --profile       … then run each proxy under --cpu-prof through each load
+ *                                    scenario and print where the time goes (bench/.tmp/prof/;
+ *                                    with --write, also into RESULTS.md); adds about 80 s
+ *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup   some scenarios only
+ *
+ * Separate processes: the fake upstream, the proxy under test, and the load generator (wrk), with
+ * the upstream and wrk on CPU 0 and the proxy alone on CPU 1 when `taskset` and two CPUs exist.
+ * Each child runs in its own process group, and every group is killed on the way out, whatever
+ * the way out is. The whole run has a hard deadline.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess, StdioOptions } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { cpus, loadavg, release } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { createGateway } from '../src/server.ts';
+import type { GatewayModule } from './llmux-server.ts';
+import {
+  combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
+  chatBody, chatHeaders, withKey, wrkScript,
+} from './measure.ts';
+import type { CpuTicks, IdleStreamsResult, LoadResult, LoadScenario, Machine, MemoryKb, ProxyKind, RunSettings, StartupResult } from './measure.ts';
+import { formatSummary, summariseProfile } from './profile-summary.ts';
+import type { CpuProfile } from './profile-summary.ts';
+
+/** Compile-time check that llmux-server.ts's structural view of dist/server.js matches src/server.ts. */
+type Accepts<T extends GatewayModule['createGateway']> = T;
+export type GatewayShapeCheck = Accepts<typeof createGateway>;
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BENCH = join(ROOT, 'bench');
+const TMP = join(BENCH, '.tmp');
+const JS = join(TMP, 'js');
+const PROFILES = join(TMP, 'prof');
+const DIST = join(ROOT, 'dist');
+const CONNECTIONS = 32;
+/** Streams held open at once in the slow-streams scenario. */
+const IDLE_STREAMS = 1_000;
+
+const { values: flags } = parseArgs({
+  options: {
+    write: { type: 'boolean' },
+    quick: { type: 'boolean' },
+    profile: { type: 'boolean' },
+    only: { type: 'string' },
+  },
+});
+const quick = flags.quick === true;
+const rounds = quick ? 2 : 3;
+const roundS = quick ? 1 : 3;
+const warmupS = quick ? 1 : 2;
+const startupRuns = quick ? 5 : 9;
+/** Load under the profiler, per profiled process. */
+const profileS = quick ? 3 : 6;
+/** Nothing the bench does may outlive this: under 5 minutes, plus the profiles when asked for. */
+const HARD_DEADLINE_MS = 290_000 + (flags.profile === true ? 150_000 : 0);
+
+// ---------------------------------------------------------------- child processes
+
+const children = new Set<ChildProcess>();
+/** This run's scratch directory under bench/.tmp (Lua scripts, request logs). */
+let runDir = '';
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function killAll(): void {
+  for (const child of children) killGroup(child, 'SIGKILL');
+  children.clear();
+}
+
+process.on('exit', () => {
+  killAll();
+  // Lua scripts and request logs of this run; profiles and compiled children stay for reading.
+  if (runDir !== '') rmSync(runDir, { recursive: true, force: true });
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping\n`);
+    killAll();
+    process.exit(130);
+  });
+}
+const deadline = setTimeout(() => {
+  process.stderr.write(`bench: still running after ${HARD_DEADLINE_MS / 1000} s; stopping everything\n`);
+  killAll();
+  process.exit(1);
+}, HARD_DEADLINE_MS);
+deadline.unref();
+
+const ticksPerSecond = (() => {
+  const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  const n = Number(out.stdout?.trim());
+  return Number.isInteger(n) && n > 0 ? n : 100;
+})();
+
+const loadAtStart = loadavg()[0] ?? 0;
+const hasTaskset = spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
+const pinned = hasTaskset && cpus().length >= 2;
+
+/** Spawns a child in its own process group, pinned to `cpu` when pinning is possible. */
+function start(command: string, args: string[], options: { cpu: 0 | 1; stdio: StdioOptions; env?: NodeJS.ProcessEnv }): ChildProcess {
+  const [cmd, argv] = pinned ? ['taskset', ['-c', String(options.cpu), command, ...args]] : [command, args];
+  // taskset execs the command, so the pid is the command's own.
+  const child = spawn(cmd, argv, { cwd: ROOT, detached: true, stdio: options.stdio, env: options.env ?? process.env });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** Asks a child to stop, then kills its group if it hasn't within `graceMs`. */
+async function stop(child: ChildProcess, graceMs = 3_000): Promise<void> {
+  killGroup(child, 'SIGTERM');
+  const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
+  await exited(child);
+  clearTimeout(timer);
+  killGroup(child, 'SIGKILL'); // anything the child left in its group
+}
+
+/** The first stdout line of a child, parsed as JSON. */
+function firstLine<T>(child: ChildProcess, what: string, timeoutMs = 15_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    if (child.stdout === null) {
+      reject(new Error(`${what}: no stdout`));
+      return;
+    }
+    const lines = createInterface({ input: child.stdout });
+    const timer = setTimeout(() => {
+      lines.close();
+      reject(new Error(`${what}: nothing on stdout within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onExit = (code: number | null): void => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (code ${code}) before it was ready`));
+    };
+    child.once('exit', onExit);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      lines.close();
+      try {
+        resolve(JSON.parse(line) as T);
+      } catch {
+        reject(new Error(`${what}: unexpected output "${line.slice(0, 200)}"`));
+      }
+    });
+  });
+}
+
+function readCpu(pid: number): CpuTicks {
+  return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
+function readMemory(pid: number): MemoryKb {
+  return parseProcStatus(readFileSync(`/proc/${pid}/status`, 'utf8'));
+}
+
+// ---------------------------------------------------------------- set-up
+
+function requireWrk(): string {
+  const out = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
+  if (out.error !== undefined) {
+    process.stderr.write('bench: wrk is not installed. The benchmark drives load with wrk from Debian:\n  apt-get install -y wrk\n');
+    process.exit(1);
+  }
+  const line = `${out.stdout ?? ''}${out.stderr ?? ''}`.split('\n')[0] ?? 'wrk';
+  return line.replace(/\s+Copyright.*$/, '').trim();
+}
+
+function run(command: string, args: string[], what: string): { ok: boolean; output: string } {
+  const out = spawnSync(command, args, { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  return { ok: out.status === 0, output: `${out.stdout ?? ''}${out.stderr ?? ''}${out.error === undefined ? '' : `${what}: ${out.error.message}`}` };
+}
+
+/** `npm run build`, then the bench's own child scripts to plain JS (they must not run under tsx). */
+function build(notes: string[]): void {
+  const dist = run('npm', ['run', 'build'], 'npm run build');
+  if (!existsSync(join(DIST, 'server.js')) || !existsSync(join(DIST, 'cli.js'))) {
+    process.stderr.write(`bench: npm run build produced no dist/:\n${dist.output}\n`);
+    process.exit(1);
+  }
+  if (!dist.ok) {
+    const note = 'npm run build reported type errors (tsc still emitted dist/; the run used it)';
+    process.stderr.write(`bench: ${note}:\n${dist.output.split('\n').filter((l) => l.includes('error')).slice(0, 10).join('\n')}\n`);
+    notes.push(`- ${note}.`);
+  }
+  mkdirSync(TMP, { recursive: true });
+  const tsconfig = join(TMP, 'tsconfig.children.json');
+  writeFileSync(tsconfig, JSON.stringify({
+    extends: '../../tsconfig.json',
+    compilerOptions: { noEmit: false, outDir: './js', rootDir: '..', declaration: false, sourceMap: false },
+    files: ['../fake-upstream.ts', '../bare-proxy.ts', '../llmux-server.ts', '../slow-client.ts'],
+    include: [],
+  }, null, 2));
+  const tsc = run(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], 'tsc');
+  for (const name of ['fake-upstream', 'bare-proxy', 'llmux-server', 'slow-client']) {
+    if (!existsSync(join(JS, `${name}.js`))) {
+      process.stderr.write(`bench: could not compile bench/${name}.ts:\n${tsc.output}\n`);
+      process.exit(1);
+    }
+  }
+}
+
+function machine(wrkVersion: string): Machine {
+  const cpuModel = (() => {
+    try {
+      const match = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+      return match?.[1]?.trim() ?? 'unknown CPU';
+    } catch {
+      return 'unknown CPU';
+    }
+  })();
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    cpus: cpus().length,
+    cpuModel,
+    node: process.version,
+    wrk: wrkVersion,
+    kernel: release(),
+    loadAverage: { start: loadAtStart, end: loadavg()[0] ?? 0 },
+  };
+}
+
+// ---------------------------------------------------------------- processes under test
+
+interface RunningProxy {
+  kind: ProxyKind;
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  key: string;
+  logFile: string | undefined;
+}
+
+async function startUpstream(): Promise<{ child: ChildProcess; port: number }> {
+  const child = start(process.execPath, [join(JS, 'fake-upstream.js'), '--drip-ms', '1000'], { cpu: 0, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { port } = await firstLine<{ port: number }>(child, 'fake upstream');
+  return { child, port };
+}
+
+let logCounter = 0;
+
+async function startProxy(kind: ProxyKind, upstreamPort: number, nodeFlags: string[] = []): Promise<RunningProxy> {
+  let child: ChildProcess;
+  let logFile: string | undefined;
+  if (kind === 'bare') {
+    child = start(process.execPath, [...nodeFlags, join(JS, 'bare-proxy.js'), '--upstream-port', String(upstreamPort)], { cpu: 1, stdio: ['ignore', 'pipe', 'inherit'] });
+  } else {
+    logFile = join(runDir, `llmux-${++logCounter}.log`);
+    const fd = openSync(logFile, 'w');
+    child = start(process.execPath, [...nodeFlags, join(JS, 'llmux-server.js'), '--dist', DIST, '--upstream-port', String(upstreamPort)], { cpu: 1, stdio: ['ignore', 'pipe', fd] });
+    closeSync(fd);
+  }
+  const ready = await firstLine<{ port: number; key?: string }>(child, `${kind} proxy`);
+  if (child.pid === undefined) throw new Error(`${kind} proxy has no pid`);
+  return { kind, child, pid: child.pid, port: ready.port, key: ready.key ?? 'sk-bare-proxy-needs-no-key', logFile };
+}
+
+/** What the request log says went wrong, if anything; then the log is removed. */
+function checkLog(proxy: RunningProxy): string | undefined {
+  if (proxy.logFile === undefined) return undefined;
+  let problem: string | undefined;
+  try {
+    const text = readFileSync(proxy.logFile, 'utf8');
+    // 499s are expected: wrk cuts its connections when its time is up.
+    const bad = text.split('\n').find((line) => line.includes('"level":"error"') || (line.includes('"status":') && !line.includes('"status":200') && !line.includes('"status":499')));
+    if (bad !== undefined) problem = bad.slice(0, 300);
+  } catch {
+    // No log: nothing to report.
+  }
+  rmSync(proxy.logFile, { force: true });
+  return problem;
+}
+
+interface WrkRun {
+  stdout: string;
+  wallMs: number;
+}
+
+async function runWrk(port: number, path: string, script: string, seconds: number): Promise<WrkRun> {
+  const child = start('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '--timeout', '10s', '-s', script, `http://127.0.0.1:${port}${path}`], {
+    cpu: 0,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  const started = performance.now();
+  const killer = setTimeout(() => killGroup(child, 'SIGKILL'), (seconds + 20) * 1000);
+  const code = await exited(child);
+  clearTimeout(killer);
+  const wallMs = performance.now() - started;
+  if (code !== 0) throw new Error(`wrk failed (code ${code}):\n${stdout.slice(-2000)}`);
+  return { stdout, wallMs };
+}
+
+function scriptFor(scenario: LoadScenario, key: string): string {
+  const file = join(runDir, `${scenario.id}-${Math.random().toString(36).slice(2)}.lua`);
+  writeFileSync(file, wrkScript({ headers: withKey(scenario.headers, key), body: scenario.body }));
+  return file;
+}
+
+/** Connections the fake upstream has accepted so far. */
+function upstreamConnections(upstreamPort: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: upstreamPort, path: '/__bench/stats', agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(text) as { connections: number }).connections);
+        } catch (err) {
+          reject(err);
+        }
+      });
+    }).on('error', reject);
+  });
+}
+
+/** A measured round of wrk against a running proxy. */
+async function measureRound(proxy: RunningProxy, scenario: LoadScenario, script: string, upstreamPort: number): Promise<LoadResult> {
+  const connectionsBefore = await upstreamConnections(upstreamPort);
+  const before = readCpu(proxy.pid);
+  const { stdout, wallMs } = await runWrk(proxy.port, scenario.path, script, roundS);
+  const after = readCpu(proxy.pid);
+  // Minus one: the stats request's own connection.
+  const opened = (await upstreamConnections(upstreamPort)) - connectionsBefore - 1;
+  return loadResult(scenario.id, proxy.kind, parseWrkOutput(stdout), { before, after, ticksPerSecond, wallMs }, readMemory(proxy.pid), opened);
+}
+
+/**
+ * One scenario: a fresh bare proxy (given the baseline's request: for a translated stream, the
+ * same upstream stream passed through) and a fresh llmux, both warmed up, then measured in
+ * alternating rounds so that other work on the machine falls on both alike.
+ */
+async function measureScenario(scenario: LoadScenario, baseline: LoadScenario, upstreamPort: number, notes: string[]): Promise<LoadResult[]> {
+  const bare = await startProxy('bare', upstreamPort);
+  let llmux: RunningProxy | undefined;
+  try {
+    llmux = await startProxy('llmux', upstreamPort);
+    const runs = [
+      { proxy: bare, request: baseline, script: scriptFor(baseline, bare.key), rounds: [] as LoadResult[] },
+      { proxy: llmux, request: scenario, script: scriptFor(scenario, llmux.key), rounds: [] as LoadResult[] },
+    ];
+    for (const r of runs) await runWrk(r.proxy.port, r.request.path, r.script, warmupS);
+    for (let i = 0; i < rounds; i++) {
+      for (const r of runs) r.rounds.push({ ...(await measureRound(r.proxy, r.request, r.script, upstreamPort)), scenario: scenario.id });
+    }
+    const results = runs.map((r) => combineRounds(r.rounds));
+    for (const result of results) {
+      if (result.errors > 0) notes.push(`- ${scenario.label}, ${result.proxy}: ${result.errors} failed requests.`);
+    }
+    return results;
+  } finally {
+    await Promise.all([stop(bare.child), llmux === undefined ? undefined : stop(llmux.child)]);
+    const problem = llmux === undefined ? undefined : checkLog(llmux);
+    if (problem !== undefined) notes.push(`- ${scenario.label}, llmux: the request log has a line that is not a 200: \`${problem.replaceAll('`', "'")}\``);
+  }
+}
+
+// ---------------------------------------------------------------- idle streams
+
+async function openSlowStreams(proxy: RunningProxy, count: number): Promise<{ child: ChildProcess; ready: number; failed: number; statuses: Record<string, number> }> {
+  const request = proxy.kind === 'bare'
+    ? { path: '/slow/v1/chat/completions', headers: withKey(chatHeaders(), proxy.key), body: chatBody('bench-chat-slow', true) }
+    : { path: '/v1/chat/completions', headers: withKey(chatHeaders(), proxy.key), body: chatBody('bench-chat-slow', true) };
+  const child = start(process.execPath, [join(JS, 'slow-client.js'), '--port', String(proxy.port), '--count', String(count), '--request', JSON.stringify(request), '--timeout-ms', '30000'], {
+    cpu: 0,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const result = await firstLine<{ ready: number; failed: number; statuses: Record<string, number> }>(child, 'slow-stream client', 40_000);
+  return { child, ...result };
+}
+
+async function sampleRss(pid: number, samples: number, gapMs: number): Promise<number> {
+  const values: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    if (i > 0) await delay(gapMs);
+    values.push(readMemory(pid).vmRss);
+  }
+  return median(values);
+}
+
+async function measureIdleStreams(kind: ProxyKind, upstreamPort: number, notes: string[]): Promise<IdleStreamsResult> {
+  const proxy = await startProxy(kind, upstreamPort);
+  try {
+    // Warm the code paths so the baseline isn't missing what the first streams load.
+    const warm = await openSlowStreams(proxy, 50);
+    await stop(warm.child);
+    await delay(500);
+    const baselineRssKb = await sampleRss(proxy.pid, 3, 200);
+    const open = await openSlowStreams(proxy, IDLE_STREAMS);
+    await delay(1_000);
+    const openRssKb = await sampleRss(proxy.pid, 3, 300);
+    const peak = readMemory(proxy.pid).vmHwm;
+    await stop(open.child);
+    if (open.failed > 0 || open.ready < IDLE_STREAMS) {
+      notes.push(`- 1,000 slow streams, ${kind}: ${open.ready} opened, ${open.failed} failed (statuses ${JSON.stringify(open.statuses)}).`);
+    }
+    const streams = Math.max(open.ready, 1);
+    return { proxy: kind, streams: open.ready, baselineRssKb, openRssKb, bytesPerStream: ((openRssKb - baselineRssKb) * 1024) / streams, peakRssMb: peak / 1024, failed: open.failed };
+  } finally {
+    await stop(proxy.child);
+    checkLog(proxy);
+  }
+}
+
+// ---------------------------------------------------------------- start-up
+
+function getStatus(port: number, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', () => resolve(0));
+  });
+}
+
+async function timeNodeE0(): Promise<number> {
+  const started = performance.now();
+  const child = start(process.execPath, ['-e', '0'], { cpu: 1, stdio: 'ignore' });
+  await exited(child);
+  return performance.now() - started;
+}
+
+async function timeLlmuxStart(home: string): Promise<number> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('LLMUX_') && !name.endsWith('_API_KEY')) env[name] = value;
+  env['LLMUX_HOME'] = home;
+  const started = performance.now();
+  const child = start(process.execPath, [join(DIST, 'cli.js'), 'serve', '--port', '0', '--host', '127.0.0.1'], { cpu: 1, stdio: ['ignore', 'pipe', 'ignore'], env });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const lines = createInterface({ input: child.stdout! });
+      const timer = setTimeout(() => reject(new Error('llmux serve printed no address within 10 s')), 10_000);
+      lines.on('line', (line) => {
+        const match = /listening on http:\/\/[^:]+:(\d+)/.exec(line);
+        if (match === null) return;
+        clearTimeout(timer);
+        lines.close();
+        resolve(Number(match[1]));
+      });
+      child.once('exit', (code) => reject(new Error(`llmux serve exited (code ${code}) before listening`)));
+    });
+    for (;;) {
+      if (await getStatus(port, '/healthz') === 200) return performance.now() - started;
+      if (performance.now() - started > 10_000) throw new Error('llmux serve did not answer /healthz within 10 s');
+      await delay(2);
+    }
+  } finally {
+    await stop(child);
+  }
+}
+
+async function measureStartup(): Promise<StartupResult> {
+  const home = mkdtempSync(join(runDir, 'home-'));
+  // The first run creates the admin key; a server's usual start finds it there.
+  await timeLlmuxStart(home);
+  await timeNodeE0();
+  const nodeMs: number[] = [];
+  const llmuxMs: number[] = [];
+  for (let i = 0; i < startupRuns; i++) {
+    nodeMs.push(await timeNodeE0());
+    llmuxMs.push(await timeLlmuxStart(home));
+  }
+  return { nodeMs: median(nodeMs), llmuxMs: median(llmuxMs), runs: startupRuns };
+}
+
+// ---------------------------------------------------------------- profiles
+
+/** Runs one proxy under `--cpu-prof` through a scenario's load; returns the profile's summary text. */
+async function profileScenario(kind: ProxyKind, scenario: LoadScenario, upstreamPort: number): Promise<{ full: string; short: string }> {
+  const id = `${kind}-${scenario.id}`;
+  const name = `${id}.cpuprofile`;
+  rmSync(join(PROFILES, name), { force: true });
+  const proxy = await startProxy(kind, upstreamPort, ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${name}`]);
+  let requests: number | undefined;
+  try {
+    const script = scriptFor(scenario, proxy.key);
+    requests = parseWrkOutput((await runWrk(proxy.port, scenario.path, script, profileS)).stdout).requests;
+  } finally {
+    // A clean exit is what writes the profile.
+    await stop(proxy.child, 10_000);
+    checkLog(proxy);
+  }
+  const file = join(PROFILES, name);
+  if (!existsSync(file)) {
+    const missing = `${kind}, ${scenario.label}: no profile was written`;
+    return { full: missing, short: missing };
+  }
+  const summary = summariseProfile(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
+  const text = formatSummary(`${kind}, ${scenario.label} (bench/.tmp/prof/${name})`, summary, 30, requests);
+  writeFileSync(join(PROFILES, `${id}.txt`), `${text}\n`);
+  return { full: text, short: formatSummary(`${kind}, ${scenario.label}`, summary, 12, requests) };
+}
+
+// ---------------------------------------------------------------- report
+
+function printTable(scenarios: readonly LoadScenario[], results: readonly LoadResult[]): void {
+  const rows = [['scenario', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'CPU', 'peak MB', 'up conns/1k', 'errors']];
+  for (const s of scenarios) {
+    for (const r of results.filter((x) => x.scenario === s.id)) {
+      rows.push([s.id, r.proxy, r.rps.toFixed(0), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), r.cpuUsPerRequest.toFixed(0), `${(r.cpuShare * 100).toFixed(0)}%`, r.peakRssMb.toFixed(1), r.upstreamConnectionsPer1k.toFixed(0), String(r.errors)]);
+    }
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  for (const row of rows) process.stdout.write(`${row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')}\n`);
+}
+
+async function main(): Promise<number> {
+  const wrkVersion = requireWrk();
+  const notes: string[] = [];
+  if (!pinned) {
+    const why = hasTaskset ? 'fewer than 2 CPUs' : 'taskset not found';
+    process.stderr.write(`bench: ${why}: processes are not pinned; numbers are less comparable\n`);
+  }
+  const began = performance.now();
+  process.stderr.write('bench: building dist/ and the bench processes…\n');
+  build(notes);
+  mkdirSync(PROFILES, { recursive: true });
+  runDir = mkdtempSync(join(TMP, 'run-'));
+
+  const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((s) => s.trim()));
+  const all = loadScenarios();
+  const scenarios = only === undefined ? all : all.filter((s) => only.has(s.id));
+  const settings: RunSettings = { connections: CONNECTIONS, rounds, roundS, warmupS, pinned, quick };
+
+  const upstream = await startUpstream();
+  const results: LoadResult[] = [];
+  const idle: IdleStreamsResult[] = [];
+  let startup: StartupResult | undefined;
+  try {
+    for (const scenario of scenarios) {
+      process.stderr.write(`bench: ${scenario.id}…\n`);
+      const baseline = all.find((x) => x.id === scenario.baseline) ?? scenario;
+      results.push(...await measureScenario(scenario, baseline, upstream.port, notes));
+    }
+    if (only === undefined || only.has('idle-streams')) {
+      for (const kind of ['bare', 'llmux'] as const) {
+        process.stderr.write(`bench: ${IDLE_STREAMS} slow streams / ${kind}…\n`);
+        idle.push(await measureIdleStreams(kind, upstream.port, notes));
+      }
+    }
+    if (only === undefined || only.has('startup')) {
+      process.stderr.write('bench: start-up…\n');
+      startup = await measureStartup();
+    }
+
+    const profiles: string[] = [];
+    if (flags.profile === true) {
+      const bareDone = new Set<string>();
+      for (const scenario of scenarios) {
+        // The floor's profile too, once per upstream stream, for comparing µs per request.
+        const baseline = all.find((x) => x.id === scenario.baseline) ?? scenario;
+        if (!bareDone.has(baseline.id)) {
+          bareDone.add(baseline.id);
+          process.stderr.write(`bench: profiling bare ${baseline.id}…\n`);
+          const bare = await profileScenario('bare', baseline, upstream.port);
+          process.stdout.write(`\n${bare.full}\n`);
+          profiles.push(bare.short);
+        }
+        process.stderr.write(`bench: profiling llmux ${scenario.id}…\n`);
+        const mine = await profileScenario('llmux', scenario, upstream.port);
+        process.stdout.write(`\n${mine.full}\n`);
+        profiles.push(mine.short);
+      }
+    }
+
+    const shownScenarios = all.filter((s) => results.some((r) => r.scenario === s.id));
+    process.stdout.write('\n');
+    printTable(shownScenarios, results);
+    const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles });
+    const verdicts = evaluateTargets(shownScenarios, results, idle, startup);
+    process.stdout.write('\n');
+    for (const v of verdicts) process.stdout.write(`${v.met ? 'met   ' : 'MISSED'}  ${v.target}: ${v.measured} (limit ${v.limit})\n`);
+    for (const r of idle) process.stdout.write(`idle streams, ${r.proxy}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
+    if (startup !== undefined) process.stdout.write(`start-up: node -e 0 ${startup.nodeMs.toFixed(1)} ms, llmux ${startup.llmuxMs.toFixed(1)} ms\n`);
+    for (const note of notes) process.stdout.write(`${note}\n`);
+    if (flags.write === true) {
+      writeFileSync(join(BENCH, 'RESULTS.md'), text);
+      process.stdout.write('\nwrote bench/RESULTS.md\n');
+    }
+  } finally {
+    await stop(upstream.child);
+    rmSync(runDir, { recursive: true, force: true });
+  }
+  process.stderr.write(`bench: done in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
+  return 0;
+}
+
+main().then(
+  (code) => {
+    killAll();
+    process.exit(code);
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    killAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openStreams } from '../../bench/slow-client.ts';
+import { startFakeUpstream } from '../../bench/fake-upstream.ts';
+
+test('all streams count as ready once each has its first bytes, and close() ends them', async () => {
+  const upstream = await startFakeUpstream({ dripMs: 60_000 });
+  try {
+    const result = await openStreams(upstream.port, { path: '/slow/v1/chat/completions', headers: { 'content-type': 'application/json' }, body: '{"stream":true}' }, 20, 10_000);
+    assert.equal(result.ready, 20);
+    assert.equal(result.failed, 0);
+    assert.deepEqual(result.statuses, { 200: 20 });
+    assert.equal(upstream.openSockets(), 20);
+    result.close();
+    for (let i = 0; i < 10_000 && upstream.openSockets() > 0; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(upstream.openSockets(), 0);
+  } finally {
+    await upstream.close();
+  }
+});
+
+test('answers that are not 200 streams count as failed, by status', async () => {
+  const upstream = await startFakeUpstream();
+  try {
+    const result = await openStreams(upstream.port, { path: '/v1/unknown', headers: {}, body: '{}' }, 3, 10_000);
+    assert.equal(result.ready, 0);
+    assert.equal(result.failed, 3);
+    assert.deepEqual(result.statuses, { 404: 3 });
+    result.close();
+  } finally {
+    await upstream.close();
+  }
+});
