@@ -5,7 +5,7 @@
 import type { RequestRecord } from './pipeline.ts';
 
 export interface Metrics {
-  observe(path: string, status: number, record: RequestRecord): void;
+  observe(status: number, record: RequestRecord): void;
   render(gauges: { openStreams: number; keysTracked: number }): string;
 }
 
@@ -18,10 +18,9 @@ export function createMetrics(): Metrics {
   let streamErrors = 0;
 
   return {
-    observe(path, status, record) {
-      // Only known operation paths become labels, so a scan of random URLs can't grow the map.
-      const route = /^\/(v1\/)?(messages\/count_tokens|messages|chat\/completions|models)/.exec(path)?.[0] ?? 'other';
-      const label = `${route}|${status}`;
+    observe(status, record) {
+      // Only registered route patterns become labels, so a scan of random URLs can't grow the map.
+      const label = `${record.route ?? 'other'}|${status}`;
       requests.set(label, (requests.get(label) ?? 0) + 1);
       if (record.usage !== undefined) {
         tokensIn += record.usage.inputTokens + record.usage.cacheReadTokens + record.usage.cacheCreationTokens;

@@ -10,7 +10,6 @@
  * sit in between.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Config, ModelEntry, ProviderConfig, TierLimits } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import { resolveApiKey } from './catalog/providers.ts';
@@ -25,7 +24,8 @@ import { GatewayError, chatStreamError, invalidParameters, messagesStreamError, 
 import { parseJsonBody, readBody } from './http/body.ts';
 import { sendJson, startEventStream } from './http/respond.ts';
 import type { UpstreamClient } from './providers/upstream.ts';
-import { UpstreamError, readUpstreamBody } from './providers/upstream.ts';
+import { UpstreamError, createCancellation, readUpstreamBody } from './providers/upstream.ts';
+import type { Cancellation } from './providers/upstream.ts';
 import { runEcho } from './providers/echo.ts';
 import { messagesRequestToChat, messagesResponseToChat } from './translate/messages-to-chat.ts';
 import type { UpstreamModel } from './translate/messages-to-chat.ts';
@@ -51,6 +51,8 @@ export interface PipelineContext {
 
 /** What one request leaves in the request log. */
 export interface RequestRecord {
+  /** The matched route's pattern, for metrics. */
+  route?: string;
   keyId?: string;
   model?: string;
   provider?: string;
@@ -181,8 +183,20 @@ export function upstreamModelOf(model: ModelEntry): UpstreamModel {
   };
 }
 
-/** The upstream request body for this model, translated when the formats differ. */
+/**
+ * The upstream request body for this model, translated when the formats differ. A body nested so
+ * deep that serialising it overflows the stack is the client's error, not ours.
+ */
 export function buildUpstreamBody(clientFormat: WireFormat, upstreamFormat: WireFormat, body: MessagesRequest | ChatRequest, model: ModelEntry): string {
+  try {
+    return serializeUpstreamBody(clientFormat, upstreamFormat, body, model);
+  } catch (err) {
+    if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
+    throw err;
+  }
+}
+
+function serializeUpstreamBody(clientFormat: WireFormat, upstreamFormat: WireFormat, body: MessagesRequest | ChatRequest, model: ModelEntry): string {
   if (clientFormat === upstreamFormat) {
     const copy: Record<string, unknown> = { ...body, model: model.upstream_id };
     if (upstreamFormat === 'openai' && body.stream === true) {
@@ -215,13 +229,13 @@ async function forward(
   record: RequestRecord,
   options: ForwardOptions,
 ): Promise<TokenUsage | undefined> {
-  const controller = new AbortController();
+  const cancellation = createCancellation();
   const onClose = (): void => {
-    if (!res.writableFinished) controller.abort();
+    if (!res.writableFinished) cancellation.cancel();
   };
   res.once('close', onClose);
   const started = ctx.now();
-  const attempted = await sendWithFallbacks(ctx, clientFormat, body, model, controller.signal, record, options);
+  const attempted = await sendWithFallbacks(ctx, clientFormat, body, model, cancellation, record, options);
   const { response, model: used, provider } = attempted;
   record.provider = provider.id;
   if (used.id !== model.id) record.model = used.id;
@@ -237,10 +251,13 @@ async function forward(
       response.resume();
       throw new GatewayError(502, 'api_error', 'upstream_error', `Provider "${provider.id}" answered a streamed request without a stream (content-type "${contentType.slice(0, 60)}")`);
     }
-    return streamAnswer(ctx, clientFormat, upstreamFormat, body, response, res, record, controller, started, options.estimate);
+    return streamAnswer(ctx, clientFormat, upstreamFormat, body, response, res, record, started, options.estimate);
   }
 
+  // A client that leaves while a long answer is generated stops it.
+  cancellation.listen(() => response.destroy());
   const bytes = await readUpstreamBody(response, MAX_UPSTREAM_BODY_BYTES, ctx.config.limits.streamIdleTimeoutMs);
+  cancellation.unlisten();
   let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
@@ -277,7 +294,7 @@ async function sendWithFallbacks(
   clientFormat: WireFormat,
   body: MessagesRequest | ChatRequest,
   model: ModelEntry,
-  signal: AbortSignal,
+  cancellation: Cancellation,
   record: RequestRecord,
   options: ForwardOptions,
 ): Promise<Attempted> {
@@ -306,7 +323,7 @@ async function sendWithFallbacks(
       if (options.beta !== undefined && clientFormat === 'anthropic') headers['anthropic-beta'] = options.beta;
     }
     for (let attempt = 1; attempt <= retry.attempts; attempt++) {
-      if (signal.aborted) throw new GatewayError(499, 'api_error', 'client_closed', 'The client went away');
+      if (cancellation.cancelled) throw new GatewayError(499, 'api_error', 'client_closed', 'The client went away');
       const started = ctx.now();
       let response: IncomingMessage;
       try {
@@ -316,7 +333,7 @@ async function sendWithFallbacks(
           path: provider.format === 'anthropic' ? '/messages' : '/chat/completions',
           body: upstreamBody,
           headers,
-          signal,
+          cancellation,
           connectTimeoutMs: limits.connectTimeoutMs,
           firstByteTimeoutMs: limits.upstreamTimeoutMs,
         });
@@ -325,7 +342,7 @@ async function sendWithFallbacks(
         record.attempts.push({ model: candidate.id, provider: provider.id, error: error.code, ms: ctx.now() - started });
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
         lastError = error;
-        if (attempt < retry.attempts) await backoff(ctx, attempt, undefined, signal);
+        if (attempt < retry.attempts) await backoff(ctx, attempt, undefined, cancellation);
         continue;
       }
       const status = response.statusCode ?? 502;
@@ -334,10 +351,27 @@ async function sendWithFallbacks(
       const retryAfterMs = parseRetryAfter(response.headers['retry-after']);
       lastError = await upstreamErrorOf(response, provider, limits.streamIdleTimeoutMs);
       if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait
-      if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, signal);
+      if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, cancellation);
     }
   }
   throw lastError ?? new GatewayError(502, 'api_error', 'upstream_error', `No provider could be reached for model "${model.id}"`);
+}
+
+/** How long a finished answer's leftover bytes may take to arrive before its socket is dropped. */
+const DRAIN_FOR_REUSE_MS = 5_000;
+
+/**
+ * The client has its whole answer, but the upstream response may not have ended yet (bytes after
+ * `[DONE]` / `message_stop`): read it to its end so the keep-alive socket goes back to the pool
+ * instead of being closed, within a bound.
+ */
+function drainForReuse(upstream: IncomingMessage): void {
+  if (upstream.complete) return;
+  const timer = setTimeout(() => upstream.destroy(), DRAIN_FOR_REUSE_MS);
+  timer.unref();
+  upstream.once('end', () => clearTimeout(timer));
+  upstream.once('close', () => clearTimeout(timer));
+  upstream.resume();
 }
 
 function parseRetryAfter(value: string | string[] | undefined): number | undefined {
@@ -349,17 +383,23 @@ function parseRetryAfter(value: string | string[] | undefined): number | undefin
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-async function backoff(ctx: PipelineContext, attempt: number, retryAfterMs: number | undefined, signal: AbortSignal): Promise<void> {
+async function backoff(ctx: PipelineContext, attempt: number, retryAfterMs: number | undefined, cancellation: Cancellation): Promise<void> {
   const { baseDelayMs, maxDelayMs } = ctx.config.retry;
   // Full jitter on an exponential ceiling; an upstream retry-after is a floor.
   const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
   const wait = Math.max(retryAfterMs ?? 0, Math.round(ceiling * (0.5 + ctx.random() / 2)));
   if (wait <= 0) return;
-  try {
-    await delay(wait, undefined, { signal });
-  } catch {
-    throw new GatewayError(499, 'api_error', 'client_closed', 'The client went away');
-  }
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      cancellation.unlisten();
+      resolve();
+    }, wait);
+    cancellation.listen(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  if (cancellation.cancelled) throw new GatewayError(499, 'api_error', 'client_closed', 'The client went away');
 }
 
 /**
@@ -423,7 +463,6 @@ function streamAnswer(
   upstream: IncomingMessage,
   res: ServerResponse,
   record: RequestRecord,
-  controller: AbortController,
   started: number,
   estimate: number,
 ): Promise<TokenUsage | undefined> {
@@ -511,7 +550,8 @@ function streamAnswer(
         parser!.feed(chunk);
         if (translator!.finished) {
           finish();
-          upstream.destroy();
+          if (translator!.failed) upstream.destroy();
+          else drainForReuse(upstream);
         }
       }
     };
@@ -558,7 +598,6 @@ function streamAnswer(
       // The client went away: stop the generation at once.
       record.streamError = 'client closed the stream';
       finish();
-      controller.abort();
       upstream.destroy();
     });
   });

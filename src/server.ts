@@ -93,9 +93,27 @@ export interface GatewayInternals {
   routes: RouteRegistry;
 }
 
-const defaultLogger: Logger = (line) => {
-  process.stderr.write(`${JSON.stringify(line)}\n`);
-};
+/**
+ * One JSON line per request on stderr. Lines are gathered and written once per event-loop turn,
+ * so a busy gateway makes one write call for many requests rather than one each.
+ */
+function createStderrLogger(): Logger {
+  let pending = '';
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    const text = pending;
+    pending = '';
+    process.stderr.write(text);
+  };
+  return (line) => {
+    pending += `${JSON.stringify(line)}\n`;
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+}
 
 /** Feature modules that add routes; set by src/features.ts so the core does not import them. */
 const features: Array<(internals: GatewayInternals) => void> = [];
@@ -112,7 +130,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const keys = options.keyStore ?? createKeyStore(config.home, { now });
   const limiter = createLimiter({ now });
   const upstream: UpstreamClient = createUpstreamClient();
-  const log: Logger = options.logger === null ? () => {} : (options.logger ?? defaultLogger);
+  const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
   const ctx: PipelineContext = { config, catalog, keys, limiter, upstream, now, random: options.random ?? Math.random };
   const startedAt = now();
@@ -200,7 +218,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       logged = true;
       inFlight.delete(res);
       const status = res.headersSent ? res.statusCode : 499;
-      metrics.observe(pathOf(url), status, record);
+      metrics.observe(status, record);
       const line: LogRecord = {
         time: new Date(started).toISOString(),
         request_id: requestId,
@@ -244,6 +262,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         throw new GatewayError(405, 'invalid_request_error', 'method_not_allowed', `${method} is not allowed here; allowed: ${route.allow}`, { headers: { allow: route.allow } });
       }
       if (closing) res.setHeader('connection', 'close');
+      record.route = route.match.pattern;
       await route.match.handler(req, res, route.match.params, record);
     };
     run().then(handlerDone, (err: unknown) => {

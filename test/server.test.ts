@@ -34,7 +34,7 @@ describe('server: routes, request ids and errors', () => {
 
   it('gives every response an x-request-id and echoes a valid incoming one', async () => {
     const a = await fetch(`${t.url}/healthz`);
-    assert.match(a.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{32}$/);
+    assert.match(a.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{16}[0-9a-z]{8,}$/);
     const b = await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'client-id-123' } });
     assert.equal(b.headers.get('x-request-id'), 'client-id-123');
     const c = await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });

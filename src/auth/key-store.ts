@@ -173,7 +173,8 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
   const path = join(home, 'keys.json');
   const now = options.now ?? Date.now;
   let records: KeyRecord[] = [];
-  let byHash = new Map<string, KeyRecord>();
+  // Hash (hex) -> record and the hash's bytes, so a lookup decodes nothing per request.
+  let byHash = new Map<string, { record: KeyRecord; hash: Buffer }>();
   let signature = '';
   let timer: NodeJS.Timeout | undefined;
 
@@ -193,7 +194,7 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
     let next: KeyRecord[] = [];
     if (sig !== 'absent') next = parseKeyFile(readFileSync(path, 'utf8'), path);
     records = next;
-    byHash = new Map(next.map((r) => [r.hash, r]));
+    byHash = new Map(next.map((r) => [r.hash, { record: r, hash: Buffer.from(r.hash, 'hex') }]));
     signature = sig;
   }
 
@@ -213,11 +214,11 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
   return {
     path,
     findBySecret(secret) {
-      const hash = hashKey(secret);
-      const record = byHash.get(hash);
-      if (record === undefined) return undefined;
+      const digest = createHash('sha256').update(secret).digest();
+      const entry = byHash.get(digest.toString('hex'));
+      if (entry === undefined) return undefined;
       // The map lookup narrows by hash; the final comparison is constant-time all the same.
-      return timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex')) ? record : undefined;
+      return timingSafeEqual(entry.hash, digest) ? entry.record : undefined;
     },
     list: () => records.slice(),
     get: (idOrName) => find(idOrName),

@@ -7,6 +7,8 @@
 export interface Match<H> {
   handler: H;
   params: Record<string, string>;
+  /** The route's path as registered (a bounded label for metrics). */
+  pattern: string;
 }
 
 export type RouteResult<H> =
@@ -22,6 +24,7 @@ export interface Router<H> {
 interface Route<H> {
   method: string;
   segments: string[];
+  pattern: string;
   exact: string | undefined;
   /** The last segment captures the rest of the path. */
   rest: boolean;
@@ -50,7 +53,7 @@ export function createRouter<H>(): Router<H> {
       const hasParam = path.includes('/:');
       const segments = path.split('/');
       const rest = (segments[segments.length - 1] ?? '').endsWith('*');
-      const route: Route<H> = { method, segments, exact: hasParam ? undefined : path, rest, handler };
+      const route: Route<H> = { method, segments, pattern: path, exact: hasParam ? undefined : path, rest, handler };
       routes.push(route);
       if (!hasParam) {
         const list = exact.get(path) ?? [];
@@ -66,7 +69,7 @@ export function createRouter<H>(): Router<H> {
       const lookup = method === 'HEAD' ? 'GET' : method;
       const fixed = exact.get(path);
       if (fixed !== undefined) {
-        for (const r of fixed) if (r.method === lookup) return { kind: 'found', match: { handler: r.handler, params: {} } };
+        for (const r of fixed) if (r.method === lookup) return { kind: 'found', match: { handler: r.handler, params: {}, pattern: r.pattern } };
         return { kind: 'method_not_allowed', allow: methodsFor(fixed) };
       }
       const parts = path.split('/');
@@ -96,7 +99,7 @@ export function createRouter<H>(): Router<H> {
         }
         if (!ok) continue;
         sameShape.push(r);
-        if (found === undefined && r.method === lookup) found = { handler: r.handler, params };
+        if (found === undefined && r.method === lookup) found = { handler: r.handler, params, pattern: r.pattern };
       }
       if (found !== undefined) return { kind: 'found', match: found };
       if (sameShape.length > 0) return { kind: 'method_not_allowed', allow: methodsFor(sameShape) };

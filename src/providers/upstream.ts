@@ -10,6 +10,47 @@ import type { IncomingMessage } from 'node:http';
 import type { ProviderConfig } from '../config-types.ts';
 import { GatewayError } from '../http/errors.ts';
 
+/**
+ * The client side of a request going away, as one small object per request (an AbortController
+ * and its EventTarget cost more, and are held by every open stream). One listener at a time:
+ * the upstream request in flight, or the backoff timer between attempts.
+ */
+export interface Cancellation {
+  readonly cancelled: boolean;
+  /** Runs `listener` on cancel (at once when already cancelled); replaces any earlier listener. */
+  listen(listener: () => void): void;
+  /** Forgets the listener. */
+  unlisten(): void;
+  cancel(): void;
+}
+
+export function createCancellation(): Cancellation {
+  let cancelled = false;
+  let current: (() => void) | undefined;
+  return {
+    get cancelled() {
+      return cancelled;
+    },
+    listen(listener) {
+      if (cancelled) {
+        listener();
+        return;
+      }
+      current = listener;
+    },
+    unlisten() {
+      current = undefined;
+    },
+    cancel() {
+      if (cancelled) return;
+      cancelled = true;
+      const listener = current;
+      current = undefined;
+      listener?.();
+    },
+  };
+}
+
 export interface UpstreamRequest {
   provider: ProviderConfig;
   /** The provider's resolved credential, if any. */
@@ -19,7 +60,7 @@ export interface UpstreamRequest {
   body: string | Buffer;
   /** Extra headers (anthropic-version, anthropic-beta, accept). */
   headers: Record<string, string>;
-  signal: AbortSignal;
+  cancellation: Cancellation;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
 }
@@ -92,7 +133,7 @@ export function createUpstreamClient(): UpstreamClient {
           settled = true;
           clearTimeout(firstByteTimer);
           clearTimeout(connectTimer);
-          req.signal.removeEventListener('abort', onAbort);
+          req.cancellation.unlisten();
           outgoing.destroy();
           reject(err);
         };
@@ -129,7 +170,7 @@ export function createUpstreamClient(): UpstreamClient {
           settled = true;
           clearTimeout(firstByteTimer);
           clearTimeout(connectTimer);
-          req.signal.removeEventListener('abort', onAbort);
+          req.cancellation.unlisten();
           resolve(res);
         });
         outgoing.on('error', (err: NodeJS.ErrnoException) => {
@@ -141,11 +182,8 @@ export function createUpstreamClient(): UpstreamClient {
             err,
           ));
         });
-        if (req.signal.aborted) {
-          onAbort();
-          return;
-        }
-        req.signal.addEventListener('abort', onAbort, { once: true });
+        req.cancellation.listen(onAbort);
+        if (settled) return;
         outgoing.end(req.body);
       });
     },

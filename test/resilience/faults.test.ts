@@ -186,3 +186,43 @@ describe('timeouts, pings and disconnects', () => {
     res.destroy();
   });
 });
+
+describe('client disconnect during a non-streamed answer', () => {
+  it('stops the upstream request that is still generating', async () => {
+    const t = await startTestGateway({ config: { retry: { attempts: 1 } } });
+    try {
+      let upstreamClosed = false;
+      t.upstream.queue.push((_req, res) => {
+        res.on('close', () => { upstreamClosed = true; });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"id":"chatcmpl-1",');
+        // ...and never finishes.
+      });
+      const controller = new AbortController();
+      const pending = fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody(), signal: controller.signal }).catch(() => undefined);
+      for (let i = 0; i < 50 && t.upstream.requests.length === 0; i++) await wait(10);
+      await wait(50);
+      controller.abort();
+      await pending;
+      for (let i = 0; i < 50 && !upstreamClosed; i++) await wait(10);
+      assert.ok(upstreamClosed);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('hostile nesting', () => {
+  it('answers a body nested too deep to forward with a 400, not a 500', async () => {
+    const t = await startTestGateway();
+    try {
+      const deep = `${'{"nested":'.repeat(20_000)}{"type":"string"}${'}'.repeat(20_000)}`;
+      const body = `{"model":"gpt-test","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":${deep}}}}}]}`;
+      const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body });
+      assert.equal(res.status, 400);
+      assert.match((await res.json() as { error: { message: string } }).error.message, /nests too deeply/);
+    } finally {
+      await t.close();
+    }
+  });
+});
