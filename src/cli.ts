@@ -11,10 +11,7 @@ import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
 import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
 import type { KeyRecord } from './auth/key-store.ts';
 import type { TierLimits, TierName } from './config-types.ts';
-import { createCatalog } from './catalog/catalog.ts';
-import { createGateway } from './server.ts';
 import { VERSION } from './version.ts';
-import './features.ts';
 import { findCommand } from './commands.ts';
 import type { CliIo } from './commands.ts';
 
@@ -84,7 +81,11 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       case 'keys':
         return keys(rest, io);
       case 'models':
-        return models(rest, io);
+        return await models(rest, io);
+      case 'setup':
+        return await (await import('./setup.ts')).setupCommand(rest, io);
+      case 'device':
+        return await (await import('./device-cli.ts')).deviceCommand(rest, io);
       default: {
         const handler = findCommand(command);
         if (handler !== undefined) return await handler(rest, io);
@@ -113,6 +114,8 @@ async function serve(args: string[], io: CliIo): Promise<number> {
     home: { type: 'string' },
   });
   const port = parsePort(values.port, '--port');
+  // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
+  const [{ createGateway }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
   const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env });
   if (gateway.keys.list().length === 0) {
     const { key, record } = gateway.keys.create({ name: 'admin', admin: true, tier: 'pro' });
@@ -226,7 +229,8 @@ function safeConfig(io: CliIo) {
   }
 }
 
-function models(args: string[], io: CliIo): number {
+async function models(args: string[], io: CliIo): Promise<number> {
+  const { createCatalog } = await import('./catalog/catalog.ts');
   const { values } = parse(args, { json: { type: 'boolean' }, config: { type: 'string' }, home: { type: 'string' } });
   const config = loadConfig({ env: io.env, configPath: values.config, home: values.home });
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });

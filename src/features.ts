@@ -1,21 +1,68 @@
 /**
  * Feature modules that mount routes and commands onto the core (device flow, dashboard, setup).
  * Imported by the CLI and the package entry so that `createGateway` has them.
+ *
+ * The web pages and the setup and device commands are loaded on first use: start-up is part of
+ * the product (a sidecar is started often), and most runs never open a page.
  */
 import { registerFeature } from './server.ts';
+import type { GatewayInternals, RouteRegistry } from './server.ts';
 import { deviceOptionsFromEnv, mountDeviceRoutes } from './auth/device-routes.ts';
-import { mountAssets } from './web/html.ts';
 import { createSessionStore } from './web/session.ts';
-import { mountDevicePage } from './web/device-page.ts';
-import { mountDashboard } from './web/dashboard.ts';
-import './setup.ts';
-import './device-cli.ts';
+import { createRouter } from './http/router.ts';
+import { notFound } from './http/errors.ts';
+import type { DeviceFlow } from './auth/device-flow.ts';
+
+type Handler = Parameters<RouteRegistry['add']>[2];
+
+/** Every route the page modules register; test/features.test.ts checks it against them. */
+export const PAGE_ROUTES: ReadonlyArray<readonly [string, string]> = [
+  ['GET', '/assets/llmux.css'],
+  ['GET', '/assets/llmux.js'],
+  ['GET', '/assets/icon.svg'],
+  ['GET', '/device'],
+  ['POST', '/device'],
+  ['GET', '/dashboard'],
+  ['POST', '/dashboard/sign-in'],
+  ['POST', '/dashboard/sign-out'],
+  ['POST', '/dashboard/keys'],
+  ['POST', '/dashboard/keys/revoke'],
+  ['POST', '/dashboard/device'],
+];
+
+type Stores = { flow: DeviceFlow; sessions: ReturnType<typeof createSessionStore> };
+
+/** Loads the page modules and mounts them on `routes`. */
+export async function mountPages(routes: RouteRegistry, internals: GatewayInternals, stores: Stores): Promise<void> {
+  const [{ mountAssets }, { mountDevicePage }, { mountDashboard }] = await Promise.all([
+    import('./web/html.ts'),
+    import('./web/device-page.ts'),
+    import('./web/dashboard.ts'),
+  ]);
+  const scoped: GatewayInternals = { ...internals, routes };
+  mountAssets(routes);
+  mountDevicePage(scoped, stores);
+  mountDashboard(scoped, stores);
+}
+
+/** The page modules on a router of their own; the gateway's routes forward to it. */
+async function loadPages(internals: GatewayInternals, stores: Stores): Promise<ReturnType<typeof createRouter<Handler>>> {
+  const router = createRouter<Handler>();
+  await mountPages({ add: (method, path, handler) => router.add(method, path, handler) }, internals, stores);
+  return router;
+}
 
 registerFeature((internals) => {
   // One grant store and one session store per gateway, shared by the API, the device page and the dashboard.
   const flow = mountDeviceRoutes(internals, deviceOptionsFromEnv(internals.ctx.config.env));
   const sessions = createSessionStore({ now: internals.ctx.now });
-  mountAssets(internals.routes);
-  mountDevicePage(internals, { flow, sessions });
-  mountDashboard(internals, { flow, sessions });
+  let pages: ReturnType<typeof loadPages> | undefined;
+  for (const [method, path] of PAGE_ROUTES) {
+    internals.routes.add(method, path, async (req, res, params, record) => {
+      pages ??= loadPages(internals, { flow, sessions });
+      const result = (await pages).match(method, req.url ?? path);
+      if (result.kind !== 'found') throw notFound();
+      await result.match.handler(req, res, { ...params, ...result.match.params }, record);
+    });
+  }
 });

@@ -5,7 +5,8 @@
  * through as bytes come.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
+import { createRequire } from 'node:module';
 import type { IncomingMessage } from 'node:http';
 import type { ProviderConfig } from '../config-types.ts';
 import { GatewayError } from '../http/errors.ts';
@@ -89,9 +90,24 @@ export interface UpstreamClient {
   close(): void;
 }
 
+/**
+ * `node:https` pulls in TLS and costs start-up time a local sidecar talking to a local model
+ * never needs: it is loaded on the first https provider.
+ */
+function loadHttps(): typeof https {
+  // process.getBuiltinModule (Node >= 20.16) also works inside the single-file executable's
+  // bundle, where import.meta.url is no file; createRequire is the fallback for older 20.x.
+  const getBuiltin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
+  if (typeof getBuiltin === 'function') return getBuiltin('node:https') as typeof https;
+  return createRequire(import.meta.url)('node:https') as typeof https;
+}
+
+const AGENT_OPTIONS = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' } as const;
+
 export function createUpstreamClient(): UpstreamClient {
-  const httpAgent = new http.Agent({ keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' });
-  const httpsAgent = new https.Agent({ keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' });
+  const httpAgent = new http.Agent(AGENT_OPTIONS);
+  let httpsLib: typeof https | undefined;
+  let httpsAgent: https.Agent | undefined;
   const targets = new Map<string, Target>();
 
   function targetFor(baseUrl: string): Target {
@@ -99,9 +115,13 @@ export function createUpstreamClient(): UpstreamClient {
     if (t !== undefined) return t;
     const url = new URL(baseUrl); // once per provider, not per request
     const secure = url.protocol === 'https:';
+    if (secure && httpsAgent === undefined) {
+      httpsLib = loadHttps();
+      httpsAgent = new httpsLib.Agent(AGENT_OPTIONS);
+    }
     t = {
-      lib: secure ? https : http,
-      agent: secure ? httpsAgent : httpAgent,
+      lib: secure ? (httpsLib as typeof https) : http,
+      agent: secure ? (httpsAgent as https.Agent) : httpAgent,
       hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
       port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
       basePath: url.pathname.replace(/\/+$/, ''),
@@ -189,7 +209,7 @@ export function createUpstreamClient(): UpstreamClient {
     },
     close() {
       httpAgent.destroy();
-      httpsAgent.destroy();
+      httpsAgent?.destroy();
     },
   };
 }
