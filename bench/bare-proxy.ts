@@ -7,9 +7,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isEntryPoint } from './entry.ts';
 
 export interface BareProxyOptions {
   upstreamPort: number;
@@ -69,17 +68,7 @@ export async function startBareProxy(options: BareProxyOptions): Promise<Running
   };
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   const { values } = parseArgs({ options: { port: { type: 'string' }, 'upstream-port': { type: 'string' } } });
   const upstreamPort = Number(values['upstream-port']);
   if (!Number.isInteger(upstreamPort) || upstreamPort <= 0) {

@@ -18,9 +18,8 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isEntryPoint } from './entry.ts';
 
 /** Events per stream, the terminator (`[DONE]` / `message_stop`) included. */
 export const STREAM_EVENTS = 100;
@@ -249,17 +248,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   };
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   const { values } = parseArgs({ options: { port: { type: 'string' }, 'drip-ms': { type: 'string' } } });
   const upstream = await startFakeUpstream({
     port: values.port === undefined ? 0 : Number(values.port),

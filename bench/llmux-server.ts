@@ -11,11 +11,12 @@
  * `{"port":N,"key":"sk-llmux-…"}` on stdout. SIGTERM/SIGINT close the gateway and exit 0, so a
  * `--cpu-prof` profile gets written.
  */
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isEntryPoint } from './entry.ts';
 
 /**
  * What this script uses of `dist/server.js`. Kept structural, so this file compiles on its own
@@ -59,17 +60,7 @@ export function benchConfig(upstreamPort: number): Record<string, unknown> {
   };
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   const { values } = parseArgs({ options: { dist: { type: 'string' }, port: { type: 'string' }, 'upstream-port': { type: 'string' } } });
   const upstreamPort = Number(values['upstream-port']);
   if (values.dist === undefined || !Number.isInteger(upstreamPort) || upstreamPort <= 0) {

@@ -4,9 +4,9 @@
  *
  * Run: `npx tsx bench/profile-summary.ts FILE.cpuprofile [--top N]`.
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isEntryPoint } from './entry.ts';
 
 /** The parts of the `.cpuprofile` format read here. */
 export interface CpuProfile {
@@ -178,17 +178,7 @@ export function formatSummary(title: string, summary: ProfileSummary, top = 25, 
   return lines.join('\n');
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   const { values, positionals } = parseArgs({ options: { top: { type: 'string' } }, allowPositionals: true });
   if (positionals.length === 0) {
     process.stderr.write('usage: tsx bench/profile-summary.ts FILE.cpuprofile… [--top N]\n');

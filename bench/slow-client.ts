@@ -10,9 +10,8 @@
  */
 import http from 'node:http';
 import type { ClientRequest } from 'node:http';
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isEntryPoint } from './entry.ts';
 
 export interface StreamRequest {
   path: string;
@@ -87,17 +86,7 @@ export function openStreams(port: number, request: StreamRequest, count: number,
   });
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   const { values } = parseArgs({
     options: { port: { type: 'string' }, request: { type: 'string' }, count: { type: 'string' }, 'timeout-ms': { type: 'string' } },
   });

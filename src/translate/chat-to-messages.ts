@@ -58,6 +58,7 @@ import { randomIdTail } from './messages-to-chat.ts';
 import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
+import { asRecord, records } from './lenient.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
@@ -273,20 +274,7 @@ export function chatResponseToMessages(resp: ChatResponse, options: ResponseTran
 
 // ---------- requests ----------
 
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
 
-/** The object items of what should be an array of objects; anything else is skipped. */
-function records(value: unknown): Array<Record<string, unknown>> {
-  if (!Array.isArray(value)) return [];
-  const out: Array<Record<string, unknown>> = [];
-  for (const item of value) {
-    const record = asRecord(item);
-    if (record !== undefined) out.push(record);
-  }
-  return out;
-}
 
 function positiveInteger(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;

@@ -41,6 +41,7 @@ import type {
 import { invalidParameters, truncate } from '../http/errors.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { fromMessagesUsage, toChatUsage } from './usage.ts';
+import { asRecord, records } from './lenient.ts';
 
 /** How the chosen upstream model wants its request shaped. */
 export interface UpstreamModel {
@@ -169,20 +170,7 @@ export function messagesResponseToChat(resp: MessagesResponse, options: Response
 
 // ---------- reading leniently ----------
 
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
 
-/** The object items of what should be an array of objects; anything else is skipped. */
-function records(value: unknown): Array<Record<string, unknown>> {
-  if (!Array.isArray(value)) return [];
-  const out: Array<Record<string, unknown>> = [];
-  for (const item of value) {
-    const record = asRecord(item);
-    if (record !== undefined) out.push(record);
-  }
-  return out;
-}
 
 function text(value: unknown): string {
   return typeof value === 'string' ? value : '';

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateChatRequest } from '../../src/formats/chat.ts';
 import { GatewayError } from '../../src/http/errors.ts';
+import { createMutator, seededRandom } from '../helpers/mutate.ts';
 
 // Bodies are arbitrary JSON; tests poke into them freely.
 type Body = Record<string, any>;
@@ -474,96 +475,8 @@ describe('validateChatRequest', () => {
 
 // ---------- random mutation ----------
 
-/** mulberry32: a small deterministic PRNG, so a failing round can be replayed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function pick<T>(items: readonly T[], random: () => number): T {
-  return items[Math.floor(random() * items.length)] as T;
-}
-
-const HOSTILE_VALUES: ReadonlyArray<() => unknown> = [
-  () => null,
-  () => 0,
-  () => -1,
-  () => 1.5,
-  () => 1e308,
-  () => '',
-  () => 'x',
-  () => 'data:image/png;base64,AAAA',
-  () => 'user',
-  () => 'assistant',
-  () => 'tool',
-  () => 'function',
-  () => 'system',
-  () => 'text',
-  () => 'image_url',
-  () => 'auto',
-  () => 'required',
-  () => 'json_schema',
-  () => true,
-  () => [],
-  () => ({}),
-  () => [null],
-  () => [{}],
-  () => ({ type: 'text' }),
-  () => ({ type: 'function', function: {} }),
-  () => ({ type: 'image_url', image_url: {} }),
-  () => JSON.parse('{"__proto__": {"type": "text", "text": "x"}}'),
-  () => JSON.parse('{"constructor": {"prototype": 1}, "type": "constructor"}'),
-  () => Array.from({ length: 10_000 }, () => ({ type: 'text', text: 'x' })),
-  () => {
-    let deep: unknown = {};
-    for (let i = 0; i < 2_000; i++) deep = [deep];
-    return deep;
-  },
-];
-
-/** Every [container, key] in the tree, so a mutation can land anywhere. */
-function slots(root: Body): Array<[Body | unknown[], string | number]> {
-  const found: Array<[Body | unknown[], string | number]> = [];
-  const stack: unknown[] = [root];
-  while (stack.length > 0 && found.length < 5_000) {
-    const node = stack.pop();
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length && i < 50; i++) {
-        found.push([node, i]);
-        stack.push(node[i]);
-      }
-    } else if (typeof node === 'object' && node !== null) {
-      for (const key of Object.keys(node)) {
-        found.push([node as Body, key]);
-        stack.push((node as Body)[key]);
-      }
-    }
-  }
-  return found;
-}
-
-function mutate(body: Body, random: () => number): void {
-  const all = slots(body);
-  if (all.length === 0) return;
-  const [container, key] = pick(all, random);
-  const action = random();
-  if (action < 0.2) {
-    if (Array.isArray(container)) container.splice(key as number, 1);
-    else delete container[key as string];
-  } else if (action < 0.3) {
-    // Move a real value to a wrong place: a plausible shape in an implausible spot.
-    const [otherContainer, otherKey] = pick(all, random);
-    (container as Body)[key] = structuredClone((otherContainer as Body)[otherKey]);
-  } else if (action < 0.4 && !Array.isArray(container)) {
-    container[pick(['content', 'type', 'role', 'function', 'tool_calls', 'image_url', 'name', '__proto__'], random)] =
-      pick(HOSTILE_VALUES, random)();
-  } else {
-    (container as Body)[key] = pick(HOSTILE_VALUES, random)();
-  }
-}
+const mutate = createMutator({
+  words: ['tool', 'function', 'system', 'image_url', 'auto', 'required', 'json_schema'],
+  shapes: [{ type: 'function', function: {} }, { type: 'image_url', image_url: {} }],
+  keys: ['content', 'type', 'role', 'function', 'tool_calls', 'image_url', 'name'],
+});

@@ -1,0 +1,228 @@
+/**
+ * Micro-benchmark of the stream hot path, without sockets: the bench's 100-event upstream streams
+ * (bench/fake-upstream.ts) fed through the usage tap (same-format pass-through) and through the SSE
+ * parser plus each stream translator, N streams per round. Prints, per scenario, nanoseconds per
+ * upstream event (median and best round) and bytes allocated per event (JS heap; and Buffer
+ * backing stores, "external").
+ *
+ *   node --import tsx bench/micro-stream.ts [--iterations 2000] [--rounds 7] [--only tap-chat,...]
+ *   node --import tsx bench/micro-stream.ts --src /some/copy/of/src    the same scenarios against
+ *                                            another copy of src/ (a before/after comparison on
+ *                                            one machine state; the copy needs its own imports)
+ *
+ * Each scenario runs twice: one upstream event per chunk (how the fake upstream writes, one event
+ * per event-loop turn), and 20 events per chunk (what a proxy reads when it falls behind under load).
+ * Every scenario checks its output size against the first stream's, so a faster path that changes
+ * what is written shows up as an error, not as a better number.
+ *
+ * Allocation is counted over one more round of N streams: the heap's growth plus everything each
+ * collection in between freed (v8.GCProfiler), divided by the streams; `gc()` (exposed at run time
+ * with `v8.setFlagsFromString`) starts every round from a clean heap. Times come from plain loops;
+ * the machine is shared, so compare runs made back to back and trust the best-round column most.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { SseEvent, WireFormat } from '../src/formats/wire.ts';
+import type { SseParser, SseParserOptions } from '../src/sse/parser.ts';
+import type { UsageTap, UsageTapOptions } from '../src/sse/usage-tap.ts';
+import type { ChatToMessagesStreamOptions, StreamTranslator } from '../src/translate/stream-chat-to-messages.ts';
+import type { MessagesToChatStreamOptions } from '../src/translate/stream-messages-to-chat.ts';
+import { chatStreamEvents, messagesStreamEvents, STREAM_EVENTS } from './fake-upstream.ts';
+
+interface HotPath {
+  createSseParser(options: SseParserOptions): SseParser;
+  createUsageTap(format: WireFormat, options?: UsageTapOptions): UsageTap;
+  createChatToMessagesStream(options: ChatToMessagesStreamOptions): StreamTranslator;
+  createMessagesToChatStream(options: MessagesToChatStreamOptions): StreamTranslator;
+}
+
+interface Scenario {
+  name: string;
+  chunks: Buffer[];
+  /** Runs one whole stream; returns the bytes (or string length) it produced. */
+  runStream(): number;
+}
+
+interface ScenarioResult {
+  name: string;
+  nsPerEventMedian: number;
+  nsPerEventBest: number;
+  heapBytesPerEvent: number;
+  externalBytesPerEvent: number;
+}
+
+const COALESCED_EVENTS_PER_CHUNK = 20;
+
+async function loadHotPath(srcDir: string): Promise<HotPath> {
+  const base = pathToFileURL(resolve(srcDir) + '/').href;
+  const parser = (await import(new URL('sse/parser.ts', base).href)) as Pick<HotPath, 'createSseParser'>;
+  const tap = (await import(new URL('sse/usage-tap.ts', base).href)) as Pick<HotPath, 'createUsageTap'>;
+  const toMessages = (await import(new URL('translate/stream-chat-to-messages.ts', base).href)) as Pick<HotPath, 'createChatToMessagesStream'>;
+  const toChat = (await import(new URL('translate/stream-messages-to-chat.ts', base).href)) as Pick<HotPath, 'createMessagesToChatStream'>;
+  return {
+    createSseParser: parser.createSseParser,
+    createUsageTap: tap.createUsageTap,
+    createChatToMessagesStream: toMessages.createChatToMessagesStream,
+    createMessagesToChatStream: toChat.createMessagesToChatStream,
+  };
+}
+
+/** The stream's events, one Buffer each, or concatenated `perChunk` at a time. */
+function chunksOf(events: string[], perChunk: number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < events.length; i += perChunk) chunks.push(Buffer.from(events.slice(i, i + perChunk).join('')));
+  return chunks;
+}
+
+function scenarios(hot: HotPath): Scenario[] {
+  // The bench's clients ask for include_usage, and llmux asks chat upstreams for usage anyway.
+  const chatEvents = chatStreamEvents(true);
+  const messagesEvents = messagesStreamEvents();
+  const list: Scenario[] = [];
+  for (const perChunk of [1, COALESCED_EVENTS_PER_CHUNK]) {
+    const label = perChunk === 1 ? '1 event/chunk' : `${perChunk} events/chunk`;
+    const tapScenario = (name: string, format: WireFormat, events: string[], options: UsageTapOptions): void => {
+      const chunks = chunksOf(events, perChunk);
+      list.push({
+        name: `${name}, ${label}`,
+        chunks,
+        runStream() {
+          const tap = hot.createUsageTap(format, options);
+          let bytes = 0;
+          for (const chunk of chunks) bytes += tap.feed(chunk)?.length ?? 0;
+          bytes += tap.end()?.length ?? 0;
+          if (!tap.completed || tap.usage() === undefined) throw new Error(`${name}: the tap missed the stream's end or usage`);
+          return bytes;
+        },
+      });
+    };
+    tapScenario('tap-chat: chat pass-through', 'openai', chatEvents, {});
+    tapScenario('tap-chat-drop: chat pass-through, usage chunk dropped', 'openai', chatEvents, { dropUsageChunk: true });
+    tapScenario('tap-messages: messages pass-through', 'anthropic', messagesEvents, {});
+
+    const translateScenario = (name: string, events: string[], create: (write: (text: string) => void) => StreamTranslator): void => {
+      const chunks = chunksOf(events, perChunk);
+      list.push({
+        name: `${name}, ${label}`,
+        chunks,
+        runStream() {
+          let bytes = 0;
+          const translator = create((text) => {
+            bytes += text.length;
+          });
+          const parser = hot.createSseParser({ onEvent: (event: SseEvent) => translator.push(event) });
+          for (const chunk of chunks) parser.feed(chunk);
+          parser.end();
+          translator.end();
+          if (translator.failed) throw new Error(`${name}: the translator failed`);
+          return bytes;
+        },
+      });
+    };
+    translateScenario('to-messages: parser + chat -> messages', chatEvents, (write) =>
+      hot.createChatToMessagesStream({ write, estimatedInputTokens: 14, messageId: 'msg_micro' }));
+    translateScenario('to-chat: parser + messages -> chat', messagesEvents, (write) =>
+      hot.createMessagesToChatStream({ write, includeUsage: true, completionId: 'chatcmpl-micro', now: () => 1_727_346_168_000 }));
+  }
+  return list;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+function exposeGc(): () => void {
+  const existing = (globalThis as { gc?: () => void }).gc;
+  if (typeof existing === 'function') return existing;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+/**
+ * Heap and Buffer bytes one stream allocates, averaged over `streams` streams: the heap's growth
+ * plus what every collection in between freed (v8.GCProfiler reports each one's before and after).
+ */
+function measureAllocation(scenario: Scenario, gc: () => void, streams: number): { heap: number; external: number } {
+  gc();
+  const profiler = new GCProfiler();
+  profiler.start();
+  const before = getHeapStatistics();
+  for (let i = 0; i < streams; i += 1) scenario.runStream();
+  const after = getHeapStatistics();
+  const collections = profiler.stop()?.statistics ?? [];
+  let heap = after.used_heap_size - before.used_heap_size;
+  let external = after.external_memory - before.external_memory;
+  for (const { beforeGC, afterGC } of collections) {
+    heap += beforeGC.heapStatistics.usedHeapSize - afterGC.heapStatistics.usedHeapSize;
+    external += beforeGC.heapStatistics.externalMemory - afterGC.heapStatistics.externalMemory;
+  }
+  return { heap: heap / streams, external: Math.max(0, external) / streams };
+}
+
+function runScenario(scenario: Scenario, iterations: number, rounds: number, gc: () => void): ScenarioResult {
+  const expected = scenario.runStream();
+  // Warm up until the optimising compiler has seen the hot functions.
+  for (let i = 0; i < iterations; i += 1) {
+    if (scenario.runStream() !== expected) throw new Error(`${scenario.name}: output size changed between streams`);
+  }
+  const perRound: number[] = [];
+  for (let r = 0; r < rounds; r += 1) {
+    gc();
+    let total = 0;
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < iterations; i += 1) total += scenario.runStream();
+    const elapsedNs = Number(process.hrtime.bigint() - start);
+    if (total !== expected * iterations) throw new Error(`${scenario.name}: output size changed between streams`);
+    perRound.push(elapsedNs / (iterations * STREAM_EVENTS));
+  }
+  const allocation = measureAllocation(scenario, gc, iterations);
+  return {
+    name: scenario.name,
+    nsPerEventMedian: median(perRound),
+    nsPerEventBest: Math.min(...perRound),
+    heapBytesPerEvent: allocation.heap / STREAM_EVENTS,
+    externalBytesPerEvent: allocation.external / STREAM_EVENTS,
+  };
+}
+
+function pad(text: string, width: number, right = false): string {
+  return right ? text.padStart(width) : text.padEnd(width);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      iterations: { type: 'string', default: '2000' },
+      rounds: { type: 'string', default: '7' },
+      only: { type: 'string' },
+      src: { type: 'string', default: new URL('../src/', import.meta.url).pathname },
+    },
+  });
+  const iterations = Number(values.iterations);
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(iterations) || iterations < 1 || !Number.isInteger(rounds) || rounds < 1) {
+    throw new Error('--iterations and --rounds take positive integers');
+  }
+  const only = values.only?.split(',').map((name) => name.trim()).filter((name) => name.length > 0);
+  const gc = exposeGc();
+  const hot = await loadHotPath(values.src);
+  const chosen = scenarios(hot).filter((s) => only === undefined || only.some((name) => s.name.startsWith(`${name}:`)));
+
+  process.stdout.write(`micro-stream: ${values.src}; node ${process.version}; ${iterations} streams x ${rounds} rounds per scenario; ${STREAM_EVENTS} events per stream\n`);
+  const header = `${pad('scenario', 62)} ${pad('ns/event (median)', 18, true)} ${pad('ns/event (best)', 16, true)} ${pad('heap B/event', 13, true)} ${pad('external B/event', 17, true)}`;
+  process.stdout.write(`${header}\n${'-'.repeat(header.length)}\n`);
+  for (const scenario of chosen) {
+    const result = runScenario(scenario, iterations, rounds, gc);
+    process.stdout.write(
+      `${pad(result.name, 62)} ${pad(result.nsPerEventMedian.toFixed(0), 18, true)} ${pad(result.nsPerEventBest.toFixed(0), 16, true)} ` +
+        `${pad(result.heapBytesPerEvent.toFixed(0), 13, true)} ${pad(result.externalBytesPerEvent.toFixed(0), 17, true)}\n`,
+    );
+  }
+}
+
+await main();
