@@ -576,6 +576,14 @@ async function main(): Promise<number> {
       startup = await measureStartup();
     }
 
+    let limiter: string | undefined;
+    if (only === undefined || only.has('limiter')) {
+      // The per-key limiter's own cost and memory (issue 4), from its micro-benchmark.
+      process.stderr.write('bench: limiter…\n');
+      const out = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH, 'limiter.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+      limiter = out.status === 0 ? out.stdout : `bench/limiter.ts failed: ${out.stderr.slice(0, 500)}`;
+    }
+
     const profiles: string[] = [];
     if (flags.profile === true) {
       const bareDone = new Set<string>();
@@ -599,12 +607,14 @@ async function main(): Promise<number> {
     const shownScenarios = all.filter((s) => results.some((r) => r.scenario === s.id));
     process.stdout.write('\n');
     printTable(shownScenarios, results);
-    const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles });
+    const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles })
+      + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`);
     const verdicts = evaluateTargets(shownScenarios, results, idle, startup);
     process.stdout.write('\n');
     for (const v of verdicts) process.stdout.write(`${v.met ? 'met   ' : 'MISSED'}  ${v.target}: ${v.measured} (limit ${v.limit})\n`);
     for (const r of idle) process.stdout.write(`idle streams, ${r.proxy}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
     if (startup !== undefined) process.stdout.write(`start-up: node -e 0 ${startup.nodeMs.toFixed(1)} ms, llmux ${startup.llmuxMs.toFixed(1)} ms\n`);
+    if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);
     for (const note of notes) process.stdout.write(`${note}\n`);
     if (flags.write === true) {
       writeFileSync(join(BENCH, 'RESULTS.md'), text);
