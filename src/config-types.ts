@@ -71,6 +71,10 @@ export interface LimitsConfig {
   pingIntervalMs: number;
   /** Bound on graceful shutdown. */
   shutdownTimeoutMs: number;
+  /** A client must finish sending its request headers within this. */
+  headersTimeoutMs: number;
+  /** ...and its whole request (headers and body) within this. */
+  requestTimeoutMs: number;
 }
 
 export interface RetryConfig {

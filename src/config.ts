@@ -24,6 +24,8 @@ export const DEFAULT_LIMITS: Readonly<LimitsConfig> = Object.freeze({
   connectTimeoutMs: 10_000,
   pingIntervalMs: 15_000,
   shutdownTimeoutMs: 30_000,
+  headersTimeoutMs: 30_000,
+  requestTimeoutMs: 300_000,
 });
 
 export const DEFAULT_RETRY: Readonly<RetryConfig> = Object.freeze({
@@ -178,6 +180,8 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
       connect_timeout_ms: 'connectTimeoutMs',
       ping_interval_ms: 'pingIntervalMs',
       shutdown_timeout_ms: 'shutdownTimeoutMs',
+      headers_timeout_ms: 'headersTimeoutMs',
+      request_timeout_ms: 'requestTimeoutMs',
     };
     for (const [k, v] of Object.entries(obj['limits'] as Record<string, unknown>)) {
       const name = names[k];

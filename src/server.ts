@@ -174,7 +174,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     peekHeaders(res, key);
-    const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes));
+    const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes, config.limits.requestTimeoutMs));
     // count_tokens takes a messages request without max_tokens; a large stand-in keeps any
     // thinking budget valid.
     const body = validateMessagesRequest({ max_tokens: Number.MAX_SAFE_INTEGER, ...raw });
@@ -280,8 +280,15 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }
 
   async function listen(port = config.port, host = config.host): Promise<{ port: number; host: string; url: string }> {
-    const srv = http.createServer({ requestTimeout: 300_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 }, handler);
-    // Slow or half-open clients can't hold sockets forever.
+    const { headersTimeoutMs, requestTimeoutMs } = config.limits;
+    const srv = http.createServer({
+      // Slow or half-open clients can't hold sockets forever: headers and whole requests have
+      // deadlines, checked often enough that a short deadline is kept.
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: Math.max(requestTimeoutMs, headersTimeoutMs),
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
+      keepAliveTimeout: 5_000,
+    }, handler);
     srv.timeout = 0;
     srv.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       if (!socket.writable) {

@@ -226,3 +226,51 @@ describe('hostile nesting', () => {
     }
   });
 });
+
+describe('slow and half-open clients', () => {
+  it('closes a connection whose headers never finish, with a 408 in our error body', async () => {
+    const t = await startTestGateway({ config: { limits: { headers_timeout_ms: 300, request_timeout_ms: 600, shutdown_timeout_ms: 500 } } });
+    try {
+      const { connect } = await import('node:net');
+      const url = new URL(t.url);
+      const socket = connect(Number(url.port), url.hostname);
+      let received = '';
+      socket.on('data', (c: Buffer) => { received += c.toString(); });
+      await new Promise((r) => socket.once('connect', r));
+      socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nx-slow: ');
+      const closed = await Promise.race([
+        new Promise<boolean>((r) => socket.once('close', () => r(true))),
+        wait(3_000).then(() => false),
+      ]);
+      assert.ok(closed, 'the server kept a half-sent request open');
+      assert.match(received, /^HTTP\/1\.1 408 /);
+      assert.match(received, /"code":"bad_request"|"code":"request_timeout"|"type":"invalid_request_error"/);
+      // The server still answers others.
+      assert.equal((await fetch(`${t.url}/healthz`)).status, 200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('closes a connection whose body stops arriving', async () => {
+    const t = await startTestGateway({ config: { limits: { headers_timeout_ms: 300, request_timeout_ms: 600, shutdown_timeout_ms: 500 } } });
+    try {
+      const { connect } = await import('node:net');
+      const url = new URL(t.url);
+      const socket = connect(Number(url.port), url.hostname);
+      await new Promise((r) => socket.once('connect', r));
+      let received = '';
+      socket.on('data', (c: Buffer) => { received += c.toString(); });
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${t.key}\r\nContent-Length: 1000\r\n\r\n{"model":`);
+      const closed = await Promise.race([
+        new Promise<boolean>((r) => socket.once('close', () => r(true))),
+        wait(3_000).then(() => false),
+      ]);
+      socket.destroy();
+      assert.ok(closed, 'the server kept a stalled body open');
+      assert.match(received, /^HTTP\/1\.1 408 [\s\S]*"code":"request_timeout"/);
+    } finally {
+      await t.close();
+    }
+  });
+});
