@@ -151,6 +151,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     for (const name in headers) res.setHeader(name, headers[name] as string);
   };
 
+  // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
+  router.add('GET', '/', (_req, res) => {
+    sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/models', '/auth/device', '/dashboard', '/healthz'] }));
+  });
   router.add('GET', '/healthz', (_req, res) => {
     sendJson(res, 200, JSON.stringify({ status: closing ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((now() - startedAt) / 1000) }));
   });

@@ -197,3 +197,18 @@ describe('server: models and count_tokens', () => {
     assert.equal(unknown.status, 404);
   });
 });
+
+describe('server: the base URL', () => {
+  it('answers GET and HEAD / without a key, for tools that probe it', async () => {
+    const t = await startTestGateway();
+    try {
+      const res = await fetch(`${t.url}/`);
+      assert.equal(res.status, 200);
+      const body = await res.json() as { name: string; version: string };
+      assert.equal(body.name, 'llmux');
+      assert.equal((await raw(t.url, { method: 'HEAD', path: '/' })).status, 200);
+    } finally {
+      await t.close();
+    }
+  });
+});
