@@ -52,8 +52,8 @@ export function createMetrics(): Metrics {
         `llmux_stream_errors_total ${streamErrors}`,
         '# TYPE llmux_open_requests gauge',
         `llmux_open_requests ${openStreams}`,
-        '# TYPE llmux_rate_limited_keys gauge',
-        `llmux_rate_limited_keys ${keysTracked}`,
+        '# TYPE llmux_limiter_keys gauge',
+        `llmux_limiter_keys ${keysTracked}`,
         '',
       );
       return lines.join('\n');

@@ -64,6 +64,8 @@ export interface RequestRecord {
   attempts: Array<{ model: string; provider: string; status?: number; error?: string; ms: number }>;
   /** Set when the answer failed after it started (in-stream error). */
   streamError?: string;
+  /** The error code of a refused or failed request. */
+  errorCode?: string;
 }
 
 const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';

@@ -242,6 +242,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (record.translated !== undefined) line.translated = record.translated;
       if (record.attempts.length > 0) line.attempts = record.attempts;
       if (record.streamError !== undefined) line.stream_error = record.streamError;
+      if (record.errorCode !== undefined) line.error_code = record.errorCode;
       log(line);
       // While shutting down, a connection whose last answer just ended has nothing left to do.
       if (closing) setImmediate(() => server?.closeIdleConnections());
@@ -270,6 +271,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       await route.match.handler(req, res, route.match.params, record);
     };
     run().then(handlerDone, (err: unknown) => {
+      record.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
       handlerDone();
       if (err instanceof GatewayError && err.status === 499) {
         if (!res.writableEnded) res.destroy();

@@ -77,10 +77,10 @@ export function createPrompter(stdin: Stdin, write: (text: string) => void): Pro
       const cut = buffer.search(/[\r\n\u0003\u0004]/);
       if (cut !== -1) {
         const stop = buffer[cut];
-        const raw = buffer.slice(0, cut);
+        const answer = buffer.slice(0, cut);
         buffer = buffer.slice(!raw && stop === '\r' && buffer[cut + 1] === '\n' ? cut + 2 : cut + 1);
         if (stop === '\u0003') throw new SetupAbort('llmux setup: cancelled; nothing was written', 130);
-        return edit(raw);
+        return edit(answer);
       }
       if (ended) {
         const rest = buffer;
@@ -100,9 +100,11 @@ export function createPrompter(stdin: Stdin, write: (text: string) => void): Pro
       return (await readLine()).trim();
     },
     async askHidden(question) {
-      write(question);
+      // Echo off before the question shows: a key typed or pasted right after the prompt
+      // appears must never reach the screen.
       const raw = stdin.isTTY === true && typeof stdin.setRawMode === 'function';
       if (raw) stdin.setRawMode?.(true);
+      write(question);
       try {
         return (await readLine(raw)).trim();
       } finally {
