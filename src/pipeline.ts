@@ -104,7 +104,7 @@ function betaHeader(req: IncomingMessage): string | undefined {
 
 /** Reads, parses and validates a model request body for the client's format. */
 async function readRequest(ctx: PipelineContext, req: IncomingMessage, format: WireFormat): Promise<MessagesRequest | ChatRequest> {
-  const raw = parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes, ctx.config.limits.requestTimeoutMs));
+  const raw = parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes));
   if (format === 'openai') return validateChatRequest(raw);
   // With Anthropic's interleaved-thinking beta the thinking budget may reach max_tokens.
   return validateMessagesRequest(raw, { interleavedThinking: betaHeader(req)?.includes('interleaved-thinking-2025-05-14') === true });

@@ -178,7 +178,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     peekHeaders(res, key);
-    const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes, config.limits.requestTimeoutMs));
+    const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes));
     // count_tokens takes a messages request without max_tokens; a large stand-in keeps any
     // thinking budget valid.
     const body = validateMessagesRequest({ max_tokens: Number.MAX_SAFE_INTEGER, ...raw });
@@ -305,7 +305,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       const message = status === 431
         ? 'Request headers are too large'
         : status === 408 ? 'The request took too long to arrive' : 'Malformed HTTP request';
-      const body = errorBody(new GatewayError(status, 'invalid_request_error', status === 431 ? 'headers_too_large' : 'bad_request', message));
+      const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request';
+      const body = errorBody(new GatewayError(status, 'invalid_request_error', code, message));
       socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     });
     server = srv;

@@ -17,9 +17,10 @@ export function tooLarge(maxBodyBytes: number): GatewayError {
 /**
  * Reads the whole body into one Buffer. Rejects with a 413 GatewayError as soon as the declared
  * `content-length` or the bytes received pass `maxBodyBytes`, and with a 400 if the client stops
- * sending midway.
+ * sending midway. A body that stalls is the server's `requestTimeout` to end (a 408 from the
+ * server's clientError handler), so no timer is set here per request.
  */
-export function readBody(req: IncomingMessage, maxBodyBytes: number, timeoutMs = 300_000): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBodyBytes) {
@@ -29,15 +30,7 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, timeoutMs =
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
-    // A body that stops arriving must not hold the connection: the deadline covers all of it.
-    const timer = setTimeout(() => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      reject(new GatewayError(408, 'invalid_request_error', 'request_timeout', `The request body did not arrive within ${timeoutMs} ms`, { headers: { connection: 'close' } }));
-    }, timeoutMs);
     const cleanup = (): void => {
-      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
