@@ -36,6 +36,7 @@ import { createMessagesToChatStream } from './translate/stream-messages-to-chat.
 import { createSseParser } from './sse/parser.ts';
 import { createUsageTap } from './sse/usage-tap.ts';
 import { fromChatUsage, fromMessagesUsage, totalTokens } from './translate/usage.ts';
+import { peekUsage } from './formats/usage-peek.ts';
 
 /** What the pipeline needs from the gateway around it. */
 export interface PipelineContext {
@@ -260,18 +261,18 @@ async function forward(
   cancellation.listen(() => response.destroy());
   const bytes = await readUpstreamBody(response, MAX_UPSTREAM_BODY_BYTES, ctx.config.limits.streamIdleTimeoutMs);
   cancellation.unlisten();
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    throw new GatewayError(502, 'api_error', 'upstream_error', `Provider "${provider.id}" sent an answer that is not JSON`);
-  }
   record.ttfbMs = ctx.now() - started;
+  const readUsage = (usage: unknown): TokenUsage =>
+    upstreamFormat === 'anthropic' ? fromMessagesUsage(usage as never) : fromChatUsage(usage as never);
   if (upstreamFormat === clientFormat) {
-    // Same format: the upstream's bytes go out unchanged; usage is only read.
+    // Same format: the upstream's bytes go out unchanged; only usage is read, without parsing
+    // the whole answer when it can be found on its own.
+    const peeked = firstNonSpace(bytes) === 0x7b ? peekUsage(bytes) : undefined;
+    const usage = peeked ?? parseAnswer(bytes, provider)['usage'];
     sendJson(res, 200, bytes);
-    return upstreamFormat === 'anthropic' ? fromMessagesUsage(parsed['usage'] as never) : fromChatUsage(parsed['usage'] as never);
+    return readUsage(usage);
   }
+  const parsed = parseAnswer(bytes, provider);
   let translated: unknown;
   try {
     translated = upstreamFormat === 'openai'
@@ -282,7 +283,29 @@ async function forward(
     throw new GatewayError(502, 'api_error', 'upstream_error', `Provider "${provider.id}" sent an answer llmux could not translate`);
   }
   sendJson(res, 200, JSON.stringify(translated));
-  return upstreamFormat === 'anthropic' ? fromMessagesUsage(parsed['usage'] as never) : fromChatUsage(parsed['usage'] as never);
+  return readUsage(parsed['usage']);
+}
+
+function firstNonSpace(bytes: Buffer): number | undefined {
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i] as number;
+    if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return byte;
+  }
+  return undefined;
+}
+
+/** A whole upstream answer as an object, or a 502 naming the provider. */
+function parseAnswer(bytes: Buffer, provider: ProviderConfig): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new GatewayError(502, 'api_error', 'upstream_error', `Provider "${provider.id}" sent an answer that is not JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError(502, 'api_error', 'upstream_error', `Provider "${provider.id}" sent an answer that is not a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /**

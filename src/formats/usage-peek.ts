@@ -1,0 +1,83 @@
+/**
+ * Reads `usage` out of a whole JSON answer without parsing the rest of it. Same-format answers are
+ * passed to the client as the upstream's bytes, so parsing the whole answer only to read a dozen
+ * numbers would build (and collect) every object in it. Both providers put `usage` near the end.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN = 0x7b;
+const CLOSE = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const USAGE_KEY = Buffer.from('"usage"');
+
+function isSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/**
+ * Index just past the JSON value (object or array) opening at `start`, or -1. Strings are skipped
+ * whole, so braces inside them don't count.
+ */
+function endOfValue(bytes: Buffer, start: number): number {
+  let depth = 0;
+  for (let i = start; i < bytes.length; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
+    } else if (byte === OPEN || byte === OPEN_ARRAY) {
+      depth++;
+    } else if (byte === CLOSE || byte === CLOSE_ARRAY) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
+}
+
+/**
+ * Whether everything from `from` to the end closes exactly one level: the rest of the top-level
+ * object, so the key before `from` was a top-level one (not, say, a tool input's "usage").
+ */
+function closesTopLevel(bytes: Buffer, from: number): boolean {
+  let depth = 1;
+  for (let i = from; i < bytes.length; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
+    } else if (byte === OPEN || byte === OPEN_ARRAY) {
+      depth++;
+    } else if (byte === CLOSE || byte === CLOSE_ARRAY) {
+      depth--;
+      if (depth === 0) {
+        for (let j = i + 1; j < bytes.length; j++) if (!isSpace(bytes[j])) return false;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * The top-level `usage` object of a JSON answer, or undefined when there is none or the answer is
+ * laid out so that it can't be found this way (the caller then parses the whole answer).
+ */
+export function peekUsage(bytes: Buffer): Record<string, unknown> | undefined {
+  const at = bytes.lastIndexOf(USAGE_KEY);
+  if (at === -1) return undefined;
+  let i = at + USAGE_KEY.length;
+  while (isSpace(bytes[i])) i++;
+  if (bytes[i] !== 0x3a /* : */) return undefined;
+  i++;
+  while (isSpace(bytes[i])) i++;
+  if (bytes[i] !== OPEN) return undefined;
+  const end = endOfValue(bytes, i);
+  if (end === -1 || !closesTopLevel(bytes, end)) return undefined;
+  try {
+    const usage = JSON.parse(bytes.toString('utf8', i, end)) as unknown;
+    return typeof usage === 'object' && usage !== null && !Array.isArray(usage) ? (usage as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
