@@ -6,9 +6,12 @@
  * backing stores, "external").
  *
  *   node --import tsx bench/micro-stream.ts [--iterations 2000] [--rounds 7] [--only tap-chat,...]
- *   node --import tsx bench/micro-stream.ts --src /some/copy/of/src    the same scenarios against
- *                                            another copy of src/ (a before/after comparison on
- *                                            one machine state; the copy needs its own imports)
+ *   node --import tsx bench/micro-stream.ts --src dist     the compiled JS (after `npm run build`),
+ *                                            as the load bench runs it: under tsx every closure
+ *                                            also pays for a `__name` call that dist/ does not have
+ *   node --import tsx bench/micro-stream.ts --src DIR      any other copy of src/ or dist/
+ *   node --import tsx bench/micro-stream.ts --baseline OLD [--src NEW]    before/after: both copies,
+ *                                            rounds interleaved, and the after/before ratios
  *
  * Each scenario runs twice: one upstream event per chunk (how the fake upstream writes, one event
  * per event-loop turn), and 20 events per chunk (what a proxy reads when it falls behind under load).
@@ -17,9 +20,11 @@
  *
  * Allocation is counted over one more round of N streams: the heap's growth plus everything each
  * collection in between freed (v8.GCProfiler), divided by the streams; `gc()` (exposed at run time
- * with `v8.setFlagsFromString`) starts every round from a clean heap. Times come from plain loops;
- * the machine is shared, so compare runs made back to back and trust the best-round column most.
+ * with `v8.setFlagsFromString`) starts every round from a clean heap. Times are this process's CPU
+ * time (user + system, which includes V8's GC helper threads) over plain loops; the machine is
+ * shared and caches are too, so compare runs made back to back and trust the best-round column most.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -41,8 +46,7 @@ interface HotPath {
 
 interface Scenario {
   name: string;
-  chunks: Buffer[];
-  /** Runs one whole stream; returns the bytes (or string length) it produced. */
+  /** Runs one whole stream; returns the bytes it produced for the client. */
   runStream(): number;
 }
 
@@ -56,12 +60,15 @@ interface ScenarioResult {
 
 const COALESCED_EVENTS_PER_CHUNK = 20;
 
-async function loadHotPath(srcDir: string): Promise<HotPath> {
-  const base = pathToFileURL(resolve(srcDir) + '/').href;
-  const parser = (await import(new URL('sse/parser.ts', base).href)) as Pick<HotPath, 'createSseParser'>;
-  const tap = (await import(new URL('sse/usage-tap.ts', base).href)) as Pick<HotPath, 'createUsageTap'>;
-  const toMessages = (await import(new URL('translate/stream-chat-to-messages.ts', base).href)) as Pick<HotPath, 'createChatToMessagesStream'>;
-  const toChat = (await import(new URL('translate/stream-messages-to-chat.ts', base).href)) as Pick<HotPath, 'createMessagesToChatStream'>;
+/** The four factories from `dir`: TypeScript sources, or compiled `.js` when `dir` holds those (`dist/`). */
+async function loadHotPath(dir: string): Promise<HotPath> {
+  const base = pathToFileURL(resolve(dir) + '/').href;
+  const extension = existsSync(new URL('sse/parser.js', base)) ? 'js' : 'ts';
+  const load = async (path: string): Promise<unknown> => import(new URL(`${path}.${extension}`, base).href);
+  const parser = (await load('sse/parser')) as Pick<HotPath, 'createSseParser'>;
+  const tap = (await load('sse/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
+  const toMessages = (await load('translate/stream-chat-to-messages')) as Pick<HotPath, 'createChatToMessagesStream'>;
+  const toChat = (await load('translate/stream-messages-to-chat')) as Pick<HotPath, 'createMessagesToChatStream'>;
   return {
     createSseParser: parser.createSseParser,
     createUsageTap: tap.createUsageTap,
@@ -88,7 +95,6 @@ function scenarios(hot: HotPath): Scenario[] {
       const chunks = chunksOf(events, perChunk);
       list.push({
         name: `${name}, ${label}`,
-        chunks,
         runStream() {
           const tap = hot.createUsageTap(format, options);
           let bytes = 0;
@@ -107,11 +113,11 @@ function scenarios(hot: HotPath): Scenario[] {
       const chunks = chunksOf(events, perChunk);
       list.push({
         name: `${name}, ${label}`,
-        chunks,
         runStream() {
           let bytes = 0;
+          // Counting UTF-8 bytes flattens each string, as encoding it for the socket would.
           const translator = create((text) => {
-            bytes += text.length;
+            bytes += Buffer.byteLength(text);
           });
           const parser = hot.createSseParser({ onEvent: (event: SseEvent) => translator.push(event) });
           for (const chunk of chunks) parser.feed(chunk);
@@ -164,30 +170,49 @@ function measureAllocation(scenario: Scenario, gc: () => void, streams: number):
   return { heap: heap / streams, external: Math.max(0, external) / streams };
 }
 
-function runScenario(scenario: Scenario, iterations: number, rounds: number, gc: () => void): ScenarioResult {
+/** Runs `scenario` until the optimising compiler has seen it; returns one stream's output size. */
+function warmUp(scenario: Scenario, iterations: number): number {
   const expected = scenario.runStream();
-  // Warm up until the optimising compiler has seen the hot functions.
   for (let i = 0; i < iterations; i += 1) {
     if (scenario.runStream() !== expected) throw new Error(`${scenario.name}: output size changed between streams`);
   }
-  const perRound: number[] = [];
+  return expected;
+}
+
+/** One round of `iterations` streams: CPU nanoseconds per upstream event. */
+function timeRound(scenario: Scenario, expected: number, iterations: number, gc: () => void): number {
+  gc();
+  let total = 0;
+  // CPU time, not wall time: on a shared machine time spent descheduled is not ours.
+  const start = process.cpuUsage();
+  for (let i = 0; i < iterations; i += 1) total += scenario.runStream();
+  const used = process.cpuUsage(start);
+  if (total !== expected * iterations) throw new Error(`${scenario.name}: output size changed between streams`);
+  return ((used.user + used.system) * 1000) / (iterations * STREAM_EVENTS);
+}
+
+/**
+ * Measures each of `variants` (the same scenario from different copies of the code) with their
+ * rounds interleaved, so a change in the machine's load falls on every variant alike.
+ */
+function runScenario(variants: Scenario[], iterations: number, rounds: number, gc: () => void): ScenarioResult[] {
+  const expected = variants.map((scenario) => warmUp(scenario, iterations));
+  const perRound: number[][] = variants.map(() => []);
   for (let r = 0; r < rounds; r += 1) {
-    gc();
-    let total = 0;
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < iterations; i += 1) total += scenario.runStream();
-    const elapsedNs = Number(process.hrtime.bigint() - start);
-    if (total !== expected * iterations) throw new Error(`${scenario.name}: output size changed between streams`);
-    perRound.push(elapsedNs / (iterations * STREAM_EVENTS));
+    variants.forEach((scenario, v) => perRound[v]?.push(timeRound(scenario, expected[v] as number, iterations, gc)));
   }
-  const allocation = measureAllocation(scenario, gc, iterations);
-  return {
-    name: scenario.name,
-    nsPerEventMedian: median(perRound),
-    nsPerEventBest: Math.min(...perRound),
-    heapBytesPerEvent: allocation.heap / STREAM_EVENTS,
-    externalBytesPerEvent: allocation.external / STREAM_EVENTS,
-  };
+  if (new Set(expected).size > 1) throw new Error(`${variants[0]?.name}: the variants write different amounts (${expected.join(' / ')})`);
+  return variants.map((scenario, v) => {
+    const allocation = measureAllocation(scenario, gc, iterations);
+    const times = perRound[v] as number[];
+    return {
+      name: scenario.name,
+      nsPerEventMedian: median(times),
+      nsPerEventBest: Math.min(...times),
+      heapBytesPerEvent: allocation.heap / STREAM_EVENTS,
+      externalBytesPerEvent: allocation.external / STREAM_EVENTS,
+    };
+  });
 }
 
 function pad(text: string, width: number, right = false): string {
@@ -201,6 +226,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '7' },
       only: { type: 'string' },
       src: { type: 'string', default: new URL('../src/', import.meta.url).pathname },
+      baseline: { type: 'string' },
     },
   });
   const iterations = Number(values.iterations);
@@ -210,18 +236,34 @@ async function main(): Promise<void> {
   }
   const only = values.only?.split(',').map((name) => name.trim()).filter((name) => name.length > 0);
   const gc = exposeGc();
-  const hot = await loadHotPath(values.src);
-  const chosen = scenarios(hot).filter((s) => only === undefined || only.some((name) => s.name.startsWith(`${name}:`)));
+  const dirs = values.baseline === undefined ? [values.src] : [values.baseline, values.src];
+  const labels = values.baseline === undefined ? [''] : ['before', 'after'];
+  const lists = await Promise.all(dirs.map(async (dir) => scenarios(await loadHotPath(dir))));
+  const wanted = (scenario: Scenario): boolean => only === undefined || only.some((name) => scenario.name.startsWith(`${name}:`));
 
-  process.stdout.write(`micro-stream: ${values.src}; node ${process.version}; ${iterations} streams x ${rounds} rounds per scenario; ${STREAM_EVENTS} events per stream\n`);
-  const header = `${pad('scenario', 62)} ${pad('ns/event (median)', 18, true)} ${pad('ns/event (best)', 16, true)} ${pad('heap B/event', 13, true)} ${pad('external B/event', 17, true)}`;
+  process.stdout.write(`micro-stream: node ${process.version}; ${iterations} streams x ${rounds} rounds per scenario; ${STREAM_EVENTS} events per stream\n`);
+  dirs.forEach((dir, v) => process.stdout.write(`  ${labels[v] === '' ? 'code' : labels[v]}: ${dir}\n`));
+  const names = (lists[0] ?? []).filter(wanted).map((scenario) => scenario.name);
+  const nameWidth = Math.max(8, ...names.map((name) => name.length)) + (values.baseline === undefined ? 0 : 9);
+  const header = `${pad('scenario', nameWidth)} ${pad('ns/event (median)', 18, true)} ${pad('ns/event (best)', 16, true)} ${pad('heap B/event', 13, true)} ${pad('external B/event', 17, true)}`;
   process.stdout.write(`${header}\n${'-'.repeat(header.length)}\n`);
-  for (const scenario of chosen) {
-    const result = runScenario(scenario, iterations, rounds, gc);
-    process.stdout.write(
-      `${pad(result.name, 62)} ${pad(result.nsPerEventMedian.toFixed(0), 18, true)} ${pad(result.nsPerEventBest.toFixed(0), 16, true)} ` +
-        `${pad(result.heapBytesPerEvent.toFixed(0), 13, true)} ${pad(result.externalBytesPerEvent.toFixed(0), 17, true)}\n`,
-    );
+  for (const name of names) {
+    const variants = lists.map((list) => list.find((scenario) => scenario.name === name) as Scenario);
+    const results = runScenario(variants, iterations, rounds, gc);
+    results.forEach((result, v) => {
+      const label = labels[v] === '' ? result.name : `${result.name} [${labels[v]}]`;
+      process.stdout.write(
+        `${pad(label, nameWidth)} ${pad(result.nsPerEventMedian.toFixed(0), 18, true)} ${pad(result.nsPerEventBest.toFixed(0), 16, true)} ` +
+          `${pad(result.heapBytesPerEvent.toFixed(0), 13, true)} ${pad(result.externalBytesPerEvent.toFixed(0), 17, true)}\n`,
+      );
+    });
+    if (results.length === 2) {
+      const [before, after] = results as [ScenarioResult, ScenarioResult];
+      process.stdout.write(
+        `${pad('  after / before', nameWidth)} ${pad(`${(after.nsPerEventMedian / before.nsPerEventMedian).toFixed(2)}x`, 18, true)} ` +
+          `${pad(`${(after.nsPerEventBest / before.nsPerEventBest).toFixed(2)}x`, 16, true)} ${pad(`${(after.heapBytesPerEvent / before.heapBytesPerEvent).toFixed(2)}x`, 13, true)}\n`,
+      );
+    }
   }
 }
 

@@ -2,9 +2,14 @@
  * Usage tap for same-format pass-through: upstream bytes go to the client unchanged, while the
  * few events that matter to the gateway (usage, completion, in-stream errors) are read on the side.
  *
- * Hot path: most chunks are only searched with `Buffer.indexOf` for candidate byte patterns; only
- * events that hold a candidate are parsed. A chunk that ends on an event boundary (the usual case:
- * upstreams write whole events) is returned as the same Buffer, not copied.
+ * Hot path: most chunks are only searched for candidate byte patterns, in one pass and without
+ * allocating; only the events that hold a candidate are parsed. A chunk that ends on an event boundary
+ * (the usual case: upstreams write whole events) is returned as the same Buffer, not copied.
+ * Profiles of 100-chunk streams (bench/RESULTS.md) put the earlier search, three multi-byte
+ * `Buffer.indexOf` scans per chunk, at 7% of llmux's busy time: such a native search stops at every
+ * occurrence of the pattern's first byte (`"`, dozens per chat chunk), about 640 ns per 264-byte
+ * chunk. So the chat search is one JS loop that skips ahead (Horspool), and the messages search hops
+ * between line ends with single-byte `indexOf` (memchr); bench/micro-stream.ts measures both.
  */
 import type { SseEvent, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { fromChatUsage, fromMessagesUsage } from '../translate/usage.ts';
@@ -48,57 +53,122 @@ const TAB = 0x09;
 const COLON = 0x3a;
 const OPEN_BRACE = 0x7b;
 const QUOTE = 0x22;
-
-const USAGE_KEY = Buffer.from('"usage"');
-const ERROR_KEY = Buffer.from('"error"');
-const DONE = Buffer.from('[DONE]');
-const EVENT_FIELD = Buffer.from('event:');
-const ANTHROPIC_EVENTS = ['message_start', 'message_delta', 'message_stop', 'error'].map((name) => Buffer.from(name));
+const CLOSE_BRACKET = 0x5d;
 
 function isJsonSpace(byte: number | undefined): boolean {
   return byte === SPACE || byte === LF || byte === CR || byte === TAB;
 }
 
-/**
- * Whether `key` occurs as a JSON key whose value is an object (`"usage": {`, not `"usage":null`),
- * or with `orString` also a string (`{"error":"..."}`). Inside a JSON string a quote is always
- * escaped, so text that mentions `"usage":{` never matches.
+function isLineEnd(byte: number | undefined): boolean {
+  return byte === LF || byte === CR;
+}
+
+/** Whether `bytes` holds `pattern` at `at` (false past either end). */
+function matchesAt(bytes: Buffer, at: number, pattern: Uint8Array): boolean {
+  if (at < 0 || at + pattern.length > bytes.length) return false;
+  for (let i = 0; i < pattern.length; i += 1) if (bytes[at + i] !== pattern[i]) return false;
+  return true;
+}
+
+/*
+ * Chat candidates: `[DONE]`, and the keys `"usage"` (object value) and `"error"` (object or string
+ * value), found in one Horspool scan over the patterns' 6-byte tails (`usage"`, `error"`, `[DONE]`):
+ * only a window ending in `"` or `]` can hold a match and is compared; any other last byte moves
+ * the window on as far as no tail could still end inside it. Keys are matched whole with their opening quote
+ * and their value checked after any JSON whitespace, so padded JSON (`"usage" : {`, as Python
+ * servers write it) is found as before, and text that mentions `"usage":{` never is: inside a JSON
+ * string every quote is escaped.
  */
-function hasObjectKey(bytes: Buffer, key: Buffer, orString = false): boolean {
-  let from = 0;
-  for (;;) {
-    const at = bytes.indexOf(key, from);
-    if (at === -1) return false;
-    let i = at + key.length;
-    while (isJsonSpace(bytes[i])) i += 1;
-    if (bytes[i] === COLON) {
-      i += 1;
-      while (isJsonSpace(bytes[i])) i += 1;
-      if (bytes[i] === OPEN_BRACE || (orString && bytes[i] === QUOTE)) return true;
-    }
-    from = at + key.length;
+const USAGE_KEY = Buffer.from('"usage"');
+const ERROR_KEY = Buffer.from('"error"');
+const DONE = Buffer.from('[DONE]');
+const SCAN_WINDOW = 6;
+const SCAN_SKIP = new Uint8Array(256).fill(SCAN_WINDOW);
+for (const tail of [USAGE_KEY.subarray(1), ERROR_KEY.subarray(1), DONE]) {
+  for (let i = 0; i < SCAN_WINDOW - 1; i += 1) {
+    const byte = tail[i] as number;
+    SCAN_SKIP[byte] = Math.min(SCAN_SKIP[byte] as number, SCAN_WINDOW - 1 - i);
   }
 }
 
-/** Whether an `event:` line names one of the Anthropic events the tap reads. */
-function hasAnthropicCandidate(bytes: Buffer): boolean {
-  let from = 0;
-  for (;;) {
-    const at = bytes.indexOf(EVENT_FIELD, from);
-    if (at === -1) return false;
-    from = at + EVENT_FIELD.length;
-    const before = at === 0 ? LF : bytes[at - 1];
-    if (before !== LF && before !== CR) continue;
-    let nameStart = from;
-    if (bytes[nameStart] === SPACE) nameStart += 1;
-    for (const name of ANTHROPIC_EVENTS) {
-      if (nameStart + name.length > bytes.length) continue;
-      if (bytes.compare(name, 0, name.length, nameStart, nameStart + name.length) === 0) {
-        const after = bytes[nameStart + name.length];
-        if (after === LF || after === CR || after === undefined) return true;
+/**
+ * Whether the JSON key that starts at `keyStart` (`keyLength` bytes with its quotes) has an object
+ * value (`"usage": {`, not `"usage":null`), or with `orString` also a string (`{"error":"..."}`).
+ */
+function hasObjectValue(bytes: Buffer, keyStart: number, keyLength: number, orString: boolean): boolean {
+  let i = keyStart + keyLength;
+  while (isJsonSpace(bytes[i])) i += 1;
+  if (bytes[i] !== COLON) return false;
+  i += 1;
+  while (isJsonSpace(bytes[i])) i += 1;
+  return bytes[i] === OPEN_BRACE || (orString && bytes[i] === QUOTE);
+}
+
+/** Where the first chat candidate at or after `from` starts, or -1. */
+function findChatCandidate(bytes: Buffer, from: number): number {
+  const length = bytes.length;
+  let windowEnd = from + SCAN_WINDOW - 1;
+  while (windowEnd < length) {
+    const last = bytes[windowEnd] as number;
+    if (last === QUOTE) {
+      const keyStart = windowEnd - USAGE_KEY.length + 1;
+      if (matchesAt(bytes, keyStart, USAGE_KEY)) {
+        if (hasObjectValue(bytes, keyStart, USAGE_KEY.length, false)) return keyStart;
+      } else if (matchesAt(bytes, keyStart, ERROR_KEY)) {
+        if (hasObjectValue(bytes, keyStart, ERROR_KEY.length, true)) return keyStart;
+      }
+    } else if (last === CLOSE_BRACKET && matchesAt(bytes, windowEnd - DONE.length + 1, DONE)) {
+      return windowEnd - DONE.length + 1;
+    }
+    windowEnd += SCAN_SKIP[last] as number;
+  }
+  return -1;
+}
+
+/*
+ * Messages candidates: an `event:` line, at a line start, naming one of the events the tap reads.
+ * Only line starts can hold one, so the search hops from line end to line end with single-byte
+ * `indexOf` (memchr); a CR-free chunk, the usual kind, costs one CR search in all.
+ */
+const EVENT_FIELD = Buffer.from('event:');
+const MESSAGE_PREFIX = Buffer.from('message_');
+const MESSAGE_SUFFIXES = ['start', 'delta', 'stop'].map((name) => Buffer.from(name));
+const ERROR_NAME = Buffer.from('error');
+
+/** Whether the line at `lineStart` is `event: message_start|message_delta|message_stop|error`. */
+function isCandidateEventLine(bytes: Buffer, lineStart: number): boolean {
+  if (!matchesAt(bytes, lineStart, EVENT_FIELD)) return false;
+  let name = lineStart + EVENT_FIELD.length;
+  if (bytes[name] === SPACE) name += 1;
+  let nameEnd = -1;
+  if (matchesAt(bytes, name, MESSAGE_PREFIX)) {
+    const suffix = name + MESSAGE_PREFIX.length;
+    for (const candidate of MESSAGE_SUFFIXES) {
+      if (matchesAt(bytes, suffix, candidate)) {
+        nameEnd = suffix + candidate.length;
+        break;
       }
     }
+  } else if (matchesAt(bytes, name, ERROR_NAME)) {
+    nameEnd = name + ERROR_NAME.length;
   }
+  return nameEnd !== -1 && (nameEnd === bytes.length || isLineEnd(bytes[nameEnd]));
+}
+
+/** Where the first messages candidate line at or after `from` (a line start) starts, or -1. */
+function findMessagesCandidate(bytes: Buffer, from: number): number {
+  const length = bytes.length;
+  let lineStart = from;
+  let nextCr = bytes.indexOf(CR, from);
+  while (lineStart < length) {
+    if (isCandidateEventLine(bytes, lineStart)) return lineStart;
+    const nextLf = bytes.indexOf(LF, lineStart);
+    if (nextCr !== -1 && nextCr < lineStart) nextCr = bytes.indexOf(CR, lineStart);
+    const lineEnd = nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextLf, nextCr);
+    if (lineEnd === -1) return -1;
+    lineStart = lineEnd + 1;
+  }
+  return -1;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -214,48 +284,50 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     };
   }
 
-  function isCandidate(bytes: Buffer): boolean {
-    if (format === 'anthropic') return hasAnthropicCandidate(bytes);
-    return bytes.indexOf(DONE) !== -1 || hasObjectKey(bytes, USAGE_KEY) || hasObjectKey(bytes, ERROR_KEY, true);
-  }
+  const findCandidate = format === 'anthropic' ? findMessagesCandidate : findChatCandidate;
 
   /**
-   * Reads the complete events in `bytes` (which start at an event boundary) when any may matter,
-   * and returns what to forward: `bytes` itself unless an event has to be held back (the usage-only
-   * chunk the client did not ask for, anything after an upstream error).
+   * Reads the events in `bytes` (which start at an event boundary) that hold a candidate, and
+   * returns what to forward: `bytes` itself unless an event has to be held back (the usage-only
+   * chunk the client did not ask for, anything after an upstream error). Events before a candidate
+   * are passed over unparsed: under load one read can carry 20 events, and only one of them matters.
    */
   function inspect(bytes: Buffer, last: boolean): Buffer {
     if (stopped) return EMPTY;
-    if (!isCandidate(bytes)) return bytes;
+    let match = findCandidate(bytes, 0);
+    if (match === -1) return bytes;
     parser ??= createSseParser({ onEvent: format === 'openai' ? readChatEvent : readMessagesEvent });
-    // Event by event, so one can be dropped without touching the others' bytes.
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
-    let changed = false;
-    let start = 0;
-    while (start < bytes.length) {
+    // Made when an event is dropped: the pieces forwarded around it.
+    let pieces: Buffer[] | undefined;
+    let keptFrom = 0;
+    let position = 0;
+    while (match !== -1) {
+      const start = eventStartBefore(bytes, position, match);
       const end = nextEventEnd(bytes, start);
-      const event = bytes.subarray(start, end);
-      start = end;
-      if (stopped) {
-        changed = true;
-        continue;
-      }
       sawUsageOnlyChunk = false;
       sawError = false;
-      parser.feed(event);
-      if (start >= bytes.length && last) parser.end();
+      // One event at a time, so one can be dropped without touching the others' bytes.
+      parser.feed(bytes.subarray(start, end));
+      if (end >= bytes.length && last) parser.end();
       else parser.reset();
-      if (sawError) stopped = true;
-      if (dropUsageChunk && sawUsageOnlyChunk && !sawError) {
-        changed = true;
-        continue;
+      position = end;
+      if (sawError) {
+        stopped = true;
+        break;
       }
-      kept.push(event);
-      keptBytes += event.length;
+      if (dropUsageChunk && sawUsageOnlyChunk) {
+        pieces ??= [];
+        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
+        keptFrom = end;
+      }
+      match = findCandidate(bytes, end);
     }
-    if (!changed) return bytes;
-    return kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept, keptBytes);
+    // After an upstream error nothing more is forwarded, in this chunk or later.
+    const keptTo = stopped ? position : bytes.length;
+    if (pieces === undefined && keptTo === bytes.length) return bytes;
+    pieces ??= [];
+    if (keptTo > keptFrom) pieces.push(bytes.subarray(keptFrom, keptTo));
+    return pieces.length <= 1 ? (pieces[0] ?? EMPTY) : Buffer.concat(pieces);
   }
 
   /** End of the last blank line (event boundary) in `chunk`, or -1; advances the line state. */
@@ -363,6 +435,30 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Start of the event that holds byte `at`, or an earlier event boundary: the end of the last blank
+ * line at or after `from` and before `at`, or `from`. Only a blank line that follows a non-empty
+ * line ending in LF or CRLF is taken: at a run of blank lines or a CR-only line end, where
+ * {@link nextEventEnd} might cut elsewhere, the search goes on back, ending at `from` at worst,
+ * which is always a boundary. So the cuts stay exactly the ones a walk from `from` makes.
+ */
+function eventStartBefore(bytes: Buffer, from: number, at: number): number {
+  let lf = at - 1;
+  while (lf > from) {
+    lf = bytes.lastIndexOf(LF, lf);
+    if (lf <= from) break;
+    // The blank line's own end (LF or CRLF), then the previous line's (LF or CRLF), then a byte of that line.
+    let i = bytes[lf - 1] === CR ? lf - 2 : lf - 1;
+    if (bytes[i] === LF) {
+      i -= 1;
+      if (bytes[i] === CR) i -= 1;
+      if (i >= from && !isLineEnd(bytes[i])) return lf + 1;
+    }
+    lf -= 1;
+  }
+  return from;
+}
 
 /**
  * End of the event that starts at `from`: just past its blank line (LF LF, CRLF CRLF, CR CR or

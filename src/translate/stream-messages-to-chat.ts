@@ -53,9 +53,13 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
   let finished = false;
   let failed = false;
   let sawMessageDelta = false;
-  // Set by message_start; every chunk repeats it.
-  let chunkHead = '';
   const usageTail = includeUsage ? ',"usage":null}' : '}';
+  // Set by message_start: every chunk repeats the id, created and model, so each chunk is written as
+  // one template string around the JSON of its variable parts (the text, the arguments), with no
+  // object built per delta just to stringify it. Key order and spacing are JSON.stringify's.
+  let chunkHead = '';
+  let deltaChunkStart = '';
+  const deltaChunkEnd = `,"logprobs":null,"finish_reason":null}]${usageTail}\n\n`;
 
   // Content block index -> tool call number k (counting tool_use blocks only), and the calls
   // that have had no arguments yet.
@@ -67,12 +71,26 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
     started = true;
     const created = Math.floor(now() / 1000);
     chunkHead = `{"id":${JSON.stringify(completionId)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(typeof model === 'string' ? model : '')}`;
-    write(`data: ${chunkHead},"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${usageTail}\n\n`);
+    deltaChunkStart = `data: ${chunkHead},"choices":[{"index":0,"delta":`;
+    write(`${deltaChunkStart}{"role":"assistant","content":""}${deltaChunkEnd}`);
   }
 
-  function emitDelta(delta: Record<string, unknown>): void {
+  /** Writes a chunk whose choice carries `deltaJson` (the `delta` object as JSON). */
+  function emitDelta(deltaJson: string): void {
     if (!started) start('');
-    write(`data: ${chunkHead},"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}]${usageTail}\n\n`);
+    write(`${deltaChunkStart}${deltaJson}${deltaChunkEnd}`);
+  }
+
+  function emitContent(text: string): void {
+    emitDelta(`{"content":${JSON.stringify(text)}}`);
+  }
+
+  function emitReasoning(text: string): void {
+    emitDelta(`{"reasoning_content":${JSON.stringify(text)}}`);
+  }
+
+  function emitArguments(k: number, fragment: string): void {
+    emitDelta(`{"tool_calls":[{"index":${k},"function":{"arguments":${JSON.stringify(fragment)}}}]}`);
   }
 
   function readUsage(raw: Record<string, unknown>, isDelta: boolean): void {
@@ -93,16 +111,16 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
       const k = toolByBlock.size;
       toolByBlock.set(payload['index'], k);
       toolsWithoutArguments.add(k);
-      emitDelta({
-        tool_calls: [{ index: k, id: typeof block['id'] === 'string' ? block['id'] : '', type: 'function', function: { name: typeof block['name'] === 'string' ? block['name'] : '', arguments: '' } }],
-      });
+      const id = typeof block['id'] === 'string' ? block['id'] : '';
+      const name = typeof block['name'] === 'string' ? block['name'] : '';
+      emitDelta(`{"tool_calls":[{"index":${k},"id":${JSON.stringify(id)},"type":"function","function":{"name":${JSON.stringify(name)},"arguments":""}}]}`);
       return;
     }
     // A start block normally arrives empty; any text it does carry is still content.
     const text = block['type'] === 'text' ? nonEmptyString(block['text']) : undefined;
-    if (text !== undefined) emitDelta({ content: text });
+    if (text !== undefined) emitContent(text);
     const thinking = block['type'] === 'thinking' ? nonEmptyString(block['thinking']) : undefined;
-    if (thinking !== undefined) emitDelta({ reasoning_content: thinking });
+    if (thinking !== undefined) emitReasoning(thinking);
   }
 
   function blockDelta(payload: Record<string, unknown>): void {
@@ -111,12 +129,12 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
     switch (delta['type']) {
       case 'text_delta': {
         const text = nonEmptyString(delta['text']);
-        if (text !== undefined) emitDelta({ content: text });
+        if (text !== undefined) emitContent(text);
         break;
       }
       case 'thinking_delta': {
         const thinking = nonEmptyString(delta['thinking']);
-        if (thinking !== undefined) emitDelta({ reasoning_content: thinking });
+        if (thinking !== undefined) emitReasoning(thinking);
         break;
       }
       case 'input_json_delta': {
@@ -124,7 +142,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
         const fragment = nonEmptyString(delta['partial_json']);
         if (k !== undefined && fragment !== undefined) {
           toolsWithoutArguments.delete(k);
-          emitDelta({ tool_calls: [{ index: k, function: { arguments: fragment } }] });
+          emitArguments(k, fragment);
         }
         break;
       }
@@ -137,7 +155,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
   function closeTool(k: number | undefined): void {
     if (k === undefined || !toolsWithoutArguments.has(k)) return;
     toolsWithoutArguments.delete(k);
-    emitDelta({ tool_calls: [{ index: k, function: { arguments: '{}' } }] });
+    emitArguments(k, '{}');
   }
 
   function messageDelta(payload: Record<string, unknown>): void {

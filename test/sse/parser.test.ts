@@ -163,6 +163,23 @@ describe('createSseParser line handling', () => {
     assert.deepEqual(events('retry: 1000\nfoo: bar\ndata: a\n\n'), [{ event: undefined, data: 'a' }]);
   });
 
+  it('takes a field only when its whole name matches, case included', () => {
+    const text = 'Data: 1\ndat: 2\ndataa: 3\nevents: x\nEvent: y\nid2: 9\ni: 8\ndata: kept\n\n';
+    assert.deepEqual(events(text), [{ event: undefined, data: 'kept' }]);
+  });
+
+  it('reads field names with no colon, or a colon right after them, as fields with an empty value', () => {
+    assert.deepEqual(events('event\ndata\nid\n\nevent:\ndata:\nid:\n\n'), [
+      { event: '', data: '', id: '' },
+      { event: '', data: '', id: '' },
+    ]);
+  });
+
+  it('looks for the name\'s colon only within its own line', () => {
+    // The first line has no colon; the next line's colon must not end its name.
+    assert.deepEqual(events('data\nevent: e: f\n\n'), [{ event: 'e: f', data: '' }]);
+  });
+
   it('skips a UTF-8 byte order mark at the start of the stream only', () => {
     const bom = Buffer.from([0xef, 0xbb, 0xbf]);
     const bytes = Buffer.concat([bom, Buffer.from('data: a\n\n')]);

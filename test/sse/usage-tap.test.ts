@@ -323,6 +323,97 @@ describe('createUsageTap reading events', () => {
   });
 });
 
+describe('createUsageTap on reads that carry many events', () => {
+  const content = (text: string): string =>
+    `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`;
+  const usageOnly = 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}\n\n';
+  const before = Array.from({ length: 10 }, (_, i) => content(`word ${i}`)).join('');
+  const after = Array.from({ length: 10 }, (_, i) => content(`more ${i}`)).join('');
+
+  it('reads a usage chunk in the middle of a read and forwards the read itself', () => {
+    const read = Buffer.from(before + usageOnly + after + 'data: [DONE]\n\n');
+    const tap = createUsageTap('openai');
+    assert.equal(tap.feed(read), read);
+    assert.deepEqual(tap.usage(), usage(5, 6));
+    assert.equal(tap.completed, true);
+  });
+
+  it('drops a usage-only chunk from the middle of a read, keeping every byte around it', () => {
+    const tap = createUsageTap('openai', { dropUsageChunk: true });
+    const out = tap.feed(Buffer.from(before + usageOnly + after + 'data: [DONE]\n\n'));
+    assert.equal(out?.toString(), before + after + 'data: [DONE]\n\n');
+    assert.deepEqual(tap.usage(), usage(5, 6));
+    assert.equal(tap.completed, true);
+  });
+
+  it('cuts a dropped chunk at the same blank line after runs of blank lines and with CRLF or CR line ends', () => {
+    for (const lineEnd of ['\n', '\r\n', '\r']) {
+      const blank = (count: number): string => lineEnd.repeat(count);
+      const first = `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}${blank(4)}: comment${blank(3)}`;
+      const dropped = `data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}${blank(2)}`;
+      const last = `data: [DONE]${blank(2)}`;
+      const tap = createUsageTap('openai', { dropUsageChunk: true });
+      const out = tap.feed(Buffer.from(first + dropped + last));
+      // An event ends at its first blank line; an empty line right after that opens the next
+      // event, so the comment's third line end goes with the dropped chunk.
+      assert.equal(out?.toString(), first.slice(0, -lineEnd.length) + last, JSON.stringify(lineEnd));
+      assert.deepEqual(tap.usage(), usage(1, 2), JSON.stringify(lineEnd));
+    }
+  });
+
+  it('forwards nothing after an error chunk in the middle of a read', () => {
+    const error = 'data: {"error":{"message":"boom","type":"server_error"}}\n\n';
+    const tap = createUsageTap('openai');
+    assert.equal(tap.feed(Buffer.from(before + error + after + 'data: [DONE]\n\n'))?.toString(), before + error);
+    assert.equal(tap.upstreamError, 'boom');
+    assert.equal(tap.stopped, true);
+    assert.equal(tap.completed, false);
+  });
+
+  it('sees [DONE] even when it is not the last event of a read', () => {
+    const tap = createUsageTap('openai');
+    tap.feed(Buffer.from(before + 'data: [DONE]\n\n: trailing keep-alive\n\n'));
+    assert.equal(tap.completed, true);
+  });
+
+  it('gives the same reports whether the events come in one read or one per read', () => {
+    // An "error" that is neither an object nor a string is no candidate; it must not count just
+    // because a candidate shares its read.
+    const events = [content('a'), 'data: {"error":123,"choices":[]}\n\n', usageOnly, 'data: [DONE]\n\n'];
+    const together = run('openai', [Buffer.from(events.join(''))]).tap;
+    const apart = run('openai', events.map((event) => Buffer.from(event))).tap;
+    for (const tap of [together, apart]) assertReports(tap, { usage: usage(5, 6), completed: true, upstreamError: undefined }, 'reports');
+  });
+
+  it('reads Anthropic events named anywhere in a read, after CR-only line ends too', () => {
+    for (const lineEnd of ['\n', '\r\n', '\r']) {
+      const event = (name: string, data: string): string => `event: ${name}${lineEnd}data: ${data}${lineEnd}${lineEnd}`;
+      const delta = event('content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}');
+      const read = Buffer.from(
+        event('message_start', '{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}') +
+          delta.repeat(5) +
+          `: ping${lineEnd}${lineEnd}` +
+          event('message_delta', '{"type":"message_delta","usage":{"output_tokens":7}}') +
+          event('message_stop', '{"type":"message_stop"}'),
+      );
+      const tap = createUsageTap('anthropic');
+      assert.equal(tap.feed(read), read, JSON.stringify(lineEnd));
+      assert.deepEqual(tap.usage(), usage(3, 7), JSON.stringify(lineEnd));
+      assert.equal(tap.completed, true, JSON.stringify(lineEnd));
+    }
+  });
+
+  it('stops at an Anthropic error event in the middle of a read', () => {
+    const start = 'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}\n\n';
+    const error = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
+    const tap = createUsageTap('anthropic');
+    const out = tap.feed(Buffer.from(start + error + 'event: message_stop\ndata: {"type":"message_stop"}\n\n'));
+    assert.equal(out?.toString(), start + error);
+    assert.equal(tap.upstreamError, 'Overloaded');
+    assert.equal(tap.completed, false);
+  });
+});
+
 describe('createUsageTap options', () => {
   const include = readFileSync(new URL('openai-stream-text-include-usage.sse', FIXTURES));
   const usageChunkStart = include.indexOf('data: {"id":"chatcmpl-ABfw031mOJeYCSHe4yI2ZjOA6kMJL","object":"chat.completion.chunk","created":1727346168,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_5050236cbd","choices":[]');

@@ -457,6 +457,43 @@ describe('createChatToMessagesStream stop reasons and usage', () => {
   });
 });
 
+describe('createChatToMessagesStream output encoding', () => {
+  // Quotes, backslashes, line ends, U+2028, an emoji, a control character and a lone surrogate.
+  const awkward = 'say "hi" \\ then\n\ttab \u2028 \u{1F600} \u0001 \ud800 </script>';
+
+  it('writes each event as its data exactly as JSON.stringify would, with awkward text kept whole', () => {
+    const { output } = translateBytes([
+      upstream(
+        { ...chunk({ role: 'assistant', reasoning_content: awkward }), model: `model ${awkward}` },
+        chunk({ content: awkward }),
+        chunk({ tool_calls: [{ index: 0, id: `call "${awkward}"`, type: 'function', function: { name: `tool ${awkward}`, arguments: `{"q":${JSON.stringify(awkward)}` } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '}' } }] }, 'tool_calls'),
+        usageChunk({ prompt_tokens: 3, completion_tokens: 4 }),
+        '[DONE]',
+      ),
+    ]);
+    const raw: SseEvent[] = [];
+    const parser = createSseParser({ onEvent: (event) => raw.push(event) });
+    parser.feed(Buffer.from(output));
+    parser.end();
+    assert.equal(raw.length, 13);
+    for (const event of raw) assert.equal(event.data, JSON.stringify(JSON.parse(event.data)), `${event.event ?? ''} is written as JSON.stringify writes it`);
+
+    const events = clientEvents(output);
+    const message = events[0]?.data['message'] as Record<string, unknown>;
+    assert.equal(message['model'], `model ${awkward}`);
+    const deltas = events.filter((event) => event.event === 'content_block_delta').map((event) => event.data['delta'] as Record<string, unknown>);
+    assert.deepEqual(deltas, [
+      { type: 'thinking_delta', thinking: awkward },
+      { type: 'text_delta', text: awkward },
+      { type: 'input_json_delta', partial_json: `{"q":${JSON.stringify(awkward)}` },
+      { type: 'input_json_delta', partial_json: '}' },
+    ]);
+    const toolStart = events.find((event) => (event.data['content_block'] as Record<string, unknown> | undefined)?.['type'] === 'tool_use');
+    assert.deepEqual(toolStart?.data['content_block'], { type: 'tool_use', id: `call "${awkward}"`, name: `tool ${awkward}`, input: {} });
+  });
+});
+
 describe('createChatToMessagesStream errors', () => {
   it('turns an upstream error chunk into event: error and no message_stop', () => {
     const { output, translator } = translate(chunk({ content: 'a' }), { error: { message: 'boom', type: 'server_error', code: null } }, '[DONE]');

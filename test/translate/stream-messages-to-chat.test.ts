@@ -386,6 +386,55 @@ describe('createMessagesToChatStream usage and completion', () => {
   });
 });
 
+describe('createMessagesToChatStream output encoding', () => {
+  // Quotes, backslashes, line ends, U+2028, an emoji, a control character and a lone surrogate.
+  const awkward = 'say "hi" \\ then\n\ttab \u2028 \u{1F600} \u0001 \ud800 </script>';
+
+  it('writes each chunk as its data exactly as JSON.stringify would, with awkward text kept whole', () => {
+    const start = messageStart();
+    (start['message'] as Record<string, unknown>)['model'] = `model ${awkward}`;
+    const { output } = translate(
+      start,
+      blockStart(0, { type: 'thinking', thinking: awkward, signature: '' }),
+      blockDelta(0, { type: 'thinking_delta', thinking: awkward }),
+      blockStop(0),
+      blockStart(1, { type: 'text', text: awkward }),
+      blockDelta(1, { type: 'text_delta', text: awkward }),
+      blockStop(1),
+      blockStart(2, { type: 'tool_use', id: `toolu "${awkward}"`, name: `tool ${awkward}`, input: {} }),
+      blockDelta(2, { type: 'input_json_delta', partial_json: `{"q":${JSON.stringify(awkward)}}` }),
+      blockStop(2),
+      blockStart(3, { type: 'tool_use', id: 'toolu_2', name: 'no_arguments', input: {} }),
+      blockStop(3),
+      messageDelta('tool_use'),
+      messageStop,
+    );
+    const raw: SseEvent[] = [];
+    const parser = createSseParser({ onEvent: (event) => raw.push(event) });
+    parser.feed(Buffer.from(output));
+    parser.end();
+    assert.equal(raw.length, 12);
+    for (const event of raw.slice(0, -1)) assert.equal(event.data, JSON.stringify(JSON.parse(event.data)), 'written as JSON.stringify writes it');
+    assert.equal(raw.at(-1)?.data, '[DONE]');
+
+    const chunks = clientChunks(output).filter((chunk): chunk is Record<string, unknown> => chunk !== '[DONE]');
+    assert.ok(chunks.every((chunk) => chunk['model'] === `model ${awkward}`));
+    const deltas = chunks.map((chunk) => choiceOf(chunk)?.delta).filter((delta) => delta !== undefined);
+    assert.deepEqual(deltas, [
+      { role: 'assistant', content: '' },
+      { reasoning_content: awkward },
+      { reasoning_content: awkward },
+      { content: awkward },
+      { content: awkward },
+      { tool_calls: [{ index: 0, id: `toolu "${awkward}"`, type: 'function', function: { name: `tool ${awkward}`, arguments: '' } }] },
+      { tool_calls: [{ index: 0, function: { arguments: `{"q":${JSON.stringify(awkward)}}` } }] },
+      { tool_calls: [{ index: 1, id: 'toolu_2', type: 'function', function: { name: 'no_arguments', arguments: '' } }] },
+      { tool_calls: [{ index: 1, function: { arguments: '{}' } }] },
+      {},
+    ]);
+  });
+});
+
 describe('createMessagesToChatStream errors', () => {
   it('turns an upstream error event into an error chunk and no [DONE]', () => {
     const { output, translator } = translate(
