@@ -436,6 +436,15 @@ async function measureIdleStreams(kind: ProxyKind, upstreamPort: number, notes: 
 
 // ---------------------------------------------------------------- start-up
 
+/** The hand-written reading of the profiles (bench/what-is-left.md), shown under the tables. */
+function analysis(): string {
+  try {
+    return `\n${readFileSync(join(BENCH, 'what-is-left.md'), 'utf8')}`;
+  } catch {
+    return '';
+  }
+}
+
 function getStatus(port: number, path: string): Promise<number> {
   return new Promise((resolve) => {
     const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
@@ -608,7 +617,8 @@ async function main(): Promise<number> {
     process.stdout.write('\n');
     printTable(shownScenarios, results);
     const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles })
-      + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`);
+      + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
+      + analysis();
     const verdicts = evaluateTargets(shownScenarios, results, idle, startup);
     process.stdout.write('\n');
     for (const v of verdicts) process.stdout.write(`${v.met ? 'met   ' : 'MISSED'}  ${v.target}: ${v.measured} (limit ${v.limit})\n`);
