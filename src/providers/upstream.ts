@@ -174,7 +174,7 @@ export function createUpstreamClient(): UpstreamClient {
             true,
           ));
         }, req.firstByteTimeoutMs);
-        outgoing.on('socket', (socket) => {
+        outgoing.once('socket', (socket) => {
           // A reused keep-alive socket is already connected.
           if (!socket.connecting) return;
           connectTimer = setTimeout(() => {
@@ -182,7 +182,16 @@ export function createUpstreamClient(): UpstreamClient {
           }, req.connectTimeoutMs);
           socket.once('connect', () => clearTimeout(connectTimer));
         });
-        outgoing.on('response', (res) => {
+        const onError = (err: NodeJS.ErrnoException): void => {
+          fail(new UpstreamError(
+            502,
+            'upstream_error',
+            `Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`,
+            true,
+            err,
+          ));
+        };
+        outgoing.once('response', (res) => {
           if (settled) {
             res.destroy();
             return;
@@ -191,17 +200,13 @@ export function createUpstreamClient(): UpstreamClient {
           clearTimeout(firstByteTimer);
           clearTimeout(connectTimer);
           req.cancellation.unlisten();
+          // From here on the response reports failures. Swapping the listener also lets this
+          // closure (and the request body it holds) be collected while a long stream is open.
+          outgoing.off('error', onError);
+          outgoing.on('error', ignoreError);
           resolve(res);
         });
-        outgoing.on('error', (err: NodeJS.ErrnoException) => {
-          fail(new UpstreamError(
-            502,
-            'upstream_error',
-            `Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`,
-            true,
-            err,
-          ));
-        });
+        outgoing.on('error', onError);
         req.cancellation.listen(onAbort);
         if (settled) return;
         outgoing.end(req.body);
@@ -213,6 +218,9 @@ export function createUpstreamClient(): UpstreamClient {
     },
   };
 }
+
+/** Errors of a request whose response has arrived surface on the response; this keeps them from crashing the process. */
+function ignoreError(): void {}
 
 /** Reads a whole (non-streamed) upstream body into one Buffer, bounded. */
 export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
