@@ -22,7 +22,7 @@ import { validateChatRequest } from './formats/chat.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
 import { GatewayError, chatStreamError, invalidParameters, messagesStreamError, modelNotFound } from './http/errors.ts';
 import { parseJsonBody, readBody } from './http/body.ts';
-import { sendJson, startEventStream } from './http/respond.ts';
+import { onClose, sendJson, startEventStream } from './http/respond.ts';
 import type { UpstreamClient } from './providers/upstream.ts';
 import { UpstreamError, createCancellation, readUpstreamBody } from './providers/upstream.ts';
 import type { Cancellation } from './providers/upstream.ts';
@@ -139,7 +139,7 @@ export async function handleModelRequest(
   }
   for (const name in admission.headers) res.setHeader(name, admission.headers[name] as string);
   // Released exactly once, whatever happens: the limiter ignores later calls.
-  res.once('close', () => admission.release());
+  onClose(res, () => admission.release());
 
   let usage: TokenUsage | undefined;
   try {
@@ -233,10 +233,9 @@ async function forward(
   options: ForwardOptions,
 ): Promise<TokenUsage | undefined> {
   const cancellation = createCancellation();
-  const onClose = (): void => {
+  onClose(res, () => {
     if (!res.writableFinished) cancellation.cancel();
-  };
-  res.once('close', onClose);
+  });
   const started = ctx.now();
   const attempted = await sendWithFallbacks(ctx, clientFormat, body, model, cancellation, record, options);
   const { response, model: used, provider } = attempted;
@@ -618,7 +617,7 @@ function streamAnswer(
     upstream.once('end', onEnd);
     upstream.once('error', () => fail('The connection to the provider was lost mid-stream'));
     upstream.once('aborted', () => fail('The connection to the provider was lost mid-stream'));
-    res.once('close', () => {
+    onClose(res, () => {
       if (done) return;
       // The client went away: stop the generation at once.
       record.streamError = 'client closed the stream';

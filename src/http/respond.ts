@@ -56,3 +56,13 @@ export function startEventStream(res: ServerResponse): void {
   });
   res.flushHeaders();
 }
+
+/**
+ * Runs `fn` once when the response closes, or at once when it already has: a listener added after
+ * the client went away would never run, and a concurrency slot or an upstream request would be
+ * held for good.
+ */
+export function onClose(res: ServerResponse, fn: () => void): void {
+  if (res.destroyed) fn();
+  else res.once('close', fn);
+}
