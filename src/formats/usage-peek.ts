@@ -17,46 +17,22 @@ function isSpace(byte: number | undefined): boolean {
 }
 
 /**
- * Index just past the JSON value (object or array) opening at `start`, or -1. Strings are skipped
- * whole, so braces inside them don't count.
+ * Index of the bracket that brings the nesting from `depth` (at `from`) down to 0, or -1. Strings
+ * are skipped whole, so brackets inside them don't count.
  */
-function endOfValue(bytes: Buffer, start: number): number {
-  let depth = 0;
-  for (let i = start; i < bytes.length; i++) {
-    const byte = bytes[i];
-    if (byte === QUOTE) {
-      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
-    } else if (byte === OPEN || byte === OPEN_ARRAY) {
-      depth++;
-    } else if (byte === CLOSE || byte === CLOSE_ARRAY) {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-  }
-  return -1;
-}
-
-/**
- * Whether everything from `from` to the end closes exactly one level: the rest of the top-level
- * object, so the key before `from` was a top-level one (not, say, a tool input's "usage").
- */
-function closesTopLevel(bytes: Buffer, from: number): boolean {
-  let depth = 1;
+function closingAt(bytes: Buffer, from: number, depth: number): number {
+  let level = depth;
   for (let i = from; i < bytes.length; i++) {
     const byte = bytes[i];
     if (byte === QUOTE) {
       for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
     } else if (byte === OPEN || byte === OPEN_ARRAY) {
-      depth++;
-    } else if (byte === CLOSE || byte === CLOSE_ARRAY) {
-      depth--;
-      if (depth === 0) {
-        for (let j = i + 1; j < bytes.length; j++) if (!isSpace(bytes[j])) return false;
-        return true;
-      }
+      level++;
+    } else if ((byte === CLOSE || byte === CLOSE_ARRAY) && --level === 0) {
+      return i;
     }
   }
-  return false;
+  return -1;
 }
 
 /**
@@ -72,8 +48,14 @@ export function peekUsage(bytes: Buffer): Record<string, unknown> | undefined {
   i++;
   while (isSpace(bytes[i])) i++;
   if (bytes[i] !== OPEN) return undefined;
-  const end = endOfValue(bytes, i);
-  if (end === -1 || !closesTopLevel(bytes, end)) return undefined;
+  const close = closingAt(bytes, i, 0);
+  if (close === -1) return undefined;
+  const end = close + 1;
+  // What follows must close exactly one level and then nothing: the key was a top-level one,
+  // not, say, a tool input's "usage".
+  const last = closingAt(bytes, end, 1);
+  if (last === -1) return undefined;
+  for (let j = last + 1; j < bytes.length; j++) if (!isSpace(bytes[j])) return undefined;
   try {
     const usage = JSON.parse(bytes.toString('utf8', i, end)) as unknown;
     return typeof usage === 'object' && usage !== null && !Array.isArray(usage) ? (usage as Record<string, unknown>) : undefined;

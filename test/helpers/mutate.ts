@@ -2,7 +2,11 @@
  * Seeded random mutations of JSON request bodies, for the validators' "only 400s, never a crash"
  * tests. Each format adds the words and shapes that are plausible in its own bodies.
  */
-export { seededRandom } from './split.ts';
+import assert from 'node:assert/strict';
+import { GatewayError } from '../../src/http/errors.ts';
+import { seededRandom } from './split.ts';
+
+export { seededRandom };
 
 type Body = Record<string, unknown>;
 
@@ -88,4 +92,39 @@ export function createMutator(format: { words: string[]; shapes: unknown[]; keys
       (container as Body)[key] = pick(hostile, random)();
     }
   };
+}
+
+/**
+ * Feeds `rounds` mutations of `seeds` to `validate` and asserts that it either accepts or throws
+ * a 400 GatewayError naming a field path, never anything else, and that both outcomes occur (or
+ * the mutations are not exercising the validator).
+ */
+export function assertOnlyRefusals(options: {
+  validate(body: unknown): unknown;
+  seeds: Body[];
+  mutate(body: Body, random: () => number): void;
+  seed: number;
+  rounds: number;
+}): void {
+  const random = seededRandom(options.seed);
+  let accepted = 0;
+  let refused = 0;
+  for (let round = 0; round < options.rounds; round++) {
+    const body = structuredClone(options.seeds[round % options.seeds.length]) as Body;
+    const mutations = 1 + Math.floor(random() * 3);
+    for (let m = 0; m < mutations; m++) options.mutate(body, random);
+    try {
+      options.validate(body);
+      accepted++;
+    } catch (err) {
+      if (!(err instanceof GatewayError)) {
+        assert.fail(`round ${round} threw ${String(err)} for ${JSON.stringify(body).slice(0, 500)}`);
+      }
+      assert.equal(err.status, 400);
+      assert.match(err.message, /^[a-z_]+(\.[a-z_0-9]+)*: \S/);
+      refused++;
+    }
+  }
+  assert.ok(accepted > 100, `accepted ${accepted}`);
+  assert.ok(refused > 1000, `refused ${refused}`);
 }
