@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
+import { isRecord } from './json.ts';
 
 export const DEFAULT_TIERS: Readonly<Record<TierName, TierLimits>> = Object.freeze({
   basic: { rpm: 60, tpm: 90_000, concurrency: 10 },
@@ -117,7 +118,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
     throw new ConfigError(`llmux: config file ${ctx.where}: ${field}: ${problem}`);
   };
-  if (!isObject(raw)) fail('(top level)', 'must be a JSON object');
+  if (!isRecord(raw)) fail('(top level)', 'must be a JSON object');
   const obj = raw as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
     if (!KNOWN_TOP.has(key)) fail(key, `unknown field (known: ${[...KNOWN_TOP].filter((k) => k !== '$schema').join(', ')})`);
@@ -125,7 +126,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
 
   const providers: Record<string, ProviderConfig> = builtinProviders(ctx.env);
   if (obj['providers'] !== undefined) {
-    if (!isObject(obj['providers'])) fail('providers', 'must be an object of provider name -> settings');
+    if (!isRecord(obj['providers'])) fail('providers', 'must be an object of provider name -> settings');
     for (const [id, p] of Object.entries(obj['providers'] as Record<string, unknown>)) {
       providers[id] = parseProvider(id, p, fail);
     }
@@ -158,10 +159,10 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     enterprise: { ...DEFAULT_TIERS.enterprise },
   };
   if (obj['tiers'] !== undefined) {
-    if (!isObject(obj['tiers'])) fail('tiers', 'must be an object of tier name -> limits');
+    if (!isRecord(obj['tiers'])) fail('tiers', 'must be an object of tier name -> limits');
     for (const [name, t] of Object.entries(obj['tiers'] as Record<string, unknown>)) {
       if (name !== 'basic' && name !== 'pro' && name !== 'enterprise') fail(`tiers.${name}`, 'unknown tier (basic, pro, enterprise)');
-      if (!isObject(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
+      if (!isRecord(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
       const tier = tiers[name as TierName];
       for (const [k, v] of Object.entries(t as Record<string, unknown>)) {
         if (k !== 'rpm' && k !== 'tpm' && k !== 'concurrency') fail(`tiers.${name}.${k}`, 'unknown field (rpm, tpm, concurrency)');
@@ -172,7 +173,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
 
   const limits: LimitsConfig = { ...DEFAULT_LIMITS };
   if (obj['limits'] !== undefined) {
-    if (!isObject(obj['limits'])) fail('limits', 'must be an object');
+    if (!isRecord(obj['limits'])) fail('limits', 'must be an object');
     const names: Record<string, keyof LimitsConfig> = {
       max_body_bytes: 'maxBodyBytes',
       upstream_timeout_ms: 'upstreamTimeoutMs',
@@ -192,7 +193,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
 
   const retry: RetryConfig = { ...DEFAULT_RETRY };
   if (obj['retry'] !== undefined) {
-    if (!isObject(obj['retry'])) fail('retry', 'must be an object');
+    if (!isRecord(obj['retry'])) fail('retry', 'must be an object');
     const names: Record<string, keyof RetryConfig> = {
       attempts: 'attempts',
       base_delay_ms: 'baseDelayMs',
@@ -232,7 +233,7 @@ type Fail = (field: string, problem: string) => never;
 function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) fail(at, 'a provider name uses letters, digits, "_", "-", "." (at most 64)');
-  if (!isObject(raw)) fail(at, 'must be an object with format and base_url');
+  if (!isRecord(raw)) fail(at, 'must be an object with format and base_url');
   const p = raw as Record<string, unknown>;
   for (const key of Object.keys(p)) {
     if (!['format', 'base_url', 'api_key', 'headers'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers)');
@@ -249,7 +250,7 @@ function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   if (p['api_key'] !== undefined && typeof p['api_key'] !== 'string') fail(`${at}.api_key`, 'must be a string: the key itself or "env:NAME"');
   const headers: Record<string, string> = {};
   if (p['headers'] !== undefined) {
-    if (!isObject(p['headers'])) fail(`${at}.headers`, 'must be an object of header name -> string');
+    if (!isRecord(p['headers'])) fail(`${at}.headers`, 'must be an object of header name -> string');
     for (const [k, v] of Object.entries(p['headers'] as Record<string, unknown>)) {
       if (typeof v !== 'string') fail(`${at}.headers.${k}`, 'must be a string');
       headers[k.toLowerCase()] = v as string;
@@ -273,7 +274,7 @@ const MODEL_FIELDS = new Set([
 const CAPABILITIES = ['supports_function_calling', 'supports_vision', 'supports_streaming', 'supports_structured_output'] as const;
 
 function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
-  if (!isObject(raw)) fail(at, 'must be an object with at least id and provider');
+  if (!isRecord(raw)) fail(at, 'must be an object with at least id and provider');
   const m = raw as Record<string, unknown>;
   for (const key of Object.keys(m)) if (!MODEL_FIELDS.has(key)) fail(`${at}.${key}`, 'unknown field');
   if (typeof m['id'] !== 'string' || m['id'] === '' || (m['id'] as string).length > 256) fail(`${at}.id`, 'must be a non-empty string');
@@ -290,7 +291,7 @@ function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   };
   const caps = { ...(base?.capabilities ?? { supports_function_calling: true, supports_vision: false, supports_streaming: true, supports_structured_output: false }) };
   if (m['capabilities'] !== undefined) {
-    if (!isObject(m['capabilities'])) fail(`${at}.capabilities`, 'must be an object of booleans');
+    if (!isRecord(m['capabilities'])) fail(`${at}.capabilities`, 'must be an object of booleans');
     for (const [k, v] of Object.entries(m['capabilities'] as Record<string, unknown>)) {
       if (!(CAPABILITIES as readonly string[]).includes(k)) fail(`${at}.capabilities.${k}`, `unknown capability (${CAPABILITIES.join(', ')})`);
       if (typeof v !== 'boolean') fail(`${at}.capabilities.${k}`, 'must be true or false');
@@ -299,7 +300,7 @@ function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   }
   const pricing = { ...(base?.pricing ?? { input_tokens_cost_per_million: 0, output_tokens_cost_per_million: 0, currency: 'USD' }) };
   if (m['pricing'] !== undefined) {
-    if (!isObject(m['pricing'])) fail(`${at}.pricing`, 'must be an object');
+    if (!isRecord(m['pricing'])) fail(`${at}.pricing`, 'must be an object');
     for (const [k, v] of Object.entries(m['pricing'] as Record<string, unknown>)) {
       if (k === 'currency') {
         if (typeof v !== 'string' || v === '') fail(`${at}.pricing.currency`, 'must be a currency code such as "USD"');
@@ -357,8 +358,4 @@ function positiveInt(v: unknown, field: string, fail: Fail): number {
 function nonNegativeInt(v: unknown, field: string, fail: Fail): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) fail(field, 'must be a whole number >= 0');
   return v as number;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

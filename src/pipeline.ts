@@ -266,8 +266,7 @@ async function forward(
   if (upstreamFormat === clientFormat) {
     // Same format: the upstream's bytes go out unchanged; only usage is read, without parsing
     // the whole answer when it can be found on its own.
-    const peeked = firstNonSpace(bytes) === 0x7b ? peekUsage(bytes) : undefined;
-    const usage = peeked ?? parseAnswer(bytes, provider)['usage'];
+    const usage = peekUsage(bytes) ?? parseAnswer(bytes, provider)['usage'];
     sendJson(res, 200, bytes);
     return readUsage(usage);
   }
@@ -283,14 +282,6 @@ async function forward(
   }
   sendJson(res, 200, JSON.stringify(translated));
   return readUsage(parsed['usage']);
-}
-
-function firstNonSpace(bytes: Buffer): number | undefined {
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i] as number;
-    if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return byte;
-  }
-  return undefined;
 }
 
 /** A whole upstream answer as an object, or a 502 naming the provider. */

@@ -26,6 +26,7 @@ import { createKeyStore, writeFileAtomic } from './auth/key-store.ts';
 import type { TierName } from './config-types.ts';
 import { registerCommand } from './commands.ts';
 import type { CliIo } from './commands.ts';
+import { asRecord, isRecord } from './json.ts';
 
 export const DEFAULT_LISTEN_URL = 'http://127.0.0.1:8686';
 /** Ollama at its usual address, written so that the catalog treats it as present (see providers.ts). */
@@ -247,7 +248,7 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
       }
       try {
         const parsed: unknown = JSON.parse(readFileSync(configPath, 'utf8'));
-        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) existing = parsed as Record<string, unknown>;
+        if (isRecord(parsed)) existing = parsed;
       } catch {
         io.stderr(`llmux setup: ${configPath} is not valid JSON; writing a new one\n`);
       }
@@ -297,7 +298,7 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
     keyName = keyName === undefined || keyName.trim() === '' ? 'setup' : keyName.trim().slice(0, 100);
 
     // Write the config, checked with the same loader `llmux serve` uses.
-    const providers = { ...((typeof existing['providers'] === 'object' && existing['providers'] !== null && !Array.isArray(existing['providers'])) ? existing['providers'] as Record<string, unknown> : {}) };
+    const providers = { ...(asRecord(existing['providers']) ?? {}) };
     for (const c of choices) {
       providers[c.id] = c.apiKey === undefined ? { format: c.format, base_url: c.baseUrl } : { format: c.format, base_url: c.baseUrl, api_key: c.apiKey };
     }

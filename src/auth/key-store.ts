@@ -66,8 +66,13 @@ export class KeyStoreError extends Error {
   }
 }
 
+/** SHA-256 of a key: the only form in which keys are kept. */
+function digestKey(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
 export function hashKey(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return digestKey(secret).toString('hex');
 }
 
 export function generateKey(): string {
@@ -214,7 +219,7 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
   return {
     path,
     findBySecret(secret) {
-      const digest = createHash('sha256').update(secret).digest();
+      const digest = digestKey(secret);
       const entry = byHash.get(digest.toString('hex'));
       if (entry === undefined) return undefined;
       // The map lookup narrows by hash; the final comparison is constant-time all the same.

@@ -4,6 +4,8 @@
  * numbers would build (and collect) every object in it. Both providers put `usage` near the end.
  */
 
+import { asRecord } from '../json.ts';
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN = 0x7b;
@@ -40,6 +42,10 @@ function closingAt(bytes: Buffer, from: number, depth: number): number {
  * laid out so that it can't be found this way (the caller then parses the whole answer).
  */
 export function peekUsage(bytes: Buffer): Record<string, unknown> | undefined {
+  // Only an answer that is a JSON object has a top-level key.
+  let first = 0;
+  while (isSpace(bytes[first])) first++;
+  if (bytes[first] !== OPEN) return undefined;
   const at = bytes.lastIndexOf(USAGE_KEY);
   if (at === -1) return undefined;
   let i = at + USAGE_KEY.length;
@@ -58,7 +64,7 @@ export function peekUsage(bytes: Buffer): Record<string, unknown> | undefined {
   for (let j = last + 1; j < bytes.length; j++) if (!isSpace(bytes[j])) return undefined;
   try {
     const usage = JSON.parse(bytes.toString('utf8', i, end)) as unknown;
-    return typeof usage === 'object' && usage !== null && !Array.isArray(usage) ? (usage as Record<string, unknown>) : undefined;
+    return asRecord(usage);
   } catch {
     return undefined;
   }

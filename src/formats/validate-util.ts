@@ -7,13 +7,12 @@
  * from `Object.prototype`), and nothing here recurses.
  */
 import { invalidParameters } from '../http/errors.ts';
+import { isRecord } from '../json.ts';
 
 export type JsonObject = Record<string, unknown>;
 
 /** True for a JSON object: not null, not an array. */
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export const isObject: (value: unknown) => value is JsonObject = isRecord;
 
 /** An own property of `obj`, or undefined; never an inherited one. */
 export function field(obj: JsonObject, key: string): unknown {

@@ -6,10 +6,10 @@
  * One word is one output token here; `max_tokens` cuts the answer like a real model
  * (`max_tokens` / `length`).
  */
-import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { ChatRequest, MessagesRequest, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { startEventStream } from '../http/respond.ts';
+import { newId } from '../ids.ts';
 
 export interface EchoOptions {
   model: string;
@@ -53,7 +53,6 @@ function cap(words: string[], maxTokens: number | undefined): { words: string[];
   return { words: words.slice(0, maxTokens), cut: true };
 }
 
-const id = (prefix: string): string => prefix + randomBytes(12).toString('hex');
 
 /** Answers one request; resolves with its usage once everything is written. */
 export async function runEcho(
@@ -104,7 +103,7 @@ function drainOrClose(res: ServerResponse): Promise<void> {
 
 function messagesAnswer(model: string, text: string, cut: boolean, usage: TokenUsage): string {
   return JSON.stringify({
-    id: id('msg_'),
+    id: newId('msg_'),
     type: 'message',
     role: 'assistant',
     model,
@@ -117,7 +116,7 @@ function messagesAnswer(model: string, text: string, cut: boolean, usage: TokenU
 
 function chatAnswer(model: string, text: string, cut: boolean, usage: TokenUsage): string {
   return JSON.stringify({
-    id: id('chatcmpl-'),
+    id: newId('chatcmpl-'),
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model,
@@ -136,7 +135,7 @@ function* messagesEvents(model: string, words: string[], cut: boolean, usage: To
   yield ev('message_start', {
     type: 'message_start',
     message: {
-      id: id('msg_'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
+      id: newId('msg_'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
       usage: { input_tokens: usage.inputTokens, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     },
   });
@@ -153,7 +152,7 @@ function* messagesEvents(model: string, words: string[], cut: boolean, usage: To
 }
 
 function* chatEvents(model: string, words: string[], cut: boolean, usage: TokenUsage, includeUsage: boolean): Generator<string> {
-  const chunkId = id('chatcmpl-');
+  const chunkId = newId('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
   const chunk = (delta: unknown, finish: string | null): string =>
     `data: ${JSON.stringify({ id: chunkId, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;

@@ -227,19 +227,29 @@ export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTim
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let timer = setTimeout(onIdle, idleTimeoutMs);
-    function onIdle(): void {
+    // One timer for the whole body, re-armed only when it fires: a chunk just notes the time,
+    // rather than clearing and setting a timer per chunk.
+    let lastData = Date.now();
+    let timer = setTimeout(onTimer, idleTimeoutMs);
+    function onTimer(): void {
+      const quietMs = Date.now() - lastData;
+      if (quietMs < idleTimeoutMs) {
+        timer = setTimeout(onTimer, idleTimeoutMs - quietMs);
+        return;
+      }
       res.destroy();
       reject(new UpstreamError(504, 'upstream_timeout', `The provider stopped sending its answer for ${idleTimeoutMs} ms`, false));
     }
-    res.on('data', (chunk: Buffer) => {
+    const cutOff = (why: string): void => {
       clearTimeout(timer);
-      timer = setTimeout(onIdle, idleTimeoutMs);
+      reject(new UpstreamError(502, 'upstream_error', why, false));
+    };
+    res.on('data', (chunk: Buffer) => {
+      lastData = Date.now();
       size += chunk.length;
       if (size > maxBytes) {
-        clearTimeout(timer);
         res.destroy();
-        reject(new UpstreamError(502, 'upstream_error', `The provider's answer is larger than ${maxBytes} bytes`, false));
+        cutOff(`The provider's answer is larger than ${maxBytes} bytes`);
         return;
       }
       chunks.push(chunk);
@@ -248,13 +258,7 @@ export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTim
       clearTimeout(timer);
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     });
-    res.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new UpstreamError(502, 'upstream_error', `The provider's answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`, false));
-    });
-    res.on('aborted', () => {
-      clearTimeout(timer);
-      reject(new UpstreamError(502, 'upstream_error', "The provider's answer was cut off", false));
-    });
+    res.on('error', (err) => cutOff(`The provider's answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`));
+    res.on('aborted', () => cutOff("The provider's answer was cut off"));
   });
 }

@@ -14,6 +14,7 @@
 import type { SseEvent, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { fromChatUsage, fromMessagesUsage } from '../translate/usage.ts';
 import { createSseParser, type SseParser } from './parser.ts';
+import { isRecord } from '../json.ts';
 
 export interface UsageTap {
   /** Returns the bytes that may be forwarded now: everything up to the last complete event boundary
@@ -169,10 +170,6 @@ function findMessagesCandidate(bytes: Buffer, from: number): number {
     lineStart = lineEnd + 1;
   }
   return -1;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseJson(text: string): unknown {

@@ -54,11 +54,11 @@ import type {
   MessagesToolResultBlock,
 } from '../formats/wire.ts';
 import { invalidParameters } from '../http/errors.ts';
-import { randomIdTail } from './messages-to-chat.ts';
 import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
-import { asRecord, records } from './lenient.ts';
+import { asRecord, records } from '../json.ts';
+import { newId } from '../ids.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
@@ -250,7 +250,7 @@ export function chatResponseToMessages(resp: ChatResponse, options: ResponseTran
   });
   const legacy = asRecord(message['function_call']);
   if (legacy !== undefined) {
-    content.push(toolUse(`call_${randomIdTail()}`, legacy['name'], legacy['arguments'], 'choices.0.message.function_call.arguments', warn));
+    content.push(toolUse(newId('call_'), legacy['name'], legacy['arguments'], 'choices.0.message.function_call.arguments', warn));
     toolUses += 1;
   }
 
@@ -261,7 +261,7 @@ export function chatResponseToMessages(resp: ChatResponse, options: ResponseTran
   else stop = finishReasonToStopReason(finishReason, matchedStop(choice));
 
   return {
-    id: `msg_${randomIdTail()}`,
+    id: newId('msg_'),
     type: 'message',
     role: 'assistant',
     model: typeof answer['model'] === 'string' ? answer['model'] : '',

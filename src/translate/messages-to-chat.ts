@@ -25,7 +25,6 @@
  * - Fields with no chat equivalent are dropped: `top_k`, `service_tier`, `cache_control`,
  *   `redacted_thinking` blocks, thinking signatures, unknown extra fields.
  */
-import { randomBytes } from 'node:crypto';
 import type {
   ChatContentPart,
   ChatMessage,
@@ -41,7 +40,8 @@ import type {
 import { invalidParameters, truncate } from '../http/errors.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { fromMessagesUsage, toChatUsage } from './usage.ts';
-import { asRecord, records } from './lenient.ts';
+import { asRecord, records } from '../json.ts';
+import { newId } from '../ids.ts';
 
 /** How the chosen upstream model wants its request shaped. */
 export interface UpstreamModel {
@@ -66,13 +66,8 @@ export interface ResponseTranslateOptions {
 }
 
 const PARAGRAPH = '\n\n';
-const BASE64URL_PUNCTUATION = /[-_]/g;
 const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model carry text only]';
 
-/** Random id tail, alphanumeric like the providers' own ids. */
-export function randomIdTail(): string {
-  return randomBytes(18).toString('base64url').replace(BASE64URL_PUNCTUATION, 'x').slice(0, 24);
-}
 
 /**
  * Translates a validated messages-format request into the chat-completions request for `model`.
@@ -159,7 +154,7 @@ export function messagesResponseToChat(resp: MessagesResponse, options: Response
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
 
   return {
-    id: `chatcmpl-${randomIdTail()}`,
+    id: newId('chatcmpl-'),
     object: 'chat.completion',
     created: Math.floor(now() / 1000),
     model: text(answer['model']),

@@ -14,11 +14,12 @@
  * - `message_delta` usage is the upstream's when it reported usage; without a report it carries
  *   `output_tokens: 0` only, so clients keep the input estimate from `message_start`.
  */
-import { randomBytes } from 'node:crypto';
 import type { SseEvent, TokenUsage } from '../formats/wire.ts';
 import { messagesStreamError } from '../http/errors.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
+import { isRecord } from '../json.ts';
+import { newId } from '../ids.ts';
 
 export interface StreamTranslator {
   /** One parsed upstream event. */
@@ -55,10 +56,6 @@ const MESSAGES_ERROR_TYPES = new Set([
 
 type BlockKind = 'thinking' | 'text' | 'tool_use';
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
@@ -74,7 +71,7 @@ function firstChoice(choices: unknown): Record<string, unknown> | undefined {
 export function createChatToMessagesStream(options: ChatToMessagesStreamOptions): StreamTranslator {
   const { write } = options;
   const estimatedInputTokens = Math.max(0, Math.floor(options.estimatedInputTokens ?? 0));
-  const messageId = options.messageId ?? `msg_${randomBytes(12).toString('hex')}`;
+  const messageId = options.messageId ?? newId('msg_');
 
   let started = false;
   let finished = false;
@@ -148,7 +145,7 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
     if (index === undefined || !toolIds.has(index) || (id !== undefined && toolIds.get(index) !== undefined && toolIds.get(index) !== id)) {
       if (index === undefined || toolIds.has(index)) index = -1 - toolIds.size;
       toolIds.set(index, id);
-      const toolId = id ?? `toolu_${randomBytes(12).toString('hex')}`;
+      const toolId = id ?? newId('toolu_');
       const name = typeof fn['name'] === 'string' ? fn['name'] : '';
       openBlock('tool_use', `{"type":"tool_use","id":${JSON.stringify(toolId)},"name":${JSON.stringify(name)},"input":{}}`);
       openToolIndex = index;

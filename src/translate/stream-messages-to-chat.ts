@@ -14,12 +14,13 @@
  *   concatenated arguments, and "" does not parse.
  * - `message_stop` without a `message_delta` still ends with a `stop` finish chunk.
  */
-import { randomBytes } from 'node:crypto';
 import type { SseEvent, TokenUsage } from '../formats/wire.ts';
 import { chatStreamError } from '../http/errors.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { fromMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
+import { isRecord } from '../json.ts';
+import { newId } from '../ids.ts';
 
 export interface MessagesToChatStreamOptions {
   write(text: string): void;
@@ -29,10 +30,6 @@ export interface MessagesToChatStreamOptions {
   completionId?: string;
   /** Clock for `created`, in milliseconds; `Date.now` by default. */
   now?: () => number;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function nonEmptyString(value: unknown): string | undefined {
@@ -46,7 +43,7 @@ function latestNonZero(latest: number, earlier: number): number {
 /** Creates the messages -> chat stream translator; output goes to `options.write`, one chunk per call. */
 export function createMessagesToChatStream(options: MessagesToChatStreamOptions): StreamTranslator {
   const { write, includeUsage } = options;
-  const completionId = options.completionId ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
+  const completionId = options.completionId ?? newId('chatcmpl-');
   const now = options.now ?? Date.now;
 
   let started = false;

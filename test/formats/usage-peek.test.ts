@@ -32,3 +32,11 @@ describe('peekUsage', () => {
     assert.equal(peekUsage(Buffer.from('{"usage":{"input_tokens":1}} trailing')), undefined);
   });
 });
+
+describe('peekUsage on answers that are not objects', () => {
+  it('returns undefined for a top-level array or string, even with an object-shaped tail', () => {
+    assert.equal(peekUsage(Buffer.from('["usage", {"usage":{"input_tokens":1}}]')), undefined);
+    assert.equal(peekUsage(Buffer.from('  "x" "usage":{"input_tokens":1}}')), undefined);
+    assert.deepEqual(peekUsage(Buffer.from('\n {"usage":{"input_tokens":1}}')), { input_tokens: 1 });
+  });
+});

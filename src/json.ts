@@ -1,0 +1,24 @@
+/**
+ * Reading parsed JSON of unknown shape: what a client, an upstream or a file sent. Nothing here
+ * throws; a value of the wrong shape is simply not taken.
+ */
+
+/** Whether the value is a plain object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The value as a plain object, or undefined. */
+export function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return isRecord(value) ? value : undefined;
+}
+
+/** The object items of what should be an array of objects; anything else is skipped. */
+export function records(value: unknown): Array<Record<string, unknown>> {
+  if (!Array.isArray(value)) return [];
+  const out: Array<Record<string, unknown>> = [];
+  for (const item of value) {
+    if (isRecord(item)) out.push(item);
+  }
+  return out;
+}
