@@ -171,41 +171,22 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     }
   }
 
-  const limits: LimitsConfig = { ...DEFAULT_LIMITS };
-  if (obj['limits'] !== undefined) {
-    if (!isRecord(obj['limits'])) fail('limits', 'must be an object');
-    const names: Record<string, keyof LimitsConfig> = {
-      max_body_bytes: 'maxBodyBytes',
-      upstream_timeout_ms: 'upstreamTimeoutMs',
-      stream_idle_timeout_ms: 'streamIdleTimeoutMs',
-      connect_timeout_ms: 'connectTimeoutMs',
-      ping_interval_ms: 'pingIntervalMs',
-      shutdown_timeout_ms: 'shutdownTimeoutMs',
-      headers_timeout_ms: 'headersTimeoutMs',
-      request_timeout_ms: 'requestTimeoutMs',
-    };
-    for (const [k, v] of Object.entries(obj['limits'] as Record<string, unknown>)) {
-      const name = names[k];
-      if (name === undefined) fail(`limits.${k}`, `unknown field (known: ${Object.keys(names).join(', ')})`);
-      limits[name as keyof LimitsConfig] = positiveInt(v, `limits.${k}`, fail);
-    }
-  }
-
-  const retry: RetryConfig = { ...DEFAULT_RETRY };
-  if (obj['retry'] !== undefined) {
-    if (!isRecord(obj['retry'])) fail('retry', 'must be an object');
-    const names: Record<string, keyof RetryConfig> = {
-      attempts: 'attempts',
-      base_delay_ms: 'baseDelayMs',
-      max_delay_ms: 'maxDelayMs',
-      max_retry_after_ms: 'maxRetryAfterMs',
-    };
-    for (const [k, v] of Object.entries(obj['retry'] as Record<string, unknown>)) {
-      const name = names[k];
-      if (name === undefined) fail(`retry.${k}`, `unknown field (known: ${Object.keys(names).join(', ')})`);
-      retry[name as keyof RetryConfig] = k === 'attempts' ? positiveInt(v, `retry.${k}`, fail) : nonNegativeInt(v, `retry.${k}`, fail);
-    }
-  }
+  const limits = readNumbers(obj['limits'], 'limits', DEFAULT_LIMITS, {
+    max_body_bytes: 'maxBodyBytes',
+    upstream_timeout_ms: 'upstreamTimeoutMs',
+    stream_idle_timeout_ms: 'streamIdleTimeoutMs',
+    connect_timeout_ms: 'connectTimeoutMs',
+    ping_interval_ms: 'pingIntervalMs',
+    shutdown_timeout_ms: 'shutdownTimeoutMs',
+    headers_timeout_ms: 'headersTimeoutMs',
+    request_timeout_ms: 'requestTimeoutMs',
+  }, fail, () => positiveInt);
+  const retry = readNumbers(obj['retry'], 'retry', DEFAULT_RETRY, {
+    attempts: 'attempts',
+    base_delay_ms: 'baseDelayMs',
+    max_delay_ms: 'maxDelayMs',
+    max_retry_after_ms: 'maxRetryAfterMs',
+  }, fail, (k) => (k === 'attempts' ? positiveInt : nonNegativeInt));
 
   let builtinCatalog = true;
   if (obj['builtin_catalog'] !== undefined) {
@@ -229,6 +210,29 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
 }
 
 type Fail = (field: string, problem: string) => never;
+
+/**
+ * A config section of whole numbers (`limits`, `retry`): the defaults, with each field given in
+ * the file (snake_case) replacing its camelCase counterpart; unknown fields are refused.
+ */
+function readNumbers<T extends object>(
+  raw: unknown,
+  section: string,
+  defaults: Readonly<T>,
+  names: Record<string, keyof T>,
+  fail: Fail,
+  parserFor: (field: string) => (v: unknown, field: string, fail: Fail) => number,
+): T {
+  const out = { ...defaults } as T;
+  if (raw === undefined) return out;
+  if (!isRecord(raw)) fail(section, 'must be an object');
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    const name = names[k];
+    if (name === undefined) fail(`${section}.${k}`, `unknown field (known: ${Object.keys(names).join(', ')})`);
+    (out as Record<keyof T, unknown>)[name as keyof T] = parserFor(k)(v, `${section}.${k}`, fail);
+  }
+  return out;
+}
 
 function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
