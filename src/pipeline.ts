@@ -16,6 +16,7 @@ import { resolveApiKey } from './catalog/providers.ts';
 import type { KeyRecord, KeyStore } from './auth/key-store.ts';
 import { authenticate, checkModelAllowed } from './auth/authenticate.ts';
 import type { Limiter, LimitSet } from './limits/limiter.ts';
+import { rateLimitError } from './limits/limiter.ts';
 import type { ChatRequest, MessagesRequest, TokenUsage, WireFormat } from './formats/wire.ts';
 import { validateMessagesRequest } from './formats/messages.ts';
 import { validateChatRequest } from './formats/chat.ts';
@@ -134,9 +135,7 @@ export async function handleModelRequest(
 
   const estimate = estimateRequestTokens(body as Record<string, unknown>);
   const admission = ctx.limiter.admit(key.id, limitsFor(key, ctx.config.tiers), estimate);
-  if (!admission.ok) {
-    throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', admission.message, { headers: admission.headers });
-  }
+  if (!admission.ok) throw rateLimitError(admission);
   for (const name in admission.headers) res.setHeader(name, admission.headers[name] as string);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -153,7 +152,7 @@ export async function handleModelRequest(
         isClosed: () => res.destroyed,
       });
     } else {
-      usage = await forward(ctx, clientFormat, body, model, req, res, record, { version, beta: betaHeader(req), estimate });
+      usage = await forward(ctx, clientFormat, body, model, res, record, { version, beta: betaHeader(req), estimate });
     }
   } finally {
     if (usage !== undefined) {
@@ -227,7 +226,6 @@ async function forward(
   clientFormat: WireFormat,
   body: MessagesRequest | ChatRequest,
   model: ModelEntry,
-  req: IncomingMessage,
   res: ServerResponse,
   record: RequestRecord,
   options: ForwardOptions,

@@ -11,11 +11,6 @@ const IMAGE_TOKENS = 1_600;
 /** Per-message framing overhead (role markers), as both providers add a few tokens per turn. */
 const MESSAGE_OVERHEAD = 4;
 
-/** Estimated tokens of a text. */
-export function estimateTextTokens(text: string): number {
-  return text.length === 0 ? 0 : Math.ceil(text.length / CHARS_PER_TOKEN);
-}
-
 /**
  * Estimated input tokens of a request in either format: every string in messages, system and
  * tools counted as text, images at a flat rate. Walks at most `budget` nodes so a hostile body

@@ -115,7 +115,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     return { token, setCookie: cookie(CSRF_COOKIE, token, { maxAgeSeconds: CSRF_COOKIE_SECONDS, secure: rootUrl(req, ctx.config).startsWith('https:') }) };
   }
 
-  function send(req: IncomingMessage, res: ServerResponse, status: number, title: string, body: Raw, signed: ReturnType<typeof currentSession>, setCookie?: string): void {
+  function send(res: ServerResponse, status: number, title: string, body: Raw, signed: ReturnType<typeof currentSession>, setCookie?: string): void {
     const signedIn = signed === undefined ? undefined : { csrf: signed.session.csrf, keyId: signed.key.id };
     sendPage(res, status, layout({ title, body, signedIn }), setCookie === undefined ? {} : { 'set-cookie': setCookie });
   }
@@ -126,17 +126,17 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     const csrf = csrfFor(req, signed);
     const given = queryParam(req.url ?? '', 'user_code');
     if (given === undefined || given.trim() === '') {
-      send(req, res, 200, 'Connect a device', enterCodePage(), signed, csrf.setCookie);
+      send(res, 200, 'Connect a device', enterCodePage(), signed, csrf.setCookie);
       return;
     }
     const code = normalizeUserCode(given);
     const grant = code === undefined ? undefined : flow.find(code);
     if (grant === undefined || grant.status !== 'pending') {
       const message = notice('bad', 'No pending request has this code.', ' Check the code on your device; codes expire after 15 minutes.');
-      send(req, res, 404, 'Connect a device', enterCodePage(message, given.slice(0, 20)), signed, csrf.setCookie);
+      send(res, 404, 'Connect a device', enterCodePage(message, given.slice(0, 20)), signed, csrf.setCookie);
       return;
     }
-    send(req, res, 200, 'Approve a device', approvePage(grant, nowMs, csrf.token, signed?.key.id, 'basic'), signed, csrf.setCookie);
+    send(res, 200, 'Approve a device', approvePage(grant, nowMs, csrf.token, signed?.key.id, 'basic'), signed, csrf.setCookie);
   });
 
   routes.add('POST', '/device', async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
@@ -146,20 +146,20 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     const expected = signed?.session.csrf ?? parseCookies(req)[CSRF_COOKIE];
     if (!isSameOrigin(req, rootUrl(req, ctx.config)) || !tokensEqual(form['csrf'], expected)) {
       const message = notice('bad', 'This form expired or came from another site.', ' Nothing was changed. Open the page again and retry.');
-      send(req, res, 403, 'Connect a device', enterCodePage(message), signed);
+      send(res, 403, 'Connect a device', enterCodePage(message), signed);
       return;
     }
     const grant = flow.find(form['user_code'] ?? '');
     if (grant === undefined || grant.status !== 'pending') {
       const message = notice('bad', 'No pending request has this code.', ' It may have expired or been decided already; start again from your device.');
-      send(req, res, 404, 'Connect a device', enterCodePage(message), signed);
+      send(res, 404, 'Connect a device', enterCodePage(message), signed);
       return;
     }
     const tier = parseTierField(form['tier']);
     const action = form['action'] === 'approve' || form['action'] === 'deny' ? form['action'] : undefined;
     const csrf = signed?.session.csrf ?? (expected as string);
     if (tier === undefined || action === undefined) {
-      send(req, res, 400, 'Approve a device', approvePage(grant, nowMs, csrf, signed?.key.id, tier ?? 'basic', notice('bad', 'Choose a tier, then Approve or Deny.')), signed);
+      send(res, 400, 'Approve a device', approvePage(grant, nowMs, csrf, signed?.key.id, tier ?? 'basic', notice('bad', 'Choose a tier, then Approve or Deny.')), signed);
       return;
     }
     let byKeyId: string;
@@ -167,7 +167,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     else {
       const check = checkAdminSecret(ctx.keys, form['admin_key'], nowMs);
       if (!check.ok) {
-        send(req, res, check.status, 'Approve a device', approvePage(grant, nowMs, csrf, undefined, tier, notice('bad', check.message)), signed);
+        send(res, check.status, 'Approve a device', approvePage(grant, nowMs, csrf, undefined, tier, notice('bad', check.message)), signed);
         return;
       }
       byKeyId = check.key.id;
@@ -176,9 +176,9 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     const result = decide(flow, log, { userCode: grant.userCode, action, tier, byKeyId });
     if (result.outcome !== 'ok') {
       const error = decisionError(result);
-      send(req, res, error.status, 'Connect a device', enterCodePage(notice('bad', error.message)), signed);
+      send(res, error.status, 'Connect a device', enterCodePage(notice('bad', error.message)), signed);
       return;
     }
-    send(req, res, 200, action === 'approve' ? 'Device approved' : 'Device denied', resultPage(action, result.grant, tier), signed);
+    send(res, 200, action === 'approve' ? 'Device approved' : 'Device denied', resultPage(action, result.grant, tier), signed);
   });
 }
