@@ -179,9 +179,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     const key = authed(req, record);
     peekHeaders(res, key);
     const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes));
-    // count_tokens takes a messages request without max_tokens; a large stand-in keeps any
-    // thinking budget valid.
-    const body = validateMessagesRequest({ max_tokens: Number.MAX_SAFE_INTEGER, ...raw });
+    const body = validateMessagesRequest(raw, { countTokens: true });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body as Record<string, unknown>) }));

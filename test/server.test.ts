@@ -212,3 +212,20 @@ describe('server: the base URL', () => {
     }
   });
 });
+
+describe('server: count_tokens bodies', () => {
+  it('takes no max_tokens, accepts any thinking budget, and still checks a max_tokens that is sent', async () => {
+    const t = await startTestGateway();
+    try {
+      const post = (body: unknown) => fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify(body) });
+      const base = { model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] };
+      assert.equal((await post(base)).status, 200);
+      assert.equal((await post({ ...base, thinking: { type: 'enabled', budget_tokens: 20_000 } })).status, 200);
+      const bad = await post({ ...base, max_tokens: 0 });
+      assert.equal(bad.status, 400);
+      assert.match((await bad.json() as { error: { message: string } }).error.message, /^max_tokens: /);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -33,6 +33,11 @@ export interface MessagesValidationOptions {
    * `thinking.budget_tokens` reach or exceed `max_tokens` (it budgets a whole turn of thinking).
    */
   interleavedThinking?: boolean;
+  /**
+   * A `count_tokens` body: the messages request without `max_tokens` (the operation generates
+   * nothing), so neither it nor the budget-below-max_tokens rule applies.
+   */
+  countTokens?: boolean;
 }
 
 const ROLES = oneOf(['user', 'assistant']);
@@ -71,7 +76,9 @@ export function validateMessagesRequest(body: unknown, options: MessagesValidati
 
   checkNonEmptyString(field(request, 'model'), 'model');
   checkMessages(field(request, 'messages'));
-  const maxTokens = checkInteger(field(request, 'max_tokens'), 'max_tokens', 1);
+  const maxTokens = options.countTokens === true && field(request, 'max_tokens') === undefined
+    ? Number.POSITIVE_INFINITY
+    : checkInteger(field(request, 'max_tokens'), 'max_tokens', 1);
 
   const system = field(request, 'system');
   if (system !== undefined) checkSystem(system);
