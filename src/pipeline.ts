@@ -105,11 +105,11 @@ function betaHeader(req: IncomingMessage): string | undefined {
 }
 
 /** Reads, parses and validates a model request body for the client's format. */
-async function readRequest(ctx: PipelineContext, req: IncomingMessage, format: WireFormat): Promise<MessagesRequest | ChatRequest> {
+async function readRequest(ctx: PipelineContext, req: IncomingMessage, format: WireFormat, beta: string | undefined): Promise<MessagesRequest | ChatRequest> {
   const raw = parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes));
   if (format === 'openai') return validateChatRequest(raw);
   // With Anthropic's interleaved-thinking beta the thinking budget may reach max_tokens.
-  return validateMessagesRequest(raw, { interleavedThinking: betaHeader(req)?.includes('interleaved-thinking-2025-05-14') === true });
+  return validateMessagesRequest(raw, { interleavedThinking: beta?.includes('interleaved-thinking-2025-05-14') === true });
 }
 
 /**
@@ -126,7 +126,8 @@ export async function handleModelRequest(
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
   const version = clientFormat === 'anthropic' ? checkVersionHeader(req) : undefined;
-  const body = await readRequest(ctx, req, clientFormat);
+  const beta = clientFormat === 'anthropic' ? betaHeader(req) : undefined;
+  const body = await readRequest(ctx, req, clientFormat, beta);
   record.model = body.model;
   record.stream = body.stream === true;
   const model = ctx.catalog.get(body.model);
@@ -152,7 +153,7 @@ export async function handleModelRequest(
         isClosed: () => res.destroyed,
       });
     } else {
-      usage = await forward(ctx, clientFormat, body, model, res, record, { version, beta: betaHeader(req), estimate });
+      usage = await forward(ctx, clientFormat, body, model, res, record, { version, beta, estimate });
     }
   } finally {
     if (usage !== undefined) {
@@ -333,7 +334,7 @@ async function sendWithFallbacks(
     const headers: Record<string, string> = { accept: body.stream === true ? 'text/event-stream' : 'application/json' };
     if (provider.format === 'anthropic') {
       headers['anthropic-version'] = options.version ?? DEFAULT_ANTHROPIC_VERSION;
-      if (options.beta !== undefined && clientFormat === 'anthropic') headers['anthropic-beta'] = options.beta;
+      if (options.beta !== undefined) headers['anthropic-beta'] = options.beta;
     }
     for (let attempt = 1; attempt <= retry.attempts; attempt++) {
       if (cancellation.cancelled) throw new GatewayError(499, 'api_error', 'client_closed', 'The client went away');
