@@ -40,7 +40,7 @@ const rows: [string, string][] = [];
   const before = heapUsed();
   for (const id of ids) {
     const admission = limiter.admit(id, BASIC, 1_000);
-    if (!admission.ok) throw new Error(admission.message);
+    if (!admission.ok) throw new Error(`refused: ${admission.reason}`);
     admission.settle(1_200);
     admission.release();
   }
@@ -89,7 +89,7 @@ const rows: [string, string][] = [];
   const ns = nsPerOp(operations, () => {
     for (let i = 0; i < operations; i++) {
       const result = limiter.admit(ids[i % ids.length]!, ROOMY, 500);
-      if (!result.ok) throw new Error(result.message);
+      if (!result.ok) throw new Error(`refused: ${result.reason}`);
       result.settle(700);
       result.release();
     }

@@ -30,9 +30,10 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { SseEvent, WireFormat } from '../src/formats/wire.ts';
+import type { WireFormat } from '../src/formats/wire.ts';
+import type { SseEvent } from '../src/sse/parser.ts';
 import type { SseParser, SseParserOptions } from '../src/sse/parser.ts';
-import type { UsageTap, UsageTapOptions } from '../src/sse/usage-tap.ts';
+import type { UsageTap, UsageTapOptions } from '../src/translate/usage-tap.ts';
 import type { ChatToMessagesStreamOptions, StreamTranslator } from '../src/translate/stream-chat-to-messages.ts';
 import type { MessagesToChatStreamOptions } from '../src/translate/stream-messages-to-chat.ts';
 import { chatStreamEvents, messagesStreamEvents, STREAM_EVENTS } from './fake-upstream.ts';
@@ -66,7 +67,7 @@ async function loadHotPath(dir: string): Promise<HotPath> {
   const extension = existsSync(new URL('sse/parser.js', base)) ? 'js' : 'ts';
   const load = async (path: string): Promise<unknown> => import(new URL(`${path}.${extension}`, base).href);
   const parser = (await load('sse/parser')) as Pick<HotPath, 'createSseParser'>;
-  const tap = (await load('sse/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
+  const tap = (await load('translate/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
   const toMessages = (await load('translate/stream-chat-to-messages')) as Pick<HotPath, 'createChatToMessagesStream'>;
   const toChat = (await load('translate/stream-messages-to-chat')) as Pick<HotPath, 'createMessagesToChatStream'>;
   return {
@@ -105,9 +106,9 @@ function scenarios(hot: HotPath): Scenario[] {
         },
       });
     };
-    tapScenario('tap-chat: chat pass-through', 'openai', chatEvents, {});
-    tapScenario('tap-chat-drop: chat pass-through, usage chunk dropped', 'openai', chatEvents, { dropUsageChunk: true });
-    tapScenario('tap-messages: messages pass-through', 'anthropic', messagesEvents, {});
+    tapScenario('tap-chat: chat pass-through', 'chat', chatEvents, {});
+    tapScenario('tap-chat-drop: chat pass-through, usage chunk dropped', 'chat', chatEvents, { dropUsageChunk: true });
+    tapScenario('tap-messages: messages pass-through', 'messages', messagesEvents, {});
 
     const translateScenario = (name: string, events: string[], create: (write: (text: string) => void) => StreamTranslator): void => {
       const chunks = chunksOf(events, perChunk);

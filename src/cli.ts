@@ -11,11 +11,12 @@ import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
 import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
 import type { KeyRecord } from './auth/key-store.ts';
 import type { TierLimits, TierName } from './config-types.ts';
+import { isTierName } from './config-types.ts';
+import { keyStatus, limitsFor } from './auth/key-record.ts';
 import { VERSION } from './version.ts';
-import { findCommand } from './commands.ts';
-import type { CliIo } from './commands.ts';
+import type { CliIo } from './cli-io.ts';
 
-export type { CliIo } from './commands.ts';
+export type { CliIo } from './cli-io.ts';
 
 const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -86,11 +87,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
         return await (await import('./setup.ts')).setupCommand(rest, io);
       case 'device':
         return await (await import('./device-cli.ts')).deviceCommand(rest, io);
-      default: {
-        const handler = findCommand(command);
-        if (handler !== undefined) return await handler(rest, io);
+      default:
         throw new UsageError(`unknown command "${command}"`);
-      }
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -115,8 +113,8 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   });
   const port = parsePort(values.port, '--port');
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
-  const [{ createGateway }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
-  const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env });
+  const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
+  const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env, features: standardFeatures });
   if (gateway.keys.list().length === 0) {
     const { key, record } = gateway.keys.create({ name: 'admin', admin: true, tier: 'pro' });
     io.stderr(`llmux: first run: created admin key ${record.id} (shown once, keep it safe):\n${key}\n`);
@@ -137,10 +135,7 @@ async function serve(args: string[], io: CliIo): Promise<number> {
 }
 
 function describeLimits(record: KeyRecord, tiers: Record<TierName, TierLimits>): string {
-  const tier = tiers[record.tier];
-  const rpm = record.limits.rpm ?? tier.rpm;
-  const tpm = record.limits.tpm ?? tier.tpm;
-  const concurrency = record.limits.concurrency ?? tier.concurrency;
+  const { rpm, tpm, concurrency } = limitsFor(record, tiers);
   return `${rpm} rpm, ${tpm} tpm, ${concurrency} concurrent`;
 }
 
@@ -164,7 +159,7 @@ function keys(args: string[], io: CliIo): number {
         home: { type: 'string' },
       });
       const tier = values.tier ?? 'basic';
-      if (tier !== 'basic' && tier !== 'pro' && tier !== 'enterprise') throw new UsageError(`--tier: "${tier}" must be basic, pro or enterprise`);
+      if (!isTierName(tier)) throw new UsageError(`--tier: "${tier}" must be basic, pro or enterprise`);
       let expiresInMs: number | undefined;
       if (values['expires-in'] !== undefined) {
         expiresInMs = parseDuration(values['expires-in']);
@@ -197,7 +192,7 @@ function keys(args: string[], io: CliIo): number {
       const config = safeConfig(io);
       if (list.length === 0) io.stdout('no keys yet: llmux keys create --name NAME\n');
       for (const k of store.list()) {
-        const state = k.revoked_at !== null ? 'revoked' : k.expires_at !== null && Date.parse(k.expires_at) <= Date.now() ? 'expired' : 'active';
+        const state = keyStatus(k, Date.now());
         io.stdout(`${k.id}  ${k.name.padEnd(16)}  ${k.tier.padEnd(10)}  ${state.padEnd(7)}  ${k.admin ? 'admin  ' : '       '}  ${describeLimits(k, config.tiers)}  created ${k.created_at}${k.expires_at === null ? '' : `  expires ${k.expires_at}`}${k.models === null ? '' : `  models ${k.models.join(',')}`}\n`);
       }
       return 0;

@@ -9,6 +9,8 @@ export interface ProviderConfig {
   id: string;
   /** The wire format its `base_url` speaks. */
   format: WireFormat;
+  /** Formats it also answers as they are, so a client of one of them needs no translation. */
+  serves?: readonly WireFormat[];
   /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
   baseUrl: string;
   /** The credential as written in config: a literal or `env:NAME`; undefined when none is needed. */
@@ -59,8 +61,20 @@ export interface ModelEntry {
   replay_reasoning: boolean;
 }
 
+/** A key's or tier's limits: each a whole number >= 0, or Infinity for none (never from a file). */
 export interface TierLimits { rpm: number; tpm: number; concurrency: number }
+
+/** Whether `value` is a limit: a whole number >= 0, or Infinity. */
+export function isLimit(value: unknown): value is number {
+  return value === Infinity || (typeof value === 'number' && Number.isInteger(value) && value >= 0);
+}
 export type TierName = 'basic' | 'pro' | 'enterprise';
+/** The tiers, in the order they are offered. */
+export const TIER_NAMES: readonly TierName[] = ['basic', 'pro', 'enterprise'];
+
+export function isTierName(value: unknown): value is TierName {
+  return typeof value === 'string' && (TIER_NAMES as readonly string[]).includes(value);
+}
 
 export interface LimitsConfig {
   maxBodyBytes: number;

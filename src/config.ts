@@ -7,8 +7,10 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName } from './config-types.ts';
+import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
+import type { WireFormat } from './formats/wire.ts';
 import { isRecord } from './json.ts';
 
 export const DEFAULT_TIERS: Readonly<Record<TierName, TierLimits>> = Object.freeze({
@@ -112,6 +114,13 @@ interface ParseContext {
   configPath: string | undefined;
 }
 
+/**
+ * The config file names a provider's wire format by vendor; the code by operation (see
+ * src/formats/wire.ts). Both directions, so `llmux setup` writes what the file documents.
+ */
+const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, WireFormat>> = { openai: 'chat', anthropic: 'messages' };
+export const CONFIG_NAME_OF_FORMAT: Readonly<Record<WireFormat, string>> = { chat: 'openai', messages: 'anthropic' };
+
 const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
@@ -161,7 +170,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   if (obj['tiers'] !== undefined) {
     if (!isRecord(obj['tiers'])) fail('tiers', 'must be an object of tier name -> limits');
     for (const [name, t] of Object.entries(obj['tiers'] as Record<string, unknown>)) {
-      if (name !== 'basic' && name !== 'pro' && name !== 'enterprise') fail(`tiers.${name}`, 'unknown tier (basic, pro, enterprise)');
+      if (!isTierName(name)) fail(`tiers.${name}`, 'unknown tier (basic, pro, enterprise)');
       if (!isRecord(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
       const tier = tiers[name as TierName];
       for (const [k, v] of Object.entries(t as Record<string, unknown>)) {
@@ -242,7 +251,8 @@ function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   for (const key of Object.keys(p)) {
     if (!['format', 'base_url', 'api_key', 'headers'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers)');
   }
-  if (p['format'] !== 'openai' && p['format'] !== 'anthropic') fail(`${at}.format`, 'must be "openai" or "anthropic"');
+  const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
+  if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
   if (typeof p['base_url'] !== 'string') fail(`${at}.base_url`, 'must be an http(s) URL string');
   let url: URL;
   try {
@@ -263,7 +273,7 @@ function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const apiKey = p['api_key'] as string | undefined;
   return {
     id,
-    format: p['format'] as 'openai' | 'anthropic',
+    format: format as WireFormat,
     baseUrl: (p['base_url'] as string).replace(/\/+$/, ''),
     apiKey: apiKey === '' ? undefined : apiKey,
     keyless: apiKey === undefined || apiKey === '',

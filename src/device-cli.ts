@@ -5,8 +5,7 @@
  * http://127.0.0.1:8686.
  */
 import { parseArgs } from 'node:util';
-import { registerCommand } from './commands.ts';
-import type { CliIo } from './commands.ts';
+import type { CliIo } from './cli-io.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8686';
 
@@ -82,4 +81,3 @@ export async function deviceCommand(args: string[], io: CliIo): Promise<number> 
   return 0;
 }
 
-registerCommand('device', deviceCommand);

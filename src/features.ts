@@ -1,19 +1,19 @@
 /**
- * Feature modules that mount routes and commands onto the core (device flow, dashboard, setup).
- * Imported by the CLI and the package entry so that `createGateway` has them.
+ * The features llmux mounts on the core gateway: the device-flow API and the web pages (device
+ * approval, dashboard). The CLI and the package entry pass them to `createGateway({ features })`;
+ * an embedder may leave them out, or take the API without the pages.
  *
  * The web pages and the setup and device commands are loaded on first use: start-up is part of
  * the product (a sidecar is started often), and most runs never open a page.
  */
-import { registerFeature } from './server.ts';
-import type { GatewayInternals, RouteRegistry } from './server.ts';
-import { deviceOptionsFromEnv, mountDeviceRoutes } from './auth/device-routes.ts';
+import type { Feature, GatewayInternals, RouteHandler, RouteRegistry } from './feature.ts';
+import { deviceOptionsFromEnv, mountDeviceRoutes } from './web/device-routes.ts';
 import { createSessionStore } from './web/session.ts';
 import { createRouter } from './http/router.ts';
-import { notFound } from './http/errors.ts';
+import { notFound } from './errors.ts';
 import type { DeviceFlow } from './auth/device-flow.ts';
 
-type Handler = Parameters<RouteRegistry['add']>[2];
+type Handler = RouteHandler;
 
 /** Every route the page modules register; test/features.test.ts checks it against them. */
 export const PAGE_ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -52,9 +52,20 @@ async function loadPages(internals: GatewayInternals, stores: Stores): Promise<R
   return router;
 }
 
-registerFeature((internals) => {
-  // One grant store and one session store per gateway, shared by the API, the device page and the dashboard.
+/**
+ * The device-flow API, and with `pages` (the default) the device page and the dashboard: one grant
+ * store and one session store per gateway, shared by the API and the pages.
+ */
+export function createWebFeature(options: { pages?: boolean } = {}): Feature {
+  return (internals) => mountWeb(internals, options.pages !== false);
+}
+
+/** What `llmux serve` mounts. */
+export const standardFeatures: readonly Feature[] = [createWebFeature()];
+
+function mountWeb(internals: GatewayInternals, pagesToo: boolean): void {
   const flow = mountDeviceRoutes(internals, deviceOptionsFromEnv(internals.ctx.config.env));
+  if (!pagesToo) return;
   const sessions = createSessionStore({ now: internals.ctx.now });
   let pages: ReturnType<typeof loadPages> | undefined;
   for (const [method, path] of PAGE_ROUTES) {
@@ -65,4 +76,4 @@ registerFeature((internals) => {
       await result.match.handler(req, res, { ...params, ...result.match.params }, record);
     });
   }
-});
+}

@@ -1,9 +1,17 @@
 /**
- * The embeddable API: `import { createGateway } from 'llmux'`.
+ * The embeddable API: `import { createGateway } from 'llmux'`. The package's `createGateway` mounts
+ * the standard features (device flow, dashboard) unless `features` says otherwise.
  */
-import './features.ts';
-export { createGateway } from './server.ts';
-export type { Gateway, GatewayOptions, LogRecord, Logger } from './server.ts';
+import { createGateway as createCoreGateway } from './server.ts';
+import type { Gateway, GatewayOptions } from './server.ts';
+import { createWebFeature, standardFeatures } from './features.ts';
+
+export function createGateway(options: GatewayOptions = {}): Gateway {
+  return createCoreGateway({ ...options, features: options.features ?? standardFeatures });
+}
+
+export { createWebFeature, standardFeatures };
+export type { Gateway, GatewayOptions, LogRecord, Logger, Feature } from './server.ts';
 export { createKeyStore } from './auth/key-store.ts';
 export type { KeyStore, KeyRecord, NewKey } from './auth/key-store.ts';
 export type { Config, ModelEntry, ProviderConfig, TierLimits, TierName } from './config-types.ts';

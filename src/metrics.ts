@@ -2,7 +2,8 @@
  * Counters for `GET /metrics` (admin key), in the Prometheus text format. Updated once per
  * request, never per chunk.
  */
-import type { RequestRecord } from './pipeline.ts';
+import type { RequestRecord } from './request-record.ts';
+import { promptTokens } from './translate/usage.ts';
 
 export interface Metrics {
   observe(status: number, record: RequestRecord): void;
@@ -23,7 +24,7 @@ export function createMetrics(): Metrics {
       const label = `${record.route ?? 'other'}|${status}`;
       requests.set(label, (requests.get(label) ?? 0) + 1);
       if (record.usage !== undefined) {
-        tokensIn += record.usage.inputTokens + record.usage.cacheReadTokens + record.usage.cacheCreationTokens;
+        tokensIn += promptTokens(record.usage);
         tokensOut += record.usage.outputTokens;
       }
       attempts += record.attempts.length;

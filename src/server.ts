@@ -1,7 +1,8 @@
 /**
  * `createGateway(options)`: wiring only. Builds the config, catalog, key store, limiter and
- * upstream client, registers the routes, and returns `{ handler, listen, close }` so the gateway
- * can be mounted on an existing `node:http` server or run on its own.
+ * upstream client, mounts the core routes and the features it is given, and returns
+ * `{ handler, listen, close }` so the gateway can be mounted on an existing `node:http` server or
+ * run on its own.
  */
 import http from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -9,50 +10,31 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from './config-types.ts';
 import { loadConfig } from './config.ts';
 import type { ConfigInput } from './config.ts';
-import { createCatalog, toModelList, toModelRecord } from './catalog/catalog.ts';
+import { createCatalog } from './catalog/catalog.ts';
 import type { Catalog } from './catalog/catalog.ts';
+import { resolveApiKey } from './catalog/providers.ts';
 import { createKeyStore } from './auth/key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
-import { authenticate, requireAdmin } from './auth/authenticate.ts';
 import { createLimiter } from './limits/limiter.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { createUpstreamClient } from './providers/upstream.ts';
-import type { UpstreamClient } from './providers/upstream.ts';
+import { ECHO_PROVIDER, createEchoTransport } from './providers/echo.ts';
 import { createRouter, pathOf } from './http/router.ts';
-import { GatewayError, errorBody, modelNotFound, notFound } from './http/errors.ts';
-import { parseJsonBody, readBody } from './http/body.ts';
-import { pickRequestId, sendError, sendJson } from './http/respond.ts';
-import { handleModelRequest, limitsFor } from './pipeline.ts';
-import type { PipelineContext, RequestRecord } from './pipeline.ts';
-import { validateMessagesRequest } from './formats/messages.ts';
-import { estimateRequestTokens } from './formats/estimate.ts';
-import { VERSION } from './version.ts';
+import { ClientClosedError, GatewayError, notFound } from './errors.ts';
+import { errorBody, pickRequestId, sendError } from './http/respond.ts';
+import type { PipelineContext } from './pipeline.ts';
+import { mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
-import type { Metrics } from './metrics.ts';
+import { createStderrLogger, logLine, logMessage } from './request-log.ts';
+import type { Logger } from './request-log.ts';
+import type { RequestRecord } from './request-record.ts';
+import type { Feature, GatewayInternals, RouteHandler } from './feature.ts';
 
-/** One line of the request log. Never a key or a body. */
-export interface LogRecord {
-  time: string;
-  request_id: string;
-  key_id: string | null;
-  method: string;
-  path: string;
-  model: string | null;
-  provider: string | null;
-  status: number;
-  duration_ms: number;
-  ttfb_ms: number | null;
-  tokens_in: number | null;
-  tokens_out: number | null;
-  cost_usd: number | null;
-  stream?: boolean;
-  translated?: boolean;
-  attempts?: RequestRecord['attempts'];
-  stream_error?: string;
-  error_code?: string;
-}
+export type { LogRecord, Logger } from './request-log.ts';
+export type { Feature, GatewayInternals, RouteRegistry } from './feature.ts';
 
-export type Logger = (line: LogRecord | { time: string; level: 'warn' | 'error' | 'info'; message: string }) => void;
+/** The log's status for a request whose client left before any answer (nginx's convention). */
+const CLIENT_CLOSED_STATUS = 499;
 
 export interface GatewayOptions extends Omit<ConfigInput, 'file'> {
   /** A config object in the config file's shape; when absent, the file named by configPath/env/home is read. */
@@ -61,6 +43,8 @@ export interface GatewayOptions extends Omit<ConfigInput, 'file'> {
   keyStore?: KeyStore;
   /** Where request log lines go; default: one JSON line each on stderr. `null` silences it. */
   logger?: Logger | null;
+  /** Features to mount (the device flow and pages: `standardFeatures` from the package entry). */
+  features?: readonly Feature[];
   /** Injectable clock (ms). */
   now?: () => number;
   random?: () => number;
@@ -79,135 +63,46 @@ export interface Gateway {
   readonly server: Server | undefined;
 }
 
-type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
-
-/** Route registration for feature modules (device flow, dashboard). */
-export interface RouteRegistry {
-  add(method: string, path: string, handler: RouteHandler): void;
-}
-
-export interface GatewayInternals {
-  ctx: PipelineContext;
-  metrics: Metrics;
-  log: Logger;
-  routes: RouteRegistry;
-}
-
-/**
- * One JSON line per request on stderr. Lines are gathered and written once per event-loop turn,
- * so a busy gateway makes one write call for many requests rather than one each.
- */
-function createStderrLogger(): Logger {
-  let pending = '';
-  let scheduled = false;
-  const flush = (): void => {
-    scheduled = false;
-    const text = pending;
-    pending = '';
-    process.stderr.write(text);
-  };
-  return (line) => {
-    pending += `${JSON.stringify(line)}\n`;
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
-    }
-  };
-}
-
-/** Feature modules that add routes; set by src/features.ts so the core does not import them. */
-const features: Array<(internals: GatewayInternals) => void> = [];
-
-/** Registers a feature (device flow, dashboard) to be mounted on every gateway created after. */
-export function registerFeature(mount: (internals: GatewayInternals) => void): void {
-  features.push(mount);
-}
-
 export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
   const keys = options.keyStore ?? createKeyStore(config.home, { now });
   const limiter = createLimiter({ now });
-  const upstream: UpstreamClient = createUpstreamClient();
+  const upstream = createUpstreamClient(createEchoTransport());
   const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
-  const ctx: PipelineContext = { config, catalog, keys, limiter, upstream, now, random: options.random ?? Math.random };
-  const startedAt = now();
+  const ctx: PipelineContext = {
+    config,
+    catalog,
+    keys,
+    limiter,
+    now,
+    attempts: {
+      model: (id) => catalog.get(id),
+      provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
+      apiKey: (provider) => resolveApiKey(provider, config.env),
+      transport: upstream,
+      retry: config.retry,
+      connectTimeoutMs: config.limits.connectTimeoutMs,
+      firstByteTimeoutMs: config.limits.upstreamTimeoutMs,
+      idleTimeoutMs: config.limits.streamIdleTimeoutMs,
+      now,
+      random: options.random ?? Math.random,
+    },
+  };
   const router = createRouter<RouteHandler>();
+  const routes = { add: (method: string, path: string, handler: RouteHandler) => router.add(method, path, handler) };
   const inFlight = new Set<ServerResponse>();
   let server: Server | undefined;
   let closing = false;
 
-  const authed = (req: IncomingMessage, record: RequestRecord) => {
-    const key = authenticate(req.headers, keys, now());
-    record.keyId = key.id;
-    return key;
-  };
-
-  /** Headers for operations that don't count against requests/min: the key's state, unchanged. */
-  const peekHeaders = (res: ServerResponse, key: ReturnType<typeof authed>): void => {
-    const { headers } = limiter.peek(key.id, limitsFor(key, config.tiers));
-    for (const name in headers) res.setHeader(name, headers[name] as string);
-  };
-
-  // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
-  router.add('GET', '/', (_req, res) => {
-    sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/models', '/auth/device', '/dashboard', '/healthz'] }));
-  });
-  router.add('GET', '/healthz', (_req, res) => {
-    sendJson(res, 200, JSON.stringify({ status: closing ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((now() - startedAt) / 1000) }));
-  });
-
-  const listModels: RouteHandler = (req, res, _params, record) => {
-    const key = authed(req, record);
-    peekHeaders(res, key);
-    const models = catalog.list().filter((m) => key.models === null || key.models.includes(m.id));
-    sendJson(res, 200, JSON.stringify(toModelList(models)));
-  };
-  const getModel: RouteHandler = (req, res, params, record) => {
-    const key = authed(req, record);
-    peekHeaders(res, key);
-    const id = params['id'] ?? '';
-    const model = catalog.get(id);
-    if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
-    sendJson(res, 200, JSON.stringify(toModelRecord(model)));
-  };
-  const messages: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'anthropic', req, res, record);
-  const chat: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'openai', req, res, record);
-  const countTokens: RouteHandler = async (req, res, _p, record) => {
-    const key = authed(req, record);
-    peekHeaders(res, key);
-    const raw = parseJsonBody(await readBody(req, config.limits.maxBodyBytes));
-    const body = validateMessagesRequest(raw, { countTokens: true });
-    record.model = body.model;
-    if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
-    sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body as Record<string, unknown>) }));
-  };
-
-  router.add('GET', '/v1/models', listModels);
-  router.add('GET', '/v1/models/:id*', getModel);
-  router.add('POST', '/v1/messages', messages);
-  router.add('POST', '/v1/messages/count_tokens', countTokens);
-  router.add('POST', '/v1/chat/completions', chat);
-  // For clients configured with the root address that don't add /v1 themselves.
-  router.add('GET', '/models', listModels);
-  router.add('GET', '/models/:id*', getModel);
-  router.add('POST', '/messages', messages);
-  router.add('POST', '/chat/completions', chat);
-
-  router.add('GET', '/metrics', (req, res, _p, record) => {
-    const key = authed(req, record);
-    requireAdmin(key, req.headers);
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    res.end(metrics.render({ openStreams: inFlight.size, keysTracked: limiter.size() }));
-  });
-
-  const internals: GatewayInternals = { ctx, metrics, log, routes: { add: (m, p, h) => router.add(m, p, h) } };
-  for (const mount of features) mount(internals);
+  mountCoreRoutes(routes, { ...ctx, metrics, startedAtMs: now(), isClosing: () => closing, openRequests: () => inFlight.size });
+  const internals: GatewayInternals = { ctx, metrics, log, routes };
+  for (const mount of options.features ?? []) mount(internals);
 
   function handler(req: IncomingMessage, res: ServerResponse): void {
-    const started = now();
+    const startedMs = now();
     const requestId = pickRequestId(req.headers);
     res.setHeader('x-request-id', requestId);
     const record: RequestRecord = { attempts: [] };
@@ -219,29 +114,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (logged) return;
       logged = true;
       inFlight.delete(res);
-      const status = res.headersSent ? res.statusCode : 499;
+      const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
       metrics.observe(status, record);
-      const line: LogRecord = {
-        time: new Date(started).toISOString(),
-        request_id: requestId,
-        key_id: record.keyId ?? null,
-        method,
-        path: pathOf(url).slice(0, 200),
-        model: record.model?.slice(0, 200) ?? null,
-        provider: record.provider ?? null,
-        status,
-        duration_ms: now() - started,
-        ttfb_ms: record.ttfbMs ?? null,
-        tokens_in: record.usage === undefined ? null : record.usage.inputTokens + record.usage.cacheReadTokens + record.usage.cacheCreationTokens,
-        tokens_out: record.usage?.outputTokens ?? null,
-        cost_usd: record.costUsd === undefined ? null : Math.round(record.costUsd * 1e8) / 1e8,
-      };
-      if (record.stream !== undefined) line.stream = record.stream;
-      if (record.translated !== undefined) line.translated = record.translated;
-      if (record.attempts.length > 0) line.attempts = record.attempts;
-      if (record.streamError !== undefined) line.stream_error = record.streamError;
-      if (record.errorCode !== undefined) line.error_code = record.errorCode;
-      log(line);
+      log(logLine({ id: requestId, method, path: pathOf(url), startedMs, nowMs: now(), status }, record));
       // While shutting down, a connection whose last answer just ended has nothing left to do.
       if (closing) setImmediate(() => server?.closeIdleConnections());
     };
@@ -269,14 +144,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       await route.match.handler(req, res, route.match.params, record);
     };
     run().then(handlerDone, (err: unknown) => {
-      record.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
-      handlerDone();
-      if (err instanceof GatewayError && err.status === 499) {
+      if (err instanceof ClientClosedError) {
+        record.errorCode = 'client_closed';
+        handlerDone();
         if (!res.writableEnded) res.destroy();
         return;
       }
+      record.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
+      handlerDone();
       sendError(res, err, (bug) => {
-        log({ time: new Date().toISOString(), level: 'error', message: `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}` });
+        log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
       });
       // Don't leave an unread request body on a keep-alive connection.
       if (!req.complete) req.resume();
@@ -294,21 +171,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       keepAliveTimeout: 5_000,
     }, handler);
     srv.timeout = 0;
-    srv.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-      if (!socket.writable) {
-        socket.destroy();
-        return;
-      }
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      const message = status === 431
-        ? 'Request headers are too large'
-        : status === 408 ? 'The request took too long to arrive' : 'Malformed HTTP request';
-      const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request';
-      const body = errorBody(new GatewayError(status, 'invalid_request_error', code, message));
-      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-    });
+    srv.on('clientError', answerClientError);
     server = srv;
-    keys.watch((message) => log({ time: new Date().toISOString(), level: 'warn', message }));
+    keys.watch((message) => log(logMessage('warn', message)));
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);
       srv.listen(port, host, () => {
@@ -347,4 +212,19 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       return server;
     },
   };
+}
+
+/** Requests node:http could not parse or that took too long: answered in our error body, then closed. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = status === 431
+    ? 'Request headers are too large'
+    : status === 408 ? 'The request took too long to arrive' : 'Malformed HTTP request';
+  const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request';
+  const body = errorBody(new GatewayError(status, 'invalid_request_error', code, message));
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }

@@ -20,12 +20,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig, resolveHome } from './config.ts';
+import { CONFIG_NAME_OF_FORMAT, ConfigError, loadConfig, resolveHome } from './config.ts';
+import type { WireFormat } from './formats/wire.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { createKeyStore, writeFileAtomic } from './auth/key-store.ts';
-import type { TierName } from './config-types.ts';
-import { registerCommand } from './commands.ts';
-import type { CliIo } from './commands.ts';
+import { isTierName } from './config-types.ts';
+import { keyStatus } from './auth/key-record.ts';
+import type { CliIo } from './cli-io.ts';
 import { asRecord, isRecord } from './json.ts';
 
 export const DEFAULT_LISTEN_URL = 'http://127.0.0.1:8686';
@@ -33,7 +34,6 @@ export const DEFAULT_LISTEN_URL = 'http://127.0.0.1:8686';
 export const SETUP_OLLAMA_URL = 'http://localhost:11434/v1';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const TIERS: readonly TierName[] = ['basic', 'pro', 'enterprise'];
 
 class SetupAbort extends Error {
   readonly exitCode: number;
@@ -139,7 +139,7 @@ interface ProviderChoice {
   /** The config file's `api_key`: `env:NAME` or the literal key. */
   apiKey: string | undefined;
   baseUrl: string;
-  format: 'openai' | 'anthropic';
+  format: WireFormat;
 }
 
 function optionsFor(ids: string[]): NonNullable<ParseArgsConfig['options']> {
@@ -209,7 +209,7 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
   const str = (name: string): string | undefined => values[name] as string | undefined;
   const quiet = values['yes'] === true || values['non-interactive'] === true || io.stdin === undefined;
   const tier = str('tier') ?? 'basic';
-  if (!(TIERS as readonly string[]).includes(tier)) return usage(`--tier: "${tier}" must be basic, pro or enterprise`);
+  if (!isTierName(tier)) return usage(`--tier: "${tier}" must be basic, pro or enterprise`);
   for (const id of ids) {
     const envName = str(`${id}-key-env`);
     if (envName !== undefined && !ENV_NAME.test(envName)) return usage(`--${id}-key-env: "${envName}" is not an environment variable name`);
@@ -300,7 +300,7 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
     // Write the config, checked with the same loader `llmux serve` uses.
     const providers = { ...(asRecord(existing['providers']) ?? {}) };
     for (const c of choices) {
-      providers[c.id] = c.apiKey === undefined ? { format: c.format, base_url: c.baseUrl } : { format: c.format, base_url: c.baseUrl, api_key: c.apiKey };
+      providers[c.id] = c.apiKey === undefined ? { format: CONFIG_NAME_OF_FORMAT[c.format], base_url: c.baseUrl } : { format: CONFIG_NAME_OF_FORMAT[c.format], base_url: c.baseUrl, api_key: c.apiKey };
     }
     const next: Record<string, unknown> = { ...existing };
     if (Object.keys(providers).length > 0) next['providers'] = providers;
@@ -314,8 +314,8 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
 
     const store = createKeyStore(home);
     const nowMs = Date.now();
-    const hasAdmin = store.list().some((k) => k.admin && k.revoked_at === null && (k.expires_at === null || Date.parse(k.expires_at) > nowMs));
-    const client = store.create({ name: keyName, tier: tier as TierName });
+    const hasAdmin = store.list().some((k) => k.admin && keyStatus(k, nowMs) === 'active');
+    const client = store.create({ name: keyName, tier });
     const admin = hasAdmin ? undefined : store.create({ name: 'admin', tier: 'pro', admin: true });
 
     const url = (str('url') ?? listenUrl(io.env)).replace(/\/+$/, '');
@@ -355,4 +355,3 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-registerCommand('setup', setupCommand);

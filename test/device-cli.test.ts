@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway } from './helpers/gateway.ts';
 import { main } from '../src/cli.ts';
-import type { CliIo } from '../src/commands.ts';
+import type { CliIo } from '../src/cli-io.ts';
 
 function io(env: Record<string, string | undefined>) {
   const out: string[] = [];

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { main } from '../src/cli.ts';
-import type { CliIo } from '../src/commands.ts';
+import type { CliIo } from '../src/cli-io.ts';
 import { loadConfig } from '../src/config.ts';
 import { createGateway } from '../src/server.ts';
 import { createKeyStore } from '../src/auth/key-store.ts';

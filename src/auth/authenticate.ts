@@ -4,9 +4,10 @@
  * expired. With `X-Debug-Auth: true` the 401 says which of these it was, never a key or a hash.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError, invalidApiKey } from '../http/errors.ts';
+import { GatewayError, invalidApiKey } from '../errors.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
 import { KEY_LENGTH, KEY_PREFIX } from './key-store.ts';
+import { isExpired, keyStatus } from './key-record.ts';
 
 export interface AuthDebug {
   credential_header: 'x-api-key' | 'authorization' | null;
@@ -41,9 +42,9 @@ export function authenticate(headers: IncomingHttpHeaders, store: KeyStore, now:
   const { header, secret } = readCredential(headers);
   const prefixOk = secret !== undefined && secret.length === KEY_LENGTH && secret.startsWith(KEY_PREFIX);
   const record = prefixOk ? store.findBySecret(secret) : undefined;
+  if (record !== undefined && keyStatus(record, now) === 'active') return record;
   const revoked = record !== undefined && record.revoked_at !== null;
-  const expired = record !== undefined && record.expires_at !== null && Date.parse(record.expires_at) <= now;
-  if (record !== undefined && !revoked && !expired) return record;
+  const expired = record !== undefined && isExpired(record, now);
   if (!isDebug(headers)) throw invalidApiKey();
   const debug: AuthDebug = { credential_header: header, prefix_ok: prefixOk, key_found: record !== undefined, revoked, expired };
   if (record !== undefined) debug.key_id = record.id;

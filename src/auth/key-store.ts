@@ -11,26 +11,14 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { TierLimits, TierName } from '../config-types.ts';
+import { isLimit, isTierName } from '../config-types.ts';
+import type { KeyRecord } from './key-record.ts';
+
+export type { KeyRecord } from './key-record.ts';
 
 export const KEY_PREFIX = 'sk-llmux-';
 /** `sk-llmux-` + 43 base64url characters (32 random bytes). */
 export const KEY_LENGTH = KEY_PREFIX.length + 43;
-
-export interface KeyRecord {
-  id: string;
-  name: string;
-  /** SHA-256 of the key, hex. */
-  hash: string;
-  tier: TierName;
-  /** Per-key overrides of the tier's limits. */
-  limits: Partial<TierLimits>;
-  /** Allowed model ids; null = all. */
-  models: string[] | null;
-  admin: boolean;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-}
 
 export interface NewKey {
   name?: string | undefined;
@@ -88,6 +76,8 @@ interface FileShape {
   keys: KeyRecord[];
 }
 
+const LIMIT_NAMES: ReadonlySet<string> = new Set(['rpm', 'tpm', 'concurrency']);
+
 /** Parses and checks the store file; throws KeyStoreError naming the problem. */
 export function parseKeyFile(text: string, path: string): KeyRecord[] {
   let data: unknown;
@@ -107,10 +97,14 @@ export function parseKeyFile(text: string, path: string): KeyRecord[] {
     if (typeof k !== 'object' || k === null) bad(`keys.${i} is not an object`);
     if (typeof k.id !== 'string' || !/^key_[0-9a-f]{16}$/.test(k.id)) bad(`keys.${i}.id`);
     if (typeof k.hash !== 'string' || !/^[0-9a-f]{64}$/.test(k.hash)) bad(`keys.${i}.hash`);
-    if (k.tier !== 'basic' && k.tier !== 'pro' && k.tier !== 'enterprise') bad(`keys.${i}.tier`);
+    if (!isTierName(k.tier)) bad(`keys.${i}.tier`);
     if (typeof k.name !== 'string') bad(`keys.${i}.name`);
     if (typeof k.admin !== 'boolean') bad(`keys.${i}.admin`);
     if (typeof k.limits !== 'object' || k.limits === null) bad(`keys.${i}.limits`);
+    for (const [name, value] of Object.entries(k.limits as Record<string, unknown>)) {
+      if (!LIMIT_NAMES.has(name)) bad(`keys.${i}.limits.${name}: unknown limit (rpm, tpm, concurrency)`);
+      if (!isLimit(value)) bad(`keys.${i}.limits.${name}: must be a whole number >= 0`);
+    }
     if (k.models !== null && !Array.isArray(k.models)) bad(`keys.${i}.models`);
   });
   return keys;

@@ -23,21 +23,21 @@ function keyed(id: string, format: WireFormat, baseUrl: string, envName: string)
 /** The built-in providers; `env` resolves OLLAMA_HOST. */
 export function builtinProviders(env: Record<string, string | undefined>): Record<string, ProviderConfig> {
   return {
-    openai: keyed('openai', 'openai', 'https://api.openai.com/v1', 'OPENAI_API_KEY'),
-    anthropic: keyed('anthropic', 'anthropic', 'https://api.anthropic.com/v1', 'ANTHROPIC_API_KEY'),
+    openai: keyed('openai', 'chat', 'https://api.openai.com/v1', 'OPENAI_API_KEY'),
+    anthropic: keyed('anthropic', 'messages', 'https://api.anthropic.com/v1', 'ANTHROPIC_API_KEY'),
     // Google's OpenAI-compatible surface, so Gemini needs no third wire format.
-    gemini: keyed('gemini', 'openai', 'https://generativelanguage.googleapis.com/v1beta/openai', 'GEMINI_API_KEY'),
-    mistral: keyed('mistral', 'openai', 'https://api.mistral.ai/v1', 'MISTRAL_API_KEY'),
-    groq: keyed('groq', 'openai', 'https://api.groq.com/openai/v1', 'GROQ_API_KEY'),
-    deepseek: keyed('deepseek', 'openai', 'https://api.deepseek.com/v1', 'DEEPSEEK_API_KEY'),
-    xai: keyed('xai', 'openai', 'https://api.x.ai/v1', 'XAI_API_KEY'),
-    together: keyed('together', 'openai', 'https://api.together.xyz/v1', 'TOGETHER_API_KEY'),
-    fireworks: keyed('fireworks', 'openai', 'https://api.fireworks.ai/inference/v1', 'FIREWORKS_API_KEY'),
-    openrouter: keyed('openrouter', 'openai', 'https://openrouter.ai/api/v1', 'OPENROUTER_API_KEY'),
-    cerebras: keyed('cerebras', 'openai', 'https://api.cerebras.ai/v1', 'CEREBRAS_API_KEY'),
+    gemini: keyed('gemini', 'chat', 'https://generativelanguage.googleapis.com/v1beta/openai', 'GEMINI_API_KEY'),
+    mistral: keyed('mistral', 'chat', 'https://api.mistral.ai/v1', 'MISTRAL_API_KEY'),
+    groq: keyed('groq', 'chat', 'https://api.groq.com/openai/v1', 'GROQ_API_KEY'),
+    deepseek: keyed('deepseek', 'chat', 'https://api.deepseek.com/v1', 'DEEPSEEK_API_KEY'),
+    xai: keyed('xai', 'chat', 'https://api.x.ai/v1', 'XAI_API_KEY'),
+    together: keyed('together', 'chat', 'https://api.together.xyz/v1', 'TOGETHER_API_KEY'),
+    fireworks: keyed('fireworks', 'chat', 'https://api.fireworks.ai/inference/v1', 'FIREWORKS_API_KEY'),
+    openrouter: keyed('openrouter', 'chat', 'https://openrouter.ai/api/v1', 'OPENROUTER_API_KEY'),
+    cerebras: keyed('cerebras', 'chat', 'https://api.cerebras.ai/v1', 'CEREBRAS_API_KEY'),
     ollama: {
       id: 'ollama',
-      format: 'openai',
+      format: 'chat',
       baseUrl: ollamaBaseUrl(env['OLLAMA_HOST']),
       apiKey: undefined,
       keyless: true,

@@ -16,7 +16,7 @@ const MESSAGE_OVERHEAD = 4;
  * tools counted as text, images at a flat rate. Walks at most `budget` nodes so a hostile body
  * can't make it slow.
  */
-export function estimateRequestTokens(body: Record<string, unknown>): number {
+export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown }): number {
   let chars = 0;
   let images = 0;
   let nodes = 0;

@@ -6,7 +6,7 @@
  * `__proto__` or `constructor` keys, and an absent field must never resolve to something inherited
  * from `Object.prototype`), and nothing here recurses.
  */
-import { invalidParameters } from '../http/errors.ts';
+import { invalidParameters } from '../errors.ts';
 import { isRecord } from '../json.ts';
 
 export type JsonObject = Record<string, unknown>;

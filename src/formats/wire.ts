@@ -5,7 +5,12 @@
  * passed through on the same-format path.
  */
 
-export type WireFormat = 'openai' | 'anthropic';
+/**
+ * A wire format, named by its operation: `chat` (OpenAI chat-completions) and `messages`
+ * (Anthropic messages). The config file names them by vendor (`"openai"`, `"anthropic"`);
+ * src/config.ts maps those names to these.
+ */
+export type WireFormat = 'chat' | 'messages';
 
 // ---------- messages format ----------
 
@@ -178,6 +183,33 @@ export interface ChatResponse {
 
 // ---------- shared ----------
 
+/** The request body of each format. */
+export interface RequestOf {
+  chat: ChatRequest;
+  messages: MessagesRequest;
+}
+
+/** The whole (non-streamed) answer of each format. */
+export interface AnswerOf {
+  chat: ChatResponse;
+  messages: MessagesResponse;
+}
+
+/**
+ * A validated client request, as the pipeline carries it: the format says which body it is.
+ * `version` and `beta` are the messages format's `anthropic-version` / `anthropic-beta` headers,
+ * forwarded to a messages upstream.
+ */
+export interface ClientRequestOf<F extends WireFormat> {
+  format: F;
+  body: RequestOf[F];
+  version?: string | undefined;
+  beta?: string | undefined;
+}
+
+/** A client request of any format; functions generic over `F` take `ClientRequestOf<F>`. */
+export type ClientRequest = { [F in WireFormat]: ClientRequestOf<F> }[WireFormat];
+
 /** Token usage in one neutral shape, read from either format; what the limiter and the log use. */
 export interface TokenUsage {
   /** Input tokens not read from or written to a cache. */
@@ -186,6 +218,3 @@ export interface TokenUsage {
   cacheReadTokens: number;
   cacheCreationTokens: number;
 }
-
-/** One parsed server-sent event. `event` is undefined when the event had no `event:` line. */
-export interface SseEvent { event: string | undefined; data: string; id?: string }

@@ -3,16 +3,7 @@
  * request is answered with 413 without reading further.
  */
 import type { IncomingMessage } from 'node:http';
-import { GatewayError } from './errors.ts';
-
-export function tooLarge(maxBodyBytes: number): GatewayError {
-  return new GatewayError(
-    413,
-    'invalid_request_error',
-    'request_too_large',
-    `Request body is larger than the ${maxBodyBytes}-byte limit (limits.max_body_bytes); send a smaller request`,
-  );
-}
+import { GatewayError, invalidParameters, tooLarge } from '../errors.ts';
 
 /**
  * Reads the whole body into one Buffer. Rejects with a 413 GatewayError as soon as the declared
@@ -75,22 +66,18 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Bu
  * answers a too-deep body with a 400 of its own.
  */
 export function parseJsonBody(body: Buffer): Record<string, unknown> {
-  if (body.length === 0) throw badJson('the request body is empty; send a JSON object');
+  if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
   const text = body.toString('utf8');
   // A replacement character that wasn't in the bytes means the bytes weren't UTF-8.
-  if (text.includes('\uFFFD') && !body.includes(REPLACEMENT_BYTES)) throw badJson('the request body is not valid UTF-8');
+  if (text.includes('\uFFFD') && !body.includes(REPLACEMENT_BYTES)) throw invalidParameters('the request body is not valid UTF-8');
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw badJson(`the request body is not valid JSON (${(err as Error).message.slice(0, 200)})`);
+    throw invalidParameters(`the request body is not valid JSON (${(err as Error).message.slice(0, 200)})`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badJson('the request body must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidParameters('the request body must be a JSON object');
   return value as Record<string, unknown>;
 }
 
 const REPLACEMENT_BYTES = Buffer.from('\uFFFD', 'utf8');
-
-function badJson(message: string): GatewayError {
-  return new GatewayError(400, 'invalid_request_error', 'invalid_parameters', message);
-}

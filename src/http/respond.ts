@@ -3,7 +3,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { GatewayError, errorBody, internalError } from './errors.ts';
+import { GatewayError, internalError } from '../errors.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -26,6 +26,13 @@ export function sendJson(res: ServerResponse, status: number, body: string | Buf
     'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
   });
   res.end(body);
+}
+
+/** Renders the JSON error body `{error:{message,type,code}}` (llmux.md section 3). */
+export function errorBody(err: GatewayError): string {
+  const error: Record<string, unknown> = { message: err.message, type: err.type, code: err.code };
+  if (err.extra !== undefined) Object.assign(error, err.extra);
+  return JSON.stringify({ error });
 }
 
 /**

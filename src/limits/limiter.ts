@@ -1,6 +1,7 @@
 /**
  * Per-key limits (gateway-api.md "Limits", llmux.md section 3): requests per window, tokens per
- * window and concurrent requests, with the `x-ratelimit-*` headers and the 429 that go with them.
+ * window and concurrent requests. The limiter counts and answers in numbers; src/http/rate-limit.ts
+ * renders them as the `x-ratelimit-*` headers and the 429 that go with them.
  *
  * Counting rules:
  * - Requests count at admission, in the sliding window of `./window.ts`: a request stops counting
@@ -18,14 +19,14 @@
  * - A limit is a whole number >= 0 or `Infinity`. 0 refuses everything on that dimension;
  *   `Infinity` never refuses, and the headers of an unlimited dimension are left out.
  *
- * Headers (whole seconds, as decimal strings):
- * - `x-ratelimit-limit-requests` / `-tokens`: the key's limit.
- * - `x-ratelimit-remaining-requests` / `-tokens`: limit minus what counts now, never below 0
- *   (tokens include the estimates of requests in flight, this one included).
- * - `x-ratelimit-reset-requests` / `-tokens`: seconds until the window is back to its full
- *   allowance if nothing else is sent and the requests in flight finished now (0 when nothing
- *   counts). This is the OpenAI meaning of "reset"; it is later than the moment there is room again.
- * - `retry-after` (refusals only): seconds until this request would be admitted if it were sent
+ * The state reported with every answer ({@link RateLimitState}, whole seconds):
+ * - the key's limit per dimension;
+ * - what remains: limit minus what counts now, never below 0 (tokens include the estimates of
+ *   requests in flight, this one included);
+ * - reset: seconds until the window is back to its full allowance if nothing else is sent and the
+ *   requests in flight finished now (0 when nothing counts). This is the OpenAI meaning of "reset";
+ *   it is later than the moment there is room again.
+ * - retry after (refusals only): seconds until this request would be admitted if it were sent
  *   again and nothing else changed, at least 1. When only in-flight requests can make room (the
  *   concurrency cap, or estimates in flight at or over `tpm`) the moment is unknown and it is 1;
  *   with a limit of 0 it is the window length.
@@ -35,16 +36,28 @@
  * There is no timer, so nothing keeps the process alive. Memory is about 300 bytes per key with
  * light traffic and at most about 1.7 KB for a key busy in every second of the window.
  */
-import { GatewayError } from '../http/errors.ts';
+import { isLimit } from '../config-types.ts';
+import type { TierLimits } from '../config-types.ts';
 import { createSlidingWindows } from './window.ts';
 import type { WindowState } from './window.ts';
 
-export interface LimitSet { rpm: number; tpm: number; concurrency: number }
+/** A key's limits: whole numbers >= 0, or Infinity for none. */
+export type LimitSet = TierLimits;
+
+/** Where a key stands: per dimension its limit (Infinity: unlimited), what remains, and seconds to a full reset. */
+export interface RateLimitState {
+  requestLimit: number;
+  requestsRemaining: number;
+  requestsResetSeconds: number;
+  tokenLimit: number;
+  tokensRemaining: number;
+  tokensResetSeconds: number;
+}
 
 export interface Admission {
   ok: true;
-  /** The six x-ratelimit-* headers after this admission. */
-  headers: Record<string, string>;
+  /** The key's state after this admission. */
+  state: RateLimitState;
   /** The request's real usage is known: replace its input-token estimate by `tokens` (input+output). Idempotent-ish: only the first call counts. */
   settle(tokens: number): void;
   /** Free the concurrency slot. Exactly-once: later calls do nothing. If settle was never called, the estimate stays counted. */
@@ -54,12 +67,14 @@ export interface Admission {
 export interface Refusal {
   ok: false;
   reason: 'requests' | 'tokens' | 'concurrency';
+  /** The limit that refused (of `reason`'s dimension). */
+  limit: number;
+  /** The window of the rpm and tpm limits. */
+  windowMs: number;
   /** Whole seconds, >= 1. */
   retryAfterSeconds: number;
-  /** The six x-ratelimit-* headers plus retry-after. */
-  headers: Record<string, string>;
-  /** For example "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". */
-  message: string;
+  /** The key's state, unchanged by the refusal. */
+  state: RateLimitState;
 }
 
 export interface Limiter {
@@ -69,7 +84,7 @@ export interface Limiter {
    * Current state without counting anything (for headers on operations that don't count, and the
    * dashboard). `tokens` includes the estimates of requests in flight.
    */
-  peek(keyId: string, limits: LimitSet): { requests: number; tokens: number; concurrent: number; headers: Record<string, string> };
+  peek(keyId: string, limits: LimitSet): { requests: number; tokens: number; concurrent: number; state: RateLimitState };
   /** Drop state of keys idle for more than a window with nothing in flight. Also run automatically from `admit`, at most once per window. */
   sweep(): void;
   /** Keys with state. */
@@ -96,18 +111,13 @@ const TOKENS = 1;
 /** Wait reported when only an in-flight request finishing can make room: nobody knows when. */
 const UNKNOWN_WAIT_MS = 1000;
 
-function isLimit(value: number): boolean {
-  return value === Infinity || (Number.isInteger(value) && value >= 0);
-}
-
+/**
+ * Limits are checked where they are read (config tiers, the key store), so a bad one is a clear
+ * error at load; one that gets here anyway is a bug in the caller.
+ */
 function checkLimits(limits: LimitSet): void {
   if (isLimit(limits.rpm) && isLimit(limits.tpm) && isLimit(limits.concurrency)) return;
-  throw new GatewayError(
-    500,
-    'api_error',
-    'internal_error',
-    `Invalid limits for this key (rpm ${String(limits.rpm)}, tpm ${String(limits.tpm)}, concurrency ${String(limits.concurrency)}): each must be a whole number >= 0, or Infinity for no limit; fix the key's limits`,
-  );
+  throw new RangeError(`limits must be whole numbers >= 0 or Infinity (rpm ${String(limits.rpm)}, tpm ${String(limits.tpm)}, concurrency ${String(limits.concurrency)})`);
 }
 
 /** Token figures from callers and upstreams: anything not a positive finite number is 0. */
@@ -115,13 +125,19 @@ function toTokens(value: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.ceil(value) : 0;
 }
 
-function toSeconds(ms: number): number {
-  return ms <= 0 ? 0 : Math.ceil(ms / 1000);
+function rateLimitState(limits: LimitSet, requests: number, tokens: number, requestsResetSeconds: number, tokensResetSeconds: number): RateLimitState {
+  return {
+    requestLimit: limits.rpm,
+    requestsRemaining: Math.max(0, limits.rpm - requests),
+    requestsResetSeconds,
+    tokenLimit: limits.tpm,
+    tokensRemaining: Math.max(0, limits.tpm - tokens),
+    tokensResetSeconds,
+  };
 }
 
-/** The 429 `rate_limit_error` / `rate_limit_exceeded` for a refusal, carrying its headers. */
-export function rateLimitError(refusal: Refusal): GatewayError {
-  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', refusal.message, { headers: refusal.headers });
+function toSeconds(ms: number): number {
+  return ms <= 0 ? 0 : Math.ceil(ms / 1000);
 }
 
 /**
@@ -133,66 +149,17 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
   const windowMs = options.windowMs ?? 60_000;
   const windows = createSlidingWindows({ windowMs, lanes: 2, now });
   let keys = new Map<string, KeyState>();
-  const perWindow = windowMs === 60_000 ? 'per minute' : `per ${String(windowMs / 1000)} s`;
   let nextSweepMs = -Infinity;
 
-  // The limits change rarely and most keys share a tier's numbers: keep the last texts.
-  let rpmShown = Number.NaN;
-  let rpmText = '';
-  let tpmShown = Number.NaN;
-  let tpmText = '';
-
-  function rateLimitHeaders(
-    limits: LimitSet,
-    requests: number,
-    tokens: number,
-    resetRequestsSeconds: number,
-    resetTokensSeconds: number,
-  ): Record<string, string> {
-    const limitedRequests = limits.rpm !== Infinity;
-    const limitedTokens = limits.tpm !== Infinity;
-    if (limits.rpm !== rpmShown) {
-      rpmShown = limits.rpm;
-      rpmText = String(limits.rpm);
-    }
-    if (limits.tpm !== tpmShown) {
-      tpmShown = limits.tpm;
-      tpmText = String(limits.tpm);
-    }
-    // One literal for the usual case keeps every header object on one hidden class.
-    if (limitedRequests && limitedTokens) {
-      return {
-        'x-ratelimit-limit-requests': rpmText,
-        'x-ratelimit-remaining-requests': String(Math.max(0, limits.rpm - requests)),
-        'x-ratelimit-reset-requests': String(resetRequestsSeconds),
-        'x-ratelimit-limit-tokens': tpmText,
-        'x-ratelimit-remaining-tokens': String(Math.max(0, limits.tpm - tokens)),
-        'x-ratelimit-reset-tokens': String(resetTokensSeconds),
-      };
-    }
-    const headers: Record<string, string> = {};
-    if (limitedRequests) {
-      headers['x-ratelimit-limit-requests'] = rpmText;
-      headers['x-ratelimit-remaining-requests'] = String(Math.max(0, limits.rpm - requests));
-      headers['x-ratelimit-reset-requests'] = String(resetRequestsSeconds);
-    }
-    if (limitedTokens) {
-      headers['x-ratelimit-limit-tokens'] = tpmText;
-      headers['x-ratelimit-remaining-tokens'] = String(Math.max(0, limits.tpm - tokens));
-      headers['x-ratelimit-reset-tokens'] = String(resetTokensSeconds);
-    }
-    return headers;
-  }
-
-  /** Headers for a key whose counts at `nowMs` the caller already has (`tokens` includes estimates in flight). */
-  function headersOf(state: KeyState | undefined, limits: LimitSet, nowMs: number, requests: number, tokens: number): Record<string, string> {
-    if (state === undefined) return rateLimitHeaders(limits, 0, 0, 0, 0);
+  /** The state of a key whose counts at `nowMs` the caller already has (`tokens` includes estimates in flight). */
+  function stateOf(state: KeyState | undefined, limits: LimitSet, nowMs: number, requests: number, tokens: number): RateLimitState {
+    if (state === undefined) return rateLimitState(limits, 0, 0, 0, 0);
     // An estimate in flight will be counted no earlier than now, so the window is full again no
     // sooner than an amount added now leaves, which is after everything counted already.
     const resetTokensMs = state.inFlightTokens > 0
       ? windows.msUntilExpiryOfNew(nowMs)
       : windows.msUntilEmpty(state.window, TOKENS, nowMs);
-    return rateLimitHeaders(
+    return rateLimitState(
       limits,
       requests,
       tokens,
@@ -228,18 +195,13 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
       waitMs = concurrencyWaitMs;
     }
     const retryAfterSeconds = Math.max(1, toSeconds(waitMs));
-    const headers = headersOf(state, limits, nowMs, requests, tokens);
-    headers['retry-after'] = String(retryAfterSeconds);
-    let what: string;
-    if (reason === 'requests') what = `${String(limits.rpm)} requests ${perWindow}`;
-    else if (reason === 'tokens') what = `${String(limits.tpm)} tokens ${perWindow}`;
-    else what = `${String(limits.concurrency)} concurrent requests`;
     return {
       ok: false,
       reason,
+      limit: reason === 'requests' ? limits.rpm : reason === 'tokens' ? limits.tpm : limits.concurrency,
+      windowMs,
       retryAfterSeconds,
-      headers,
-      message: `Rate limit exceeded: ${what} for this key; retry after ${String(retryAfterSeconds)} s`,
+      state: stateOf(state, limits, nowMs, requests, tokens),
     };
   }
 
@@ -282,7 +244,7 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
     let releasedGranule = 0;
     return {
       ok: true,
-      headers: headersOf(held, limits, nowMs, requests + 1, tokens + estimate),
+      state: stateOf(held, limits, nowMs, requests + 1, tokens + estimate),
       settle(tokensUsed: number) {
         if (settled) return;
         settled = true;
@@ -312,10 +274,10 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
       checkLimits(limits);
       const nowMs = now();
       const state = keys.get(keyId);
-      if (state === undefined) return { requests: 0, tokens: 0, concurrent: 0, headers: headersOf(undefined, limits, nowMs, 0, 0) };
+      if (state === undefined) return { requests: 0, tokens: 0, concurrent: 0, state: stateOf(undefined, limits, nowMs, 0, 0) };
       const requests = windows.total(state.window, REQUESTS, nowMs);
       const tokens = windows.total(state.window, TOKENS, nowMs) + state.inFlightTokens;
-      return { requests, tokens, concurrent: state.inFlight, headers: headersOf(state, limits, nowMs, requests, tokens) };
+      return { requests, tokens, concurrent: state.inFlight, state: stateOf(state, limits, nowMs, requests, tokens) };
     },
 
     sweep() {

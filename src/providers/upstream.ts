@@ -1,15 +1,20 @@
 /**
- * The upstream HTTP client: one keep-alive agent per protocol, provider base URLs parsed once,
- * the provider's own credential (never the client's key), and the connect and first-byte
- * timeouts. It returns the upstream response as soon as its headers arrive, so streams pass
- * through as bytes come.
+ * The upstream client: one keep-alive agent per protocol, provider base URLs parsed once, and the
+ * connect and first-byte timeouts. It returns the upstream response as soon as its headers arrive,
+ * so streams pass through as bytes come. The headers it sends are the caller's (the dialect puts
+ * the provider's own credential there, never the client's key).
+ *
+ * A provider is reached by its base URL's scheme: `http:` and `https:` over the network, and
+ * `llmux:` for the built-in echo model (./echo.ts), which answers in-process.
  */
 import http from 'node:http';
 import type https from 'node:https';
 import { createRequire } from 'node:module';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config-types.ts';
-import { GatewayError } from '../http/errors.ts';
+import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
+import { ClientClosedError, UpstreamError } from '../errors.ts';
 
 /**
  * The client side of a request going away, as one small object per request (an AbortController
@@ -54,25 +59,34 @@ export function createCancellation(): Cancellation {
 
 export interface UpstreamRequest {
   provider: ProviderConfig;
-  /** The provider's resolved credential, if any. */
-  apiKey: string | undefined;
+  /** The wire format the request is in. */
+  format: WireFormat;
   /** `/chat/completions` or `/messages`, appended to the provider's base path. */
   path: string;
   body: string | Buffer;
-  /** Extra headers (anthropic-version, anthropic-beta, accept). */
+  /** Headers for the provider: its credential, the format's version headers, `accept`. */
   headers: Record<string, string>;
+  /** The request as the client sent it (the echo model answers it). */
+  client: ClientRequestOf<WireFormat>;
   cancellation: Cancellation;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
 }
 
-/** An upstream failure before any response: whether a retry may help, and the client-facing error. */
-export class UpstreamError extends GatewayError {
-  readonly retryable: boolean;
-  constructor(status: number, code: string, message: string, retryable: boolean, cause?: unknown) {
-    super(status, 'api_error', code, message, cause === undefined ? {} : { cause });
-    this.retryable = retryable;
-  }
+/**
+ * An upstream's answer as it arrives: its status and headers, and its body as a byte stream (an
+ * `IncomingMessage` from the network, or the echo model's stream).
+ */
+export type UpstreamResponse = Readable & {
+  statusCode?: number | undefined;
+  headers: IncomingHttpHeaders;
+  /** Whether the whole body has arrived (an `IncomingMessage`'s). */
+  complete?: boolean;
+};
+
+/** How a provider is reached. */
+export interface Transport {
+  send(request: UpstreamRequest): Promise<UpstreamResponse>;
 }
 
 interface Target {
@@ -84,11 +98,13 @@ interface Target {
   hostHeader: string;
 }
 
-export interface UpstreamClient {
-  send(request: UpstreamRequest): Promise<IncomingMessage>;
+export interface UpstreamClient extends Transport {
   /** Closes idle keep-alive sockets. */
   close(): void;
 }
+
+/** Base URL scheme of providers answered in-process. */
+export const IN_PROCESS_SCHEME = 'llmux:';
 
 /**
  * `node:https` pulls in TLS and costs start-up time a local sidecar talking to a local model
@@ -104,7 +120,8 @@ function loadHttps(): typeof https {
 
 const AGENT_OPTIONS = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' } as const;
 
-export function createUpstreamClient(): UpstreamClient {
+/** Creates the client; `inProcess` answers providers whose base URL starts with `llmux:`. */
+export function createUpstreamClient(inProcess: Transport): UpstreamClient {
   const httpAgent = new http.Agent(AGENT_OPTIONS);
   let httpsLib: typeof https | undefined;
   let httpsAgent: https.Agent | undefined;
@@ -133,6 +150,7 @@ export function createUpstreamClient(): UpstreamClient {
 
   return {
     send(req) {
+      if (req.provider.baseUrl.startsWith(IN_PROCESS_SCHEME)) return inProcess.send(req);
       const target = targetFor(req.provider.baseUrl);
       const headers: Record<string, string | number> = {
         ...req.provider.headers,
@@ -141,14 +159,10 @@ export function createUpstreamClient(): UpstreamClient {
         'content-length': typeof req.body === 'string' ? Buffer.byteLength(req.body) : req.body.length,
         ...req.headers,
       };
-      if (req.apiKey !== undefined) {
-        if (req.provider.format === 'anthropic') headers['x-api-key'] = req.apiKey;
-        else headers['authorization'] = `Bearer ${req.apiKey}`;
-      }
-      return new Promise<IncomingMessage>((resolve, reject) => {
+      return new Promise<UpstreamResponse>((resolve, reject) => {
         let settled = false;
         let connectTimer: NodeJS.Timeout | undefined;
-        const fail = (err: UpstreamError): void => {
+        const fail = (err: UpstreamError | ClientClosedError): void => {
           if (settled) return;
           settled = true;
           clearTimeout(firstByteTimer);
@@ -157,7 +171,7 @@ export function createUpstreamClient(): UpstreamClient {
           outgoing.destroy();
           reject(err);
         };
-        const onAbort = (): void => fail(new UpstreamError(499, 'client_closed', 'The client went away', false));
+        const onAbort = (): void => fail(new ClientClosedError());
         const outgoing = target.lib.request({
           method: 'POST',
           hostname: target.hostname,
@@ -223,7 +237,7 @@ export function createUpstreamClient(): UpstreamClient {
 function ignoreError(): void {}
 
 /** Reads a whole (non-streamed) upstream body into one Buffer, bounded. */
-export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
+export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -261,4 +275,21 @@ export function readUpstreamBody(res: IncomingMessage, maxBytes: number, idleTim
     res.on('error', (err) => cutOff(`The provider's answer was cut off (${(err as NodeJS.ErrnoException).code ?? err.message})`));
     res.on('aborted', () => cutOff("The provider's answer was cut off"));
   });
+}
+
+/** How long a finished answer's leftover bytes may take to arrive before its socket is dropped. */
+const DRAIN_FOR_REUSE_MS = 5_000;
+
+/**
+ * The client has its whole answer, but the upstream response may not have ended yet (bytes after
+ * `[DONE]` / `message_stop`): read it to its end so the keep-alive socket goes back to the pool
+ * instead of being closed, within a bound.
+ */
+export function releaseForReuse(response: UpstreamResponse): void {
+  if (response.complete === true) return;
+  const timer = setTimeout(() => response.destroy(), DRAIN_FOR_REUSE_MS);
+  timer.unref();
+  response.once('end', () => clearTimeout(timer));
+  response.once('close', () => clearTimeout(timer));
+  response.resume();
 }

@@ -8,10 +8,11 @@
  * Shaped after rexxars/eventsource-parser: state lives in closure variables, a partial line is kept
  * as a list of fragments joined once when the line completes, errors are reported, never thrown.
  */
-import type { SseEvent } from '../formats/wire.ts';
+import { CR, LF, afterLineEnd, createLineScanner } from './lines.ts';
 
-const LF = 0x0a;
-const CR = 0x0d;
+/** One parsed server-sent event. `event` is undefined when the event had no `event:` line. */
+export interface SseEvent { event: string | undefined; data: string; id?: string }
+
 const COLON = 0x3a;
 const SPACE = 0x20;
 const BOM_0 = 0xef;
@@ -23,11 +24,6 @@ const REPLACEMENT_CHARACTER = '\uFFFD';
 const DATA_FIELD = Buffer.from('data');
 const EVENT_FIELD = Buffer.from('event');
 const ID_FIELD = Buffer.from('id');
-// Event names the Anthropic stream repeats on every event: matched as bytes and given as the same
-// string each time, rather than decoded (and checked for invalid UTF-8) once per event.
-const KNOWN_EVENT_NAMES = [
-  'content_block_delta', 'content_block_start', 'content_block_stop', 'message_start', 'message_delta', 'message_stop', 'ping', 'error',
-].map((name) => ({ name, bytes: Buffer.from(name) }));
 
 const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
@@ -38,6 +34,12 @@ export interface SseParserOptions {
   onError?(error: SseParserError): void;
   /** Largest event (its lines, without line ends) kept in memory; default 16 MiB. */
   maxEventBytes?: number;
+  /**
+   * Event names the caller expects on every event (a wire format's `message_start`, …): matched as
+   * bytes and given as the same string each time, rather than decoded (and checked for invalid
+   * UTF-8) once per event. Other names are decoded as usual.
+   */
+  eventNames?: readonly string[];
 }
 
 export interface SseParser {
@@ -58,11 +60,6 @@ function isField(line: Buffer, start: number, end: number, name: Buffer): boolea
   return true;
 }
 
-function knownEventName(line: Buffer, start: number, end: number): string | undefined {
-  for (const known of KNOWN_EVENT_NAMES) if (isField(line, start, end, known.bytes)) return known.name;
-  return undefined;
-}
-
 function asBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
@@ -75,6 +72,13 @@ function asBuffer(chunk: Uint8Array): Buffer {
 export function createSseParser(options: SseParserOptions): SseParser {
   const { onEvent, onError } = options;
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  const knownNames = (options.eventNames ?? []).map((name) => ({ name, bytes: Buffer.from(name) }));
+  const lines = createLineScanner();
+
+  function knownEventName(line: Buffer, start: number, end: number): string | undefined {
+    for (const known of knownNames) if (isField(line, start, end, known.bytes)) return known.name;
+    return undefined;
+  }
 
   // The line being read when a chunk ended mid-line.
   let fragments: Buffer[] = [];
@@ -182,13 +186,9 @@ export function createSseParser(options: SseParserOptions): SseParser {
       if (length > 0 && buffer[0] === LF) position = 1;
     }
 
-    // Where the next CR is; recomputed only once passed, so CR-free input is scanned once.
-    let nextCr = length === 0 ? -1 : buffer.indexOf(CR, position);
-
+    lines.start(buffer, position);
     while (position < length) {
-      const nextLf = buffer.indexOf(LF, position);
-      if (nextCr !== -1 && nextCr < position) nextCr = buffer.indexOf(CR, position);
-      const lineEnd = nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextLf, nextCr);
+      const lineEnd = lines.next(position);
 
       if (lineEnd === -1) {
         const rest = length - position;
@@ -221,12 +221,8 @@ export function createSseParser(options: SseParserOptions): SseParser {
         processLine(line, 0, line.length);
       }
 
-      if (buffer[lineEnd] === CR) {
-        if (lineEnd + 1 === length) pendingCr = true;
-        position = lineEnd + 1 < length && buffer[lineEnd + 1] === LF ? lineEnd + 2 : lineEnd + 1;
-      } else {
-        position = lineEnd + 1;
-      }
+      if (buffer[lineEnd] === CR && lineEnd + 1 === length) pendingCr = true;
+      position = afterLineEnd(buffer, lineEnd);
     }
   }
 

@@ -53,7 +53,7 @@ import type {
   MessagesToolChoice,
   MessagesToolResultBlock,
 } from '../formats/wire.ts';
-import { invalidParameters } from '../http/errors.ts';
+import { invalidParameters } from '../errors.ts';
 import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
@@ -224,7 +224,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
  * unchanged). The id is a fresh `msg_…`; `model` is the upstream's. An upstream answer is not
  * validated, so every field is read leniently.
  */
-export function chatResponseToMessages(resp: ChatResponse, options: ResponseTranslateOptions = {}): MessagesResponse {
+export function chatResponseToMessages(resp: unknown, options: ResponseTranslateOptions = {}): MessagesResponse {
   const warn = options.onWarning ?? (() => {});
   const answer = asRecord(resp) ?? {};
   const choices = answer['choices'];

@@ -37,7 +37,7 @@ import type {
   MessagesResponse,
   MessagesTool,
 } from '../formats/wire.ts';
-import { invalidParameters, truncate } from '../http/errors.ts';
+import { invalidParameters, truncate } from '../errors.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { fromMessagesUsage, toChatUsage } from './usage.ts';
 import { asRecord, records } from '../json.ts';
@@ -127,7 +127,7 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
  * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is the upstream's.
  * An upstream answer is not validated, so every field is read leniently.
  */
-export function messagesResponseToChat(resp: MessagesResponse, options: ResponseTranslateOptions = {}): ChatResponse {
+export function messagesResponseToChat(resp: unknown, options: ResponseTranslateOptions = {}): ChatResponse {
   const now = options.now ?? Date.now;
   const answer = asRecord(resp) ?? {};
   let content = '';

@@ -14,8 +14,9 @@
  * - `message_delta` usage is the upstream's when it reported usage; without a report it carries
  *   `output_tokens: 0` only, so clients keep the input estimate from `message_start`.
  */
-import type { SseEvent, TokenUsage } from '../formats/wire.ts';
-import { messagesStreamError } from '../http/errors.ts';
+import type { TokenUsage } from '../formats/wire.ts';
+import type { SseEvent } from '../sse/parser.ts';
+import { messagesErrorFrame } from '../formats/frames.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
 import { isRecord } from '../json.ts';
@@ -242,7 +243,7 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
 
   function fail(message: string, type = 'api_error'): void {
     if (finished) return;
-    write(messagesStreamError(message, type));
+    write(messagesErrorFrame({ message, type }));
     finished = true;
     failed = true;
   }

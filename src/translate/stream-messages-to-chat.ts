@@ -14,11 +14,12 @@
  *   concatenated arguments, and "" does not parse.
  * - `message_stop` without a `message_delta` still ends with a `stop` finish chunk.
  */
-import type { SseEvent, TokenUsage } from '../formats/wire.ts';
-import { chatStreamError } from '../http/errors.ts';
+import type { TokenUsage } from '../formats/wire.ts';
+import type { SseEvent } from '../sse/parser.ts';
+import { chatErrorFrame } from '../formats/frames.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
-import { fromMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
+import { foldMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
 import { isRecord } from '../json.ts';
 import { newId } from '../ids.ts';
 
@@ -34,10 +35,6 @@ export interface MessagesToChatStreamOptions {
 
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-function latestNonZero(latest: number, earlier: number): number {
-  return latest > 0 ? latest : earlier;
 }
 
 /** Creates the messages -> chat stream translator; output goes to `options.write`, one chunk per call. */
@@ -88,17 +85,6 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
 
   function emitArguments(k: number, fragment: string): void {
     emitDelta(`{"tool_calls":[{"index":${k},"function":{"arguments":${JSON.stringify(fragment)}}}]}`);
-  }
-
-  function readUsage(raw: Record<string, unknown>, isDelta: boolean): void {
-    const next = fromMessagesUsage(raw);
-    usage = {
-      inputTokens: latestNonZero(next.inputTokens, usage.inputTokens),
-      // message_start's count is a placeholder; message_delta's is the cumulative total, even 0.
-      outputTokens: isDelta && typeof raw['output_tokens'] === 'number' ? next.outputTokens : latestNonZero(next.outputTokens, usage.outputTokens),
-      cacheReadTokens: latestNonZero(next.cacheReadTokens, usage.cacheReadTokens),
-      cacheCreationTokens: latestNonZero(next.cacheCreationTokens, usage.cacheCreationTokens),
-    };
   }
 
   function blockStart(payload: Record<string, unknown>): void {
@@ -162,7 +148,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
     // A tool block the upstream never stopped (max_tokens) still needs parseable arguments.
     for (const k of [...toolsWithoutArguments]) closeTool(k);
     const delta = isRecord(payload['delta']) ? payload['delta'] : {};
-    if (isRecord(payload['usage'])) readUsage(payload['usage'], true);
+    if (isRecord(payload['usage'])) usage = foldMessagesUsage(usage, payload['usage'], 'delta');
     const finishReason = stopReasonToFinishReason(typeof delta['stop_reason'] === 'string' ? delta['stop_reason'] : null);
     write(`data: ${chunkHead},"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finishReason}"}]${usageTail}\n\n`);
     if (includeUsage) write(`data: ${chunkHead},"choices":[],"usage":${JSON.stringify(toChatUsage(usage))}}\n\n`);
@@ -201,7 +187,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
     switch (type) {
       case 'message_start': {
         const message = isRecord(payload['message']) ? payload['message'] : {};
-        if (isRecord(message['usage'])) readUsage(message['usage'], false);
+        if (isRecord(message['usage'])) usage = foldMessagesUsage(usage, message['usage'], 'start');
         if (!started) start(message['model']);
         break;
       }
@@ -238,7 +224,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
 
   function fail(message: string, type = 'api_error'): void {
     if (finished) return;
-    write(chatStreamError(message, type));
+    write(chatErrorFrame({ message, type }));
     finished = true;
     failed = true;
   }

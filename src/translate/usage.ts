@@ -56,9 +56,14 @@ export function toMessagesUsage(usage: TokenUsage): MessagesUsage {
   };
 }
 
+/** Every input token, cached ones too: chat's `prompt_tokens`, and what the log and metrics count as in. */
+export function promptTokens(usage: TokenUsage): number {
+  return usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+}
+
 /** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */
 export function toChatUsage(usage: TokenUsage): ChatUsage {
-  const prompt = usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+  const prompt = promptTokens(usage);
   return {
     prompt_tokens: prompt,
     completion_tokens: usage.outputTokens,
@@ -69,5 +74,25 @@ export function toChatUsage(usage: TokenUsage): ChatUsage {
 
 /** Total tokens a request consumed, as counted against tokens/min. */
 export function totalTokens(usage: TokenUsage): number {
-  return usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens + usage.outputTokens;
+  return promptTokens(usage) + usage.outputTokens;
+}
+
+function latestNonZero(latest: number, earlier: number): number {
+  return latest > 0 ? latest : earlier;
+}
+
+/**
+ * Folds one messages-stream usage report into what is known so far. `message_start` carries the
+ * input counts and a placeholder output count; `message_delta` carries the cumulative output count
+ * (even 0), and newer API versions repeat the input and cache counts there too.
+ */
+export function foldMessagesUsage(known: TokenUsage | undefined, raw: Record<string, unknown>, event: 'start' | 'delta'): TokenUsage {
+  const next = fromMessagesUsage(raw);
+  const prior = known ?? ZERO_USAGE;
+  return {
+    inputTokens: latestNonZero(next.inputTokens, prior.inputTokens),
+    outputTokens: event === 'delta' && typeof raw['output_tokens'] === 'number' ? next.outputTokens : latestNonZero(next.outputTokens, prior.outputTokens),
+    cacheReadTokens: latestNonZero(next.cacheReadTokens, prior.cacheReadTokens),
+    cacheCreationTokens: latestNonZero(next.cacheCreationTokens, prior.cacheCreationTokens),
+  };
 }

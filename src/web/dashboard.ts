@@ -15,14 +15,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TierLimits, TierName } from '../config-types.ts';
+import { isTierName } from '../config-types.ts';
 import type { KeyRecord, NewKey } from '../auth/key-store.ts';
 import { parseDuration } from '../auth/key-store.ts';
 import { cleanClientName, formatUserCode } from '../auth/device-flow.ts';
 import type { DeviceFlow } from '../auth/device-flow.ts';
-import { decide, decisionError, rootUrl } from '../auth/device-routes.ts';
-import { limitsFor } from '../pipeline.ts';
-import type { RequestRecord } from '../pipeline.ts';
-import type { GatewayInternals } from '../server.ts';
+import { decide, decisionError, rootUrl } from './device-routes.ts';
+import { keyStatus, limitsFor } from '../auth/key-record.ts';
+import type { RequestRecord } from '../request-record.ts';
+import type { GatewayInternals } from '../feature.ts';
 import { formatAgo, formatLimit, formatTime, html, isSameOrigin, layout, readForm, redirect, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { notice, tierSelect } from './device-page.ts';
@@ -36,17 +37,10 @@ export interface DashboardOptions {
   sessions: SessionStore;
 }
 
-const TIERS: readonly TierName[] = ['basic', 'pro', 'enterprise'];
 const CSRF_COOKIE_SECONDS = 3600;
 const MAX_NAME = 100;
 
 type Signed = NonNullable<ReturnType<typeof currentSession>>;
-
-function keyState(key: KeyRecord, nowMs: number): 'active' | 'revoked' | 'expired' {
-  if (key.revoked_at !== null) return 'revoked';
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return 'expired';
-  return 'active';
-}
 
 function signInPage(csrf: string, message?: Raw): Raw {
   return html`
@@ -77,7 +71,7 @@ export interface KeyCardData {
 
 function keyCard(data: KeyCardData, csrf: string, nowMs: number, selfId: string): Raw {
   const { key, limits, usage } = data;
-  const state = keyState(key, nowMs);
+  const state = keyStatus(key, nowMs);
   return html`
 <div class="card${state === 'active' ? '' : ' revoked-card'}">
   <div class="key-head"><strong>${key.name}</strong><span><span class="badge ${state}">${state}</span>${key.admin ? html` <span class="badge admin">admin</span>` : ''}</span></div>
@@ -145,7 +139,7 @@ export function parseCreateForm(form: Record<string, string>): { ok: true; optio
   const name = cleanClientName(form['name'] ?? '');
   if (name === undefined) return { ok: false, message: 'Give the key a name.' };
   const tier = form['tier'] === undefined || form['tier'] === '' ? 'basic' : form['tier'];
-  if (!(TIERS as readonly string[]).includes(tier)) return { ok: false, message: 'Tier must be basic, pro or enterprise.' };
+  if (!isTierName(tier)) return { ok: false, message: 'Tier must be basic, pro or enterprise.' };
   const limits: Partial<TierLimits> = {};
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     const raw = (form[field] ?? '').trim();
@@ -176,7 +170,7 @@ export function mountDashboard(internals: GatewayInternals, options: DashboardOp
     const nowMs = ctx.now();
     const csrf = signed.session.csrf;
     const keys = ctx.keys.list().sort((a, b) => {
-      const order = (k: KeyRecord) => (keyState(k, nowMs) === 'active' ? 0 : 1);
+      const order = (k: KeyRecord) => (keyStatus(k, nowMs) === 'active' ? 0 : 1);
       return order(a) - order(b) || b.created_at.localeCompare(a.created_at);
     });
     const cards = keys.map((key) => {
@@ -185,7 +179,7 @@ export function mountDashboard(internals: GatewayInternals, options: DashboardOp
       return keyCard({ key, limits, usage: { requests, tokens, concurrent } }, csrf, nowMs, signed.key.id);
     });
     const pending = flow.pending();
-    const active = keys.filter((k) => keyState(k, nowMs) === 'active').length;
+    const active = keys.filter((k) => keyStatus(k, nowMs) === 'active').length;
     return html`
 <h1>Dashboard</h1>
 ${flashBox(flash)}
@@ -329,11 +323,11 @@ ${createForm(csrf)}
     record.keyId = signed.key.id;
     const action = form['action'] === 'approve' || form['action'] === 'deny' ? form['action'] : undefined;
     const tier = form['tier'] === undefined || form['tier'] === '' ? 'basic' : form['tier'];
-    if (action === undefined || !(TIERS as readonly string[]).includes(tier)) {
+    if (action === undefined || !isTierName(tier)) {
       back(res, signed.session, { kind: 'bad', message: 'Choose a tier, then Approve or Deny.' }, '#devices');
       return;
     }
-    const result = decide(flow, log, { userCode: form['user_code'] ?? '', action, tier: tier as TierName, byKeyId: signed.key.id });
+    const result = decide(flow, log, { userCode: form['user_code'] ?? '', action, tier, byKeyId: signed.key.id });
     if (result.outcome !== 'ok') {
       back(res, signed.session, { kind: 'bad', message: decisionError(result).message }, '#devices');
       return;

@@ -6,11 +6,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TierName } from '../config-types.ts';
+import { TIER_NAMES, isTierName } from '../config-types.ts';
 import { formatUserCode, normalizeUserCode } from '../auth/device-flow.ts';
 import type { DeviceFlow, GrantView } from '../auth/device-flow.ts';
-import { decide, decisionError, rootUrl } from '../auth/device-routes.ts';
-import type { GatewayInternals } from '../server.ts';
-import type { RequestRecord } from '../pipeline.ts';
+import { decide, decisionError, rootUrl } from './device-routes.ts';
+import type { GatewayInternals } from '../feature.ts';
+import type { RequestRecord } from '../request-record.ts';
 import { formatAgo, formatTime, html, isSameOrigin, layout, readForm, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { CSRF_COOKIE, checkAdminSecret, cookie, currentSession, newToken, parseCookies, tokensEqual } from './session.ts';
@@ -21,12 +22,11 @@ export interface DevicePageOptions {
   sessions: SessionStore;
 }
 
-const TIERS: readonly TierName[] = ['basic', 'pro', 'enterprise'];
 const CSRF_COOKIE_SECONDS = 3600;
 
 /** The tier picker shared by the device page and the dashboard. */
 export function tierSelect(selected: TierName = 'basic'): Raw {
-  return html`<select name="tier">${TIERS.map((t) => html`<option value="${t}"${t === selected ? html` selected` : ''}>${t}</option>`)}</select>`;
+  return html`<select name="tier">${TIER_NAMES.map((t) => html`<option value="${t}"${t === selected ? html` selected` : ''}>${t}</option>`)}</select>`;
 }
 
 /** A notice box; `bad` ones are announced to screen readers at once. */
@@ -98,7 +98,7 @@ ${notice('ok', `Denied “${grant.clientName}”.`, ' It will not get a key. You
 
 function parseTierField(value: string | undefined): TierName | undefined {
   if (value === undefined || value === '') return 'basic';
-  return (TIERS as readonly string[]).includes(value) ? (value as TierName) : undefined;
+  return isTierName(value) ? value : undefined;
 }
 
 /** Mounts `GET /device` and `POST /device`. */

@@ -4,9 +4,9 @@
  * form reading and the same-origin check.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GatewayError } from '../http/errors.ts';
+import { GatewayError } from '../errors.ts';
 import { readBody } from '../http/body.ts';
-import type { RouteRegistry } from '../server.ts';
+import type { RouteRegistry } from '../feature.ts';
 
 const MAX_FORM_BYTES = 16 * 1024;
 

@@ -12,6 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { KeyRecord, KeyStore } from '../auth/key-store.ts';
+import { keyStatus } from '../auth/key-record.ts';
 
 export const SESSION_COOKIE = 'llmux_session';
 export const CSRF_COOKIE = 'llmux_csrf';
@@ -135,8 +136,7 @@ export function clearCookie(name: string, secure: boolean): string {
 /** A key that may use the web pages right now: present, admin, not revoked, not expired. */
 export function usableAdmin(keys: KeyStore, keyId: string, nowMs: number): KeyRecord | undefined {
   const key = keys.get(keyId);
-  if (key === undefined || key.id !== keyId || !key.admin || key.revoked_at !== null) return undefined;
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return undefined;
+  if (key === undefined || key.id !== keyId || !key.admin || keyStatus(key, nowMs) !== 'active') return undefined;
   return key;
 }
 
@@ -164,8 +164,7 @@ export function checkAdminSecret(keys: KeyStore, secret: string | undefined, now
   const typed = (secret ?? '').trim();
   if (typed === '') return { ok: false, status: 401, message: 'Enter an admin key.' };
   const found = keys.findBySecret(typed);
-  const valid = found !== undefined && found.revoked_at === null && (found.expires_at === null || Date.parse(found.expires_at) > nowMs);
-  if (!valid) return { ok: false, status: 401, message: 'That key is not valid (unknown, revoked or expired).' };
+  if (found === undefined || keyStatus(found, nowMs) !== 'active') return { ok: false, status: 401, message: 'That key is not valid (unknown, revoked or expired).' };
   if (!found.admin) return { ok: false, status: 403, message: 'That key is valid but not an admin key; create one with `llmux keys create --admin`.' };
   return { ok: true, key: found };
 }

@@ -37,7 +37,7 @@ function entry(overrides: Partial<ModelEntry>): ModelEntry {
 }
 
 const LOCAL: ProviderConfig = {
-  id: 'local', format: 'openai', baseUrl: 'http://127.0.0.1:8080/v1', apiKey: undefined, keyless: true, headers: {},
+  id: 'local', format: 'chat', baseUrl: 'http://127.0.0.1:8080/v1', apiKey: undefined, keyless: true, headers: {},
 };
 
 function catalogWith(

@@ -10,7 +10,7 @@ import {
 } from '../../src/catalog/providers.ts';
 
 function provider(overrides: Partial<ProviderConfig>): ProviderConfig {
-  return { id: 'p', format: 'openai', baseUrl: 'https://x.test/v1', apiKey: undefined, keyless: false, headers: {}, ...overrides };
+  return { id: 'p', format: 'chat', baseUrl: 'https://x.test/v1', apiKey: undefined, keyless: false, headers: {}, ...overrides };
 }
 
 describe('builtinProviders', () => {
@@ -43,7 +43,7 @@ describe('builtinProviders', () => {
   });
 
   it('speaks the anthropic format only for Anthropic', () => {
-    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'anthropic' : 'openai');
+    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'messages' : 'chat');
   });
 
   it('reads every cloud credential from <PROVIDER>_API_KEY and leaves Ollama keyless', () => {

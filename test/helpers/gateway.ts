@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '../../src/server.ts';
 import type { Gateway, GatewayOptions, LogRecord } from '../../src/server.ts';
-import '../../src/features.ts';
+import { standardFeatures } from '../../src/features.ts';
 import { startFakeUpstream } from './fake-upstream.ts';
 import type { FakeUpstream } from './fake-upstream.ts';
 
@@ -55,6 +55,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     config,
     env: options.env ?? {},
     logger: (line) => logs.push(line as LogRecord),
+    features: standardFeatures,
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.random === undefined ? {} : { random: options.random }),
     ...(options.extra ?? {}),

@@ -1,8 +1,29 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLimiter, rateLimitError } from '../../src/limits/limiter.ts';
-import type { Admission, LimitSet, Refusal } from '../../src/limits/limiter.ts';
-import { GatewayError } from '../../src/http/errors.ts';
+import { createLimiter as createCountingLimiter } from '../../src/limits/limiter.ts';
+import type { Admission as Counted, LimiterOptions, LimitSet, Refusal as CountedRefusal } from '../../src/limits/limiter.ts';
+import { rateLimitError, rateLimitHeaders, refusalMessage } from '../../src/http/rate-limit.ts';
+
+// The limiter answers in numbers; these tests read them as clients do, rendered by
+// src/http/rate-limit.ts into the x-ratelimit-* headers and the 429's message.
+type Admission = Counted & { headers: Record<string, string> };
+type Refusal = CountedRefusal & { headers: Record<string, string>; message: string };
+
+function createLimiter(options: LimiterOptions = {}) {
+  const limiter = createCountingLimiter(options);
+  return {
+    ...limiter,
+    admit(keyId: string, limits: LimitSet, estimatedTokens: number): Admission | Refusal {
+      const result = limiter.admit(keyId, limits, estimatedTokens);
+      if (result.ok) return { ...result, headers: rateLimitHeaders(result.state) };
+      return { ...result, headers: rateLimitError(result).headers ?? {}, message: refusalMessage(result) };
+    },
+    peek(keyId: string, limits: LimitSet) {
+      const peeked = limiter.peek(keyId, limits);
+      return { ...peeked, headers: rateLimitHeaders(peeked.state) };
+    },
+  };
+}
 
 const BASIC: LimitSet = { rpm: 60, tpm: 90_000, concurrency: 10 };
 const PRO: LimitSet = { rpm: 300, tpm: 450_000, concurrency: 40 };
@@ -382,11 +403,11 @@ test('a limit of 0 refuses everything on that dimension; Infinity never refuses 
   assert.deepEqual(limiter.peek('key_b', { rpm: Infinity, tpm: Infinity, concurrency: 1 }).headers, {});
 });
 
-test('invalid limits are a GatewayError; token figures that are not positive numbers count as 0', () => {
+test('invalid limits are a programming error (keys and tiers are checked at load); token figures that are not positive numbers count as 0', () => {
   const limiter = createLimiter({ now: () => 0 });
   for (const limits of [{ rpm: -1, tpm: 1, concurrency: 1 }, { rpm: 1, tpm: 1.5, concurrency: 1 }, { rpm: 1, tpm: 1, concurrency: Number.NaN }]) {
-    assert.throws(() => limiter.admit('key_a', limits, 0), (error: unknown) => error instanceof GatewayError && error.status === 500);
-    assert.throws(() => limiter.peek('key_a', limits), GatewayError);
+    assert.throws(() => limiter.admit('key_a', limits, 0), RangeError);
+    assert.throws(() => limiter.peek('key_a', limits), RangeError);
   }
   const admission = admitted(limiter.admit('key_a', BASIC, Number.NaN));
   assert.equal(limiter.peek('key_a', BASIC).tokens, 0);

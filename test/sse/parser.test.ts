@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import type { SseEvent } from '../../src/formats/wire.ts';
+import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser, type SseParserError } from '../../src/sse/parser.ts';
 import { everySplit, randomPieces, splitAt } from '../helpers/split.ts';
 

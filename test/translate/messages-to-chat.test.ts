@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ChatResponse, MessagesRequest, MessagesResponse } from '../../src/formats/wire.ts';
-import { GatewayError } from '../../src/http/errors.ts';
+import { GatewayError } from '../../src/errors.ts';
 import { messagesRequestToChat, messagesResponseToChat } from '../../src/translate/messages-to-chat.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import type { SseEvent } from '../../src/formats/wire.ts';
+import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser } from '../../src/sse/parser.ts';
 import { createChatToMessagesStream, type StreamTranslator } from '../../src/translate/stream-chat-to-messages.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';

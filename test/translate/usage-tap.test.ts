@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { TokenUsage, WireFormat } from '../../src/formats/wire.ts';
-import { createUsageTap, type UsageTap, type UsageTapOptions } from '../../src/sse/usage-tap.ts';
+import { createUsageTap, type UsageTap, type UsageTapOptions } from '../../src/translate/usage-tap.ts';
 import { everySplit, randomPieces, seededRandom, splitAt } from '../helpers/split.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
@@ -52,7 +52,7 @@ const EXPECTED: Record<string, Expected> = {
 };
 
 function formatOf(name: string): WireFormat {
-  return name.startsWith('anthropic-') ? 'anthropic' : 'openai';
+  return name.startsWith('anthropic-') ? 'messages' : 'chat';
 }
 
 interface Run { forwarded: Buffer[]; tap: UsageTap }
@@ -186,7 +186,7 @@ describe('createUsageTap on the recorded upstream streams', () => {
 
 describe('createUsageTap holding back partial events', () => {
   it('forwards up to the last boundary and keeps the rest for later', () => {
-    const tap = createUsageTap('openai');
+    const tap = createUsageTap('chat');
     const out = tap.feed(Buffer.from('data: {"a":1}\n\ndata: {"b"'));
     assert.equal(out?.toString(), 'data: {"a":1}\n\n');
     assert.equal(tap.feed(Buffer.from(':2}')), undefined);
@@ -196,7 +196,7 @@ describe('createUsageTap holding back partial events', () => {
   });
 
   it('returns the held bytes at end() even without a closing blank line', () => {
-    const tap = createUsageTap('anthropic');
+    const tap = createUsageTap('messages');
     assert.equal(tap.feed(Buffer.from('event: message_stop\ndata: {"type":"message_stop"}')), undefined);
     assert.equal(tap.end()?.toString(), 'event: message_stop\ndata: {"type":"message_stop"}');
     assert.equal(tap.completed, true);
@@ -207,7 +207,7 @@ describe('createUsageTap holding back partial events', () => {
       const text = `data: {"choices":[]}${lineEnd}${lineEnd}data: {"usage":{"prompt_tokens":3,"completion_tokens":4}}${lineEnd}${lineEnd}data: [DONE]${lineEnd}${lineEnd}`;
       const bytes = Buffer.from(text);
       for (const { offset, pieces } of everySplit(bytes)) {
-        const tap = createUsageTap('openai');
+        const tap = createUsageTap('chat');
         const forwarded: Buffer[] = [];
         for (const piece of pieces) {
           const out = tap.feed(piece);
@@ -228,7 +228,7 @@ describe('createUsageTap holding back partial events', () => {
   });
 
   it('does not take a line ending in CR followed by LF in the next chunk for a blank line', () => {
-    const tap = createUsageTap('openai');
+    const tap = createUsageTap('chat');
     assert.equal(tap.feed(Buffer.from('data: x\r')), undefined);
     // The LF completes "data: x\r\n"; the event is still open.
     assert.equal(tap.feed(Buffer.from('\n')), undefined);
@@ -236,14 +236,14 @@ describe('createUsageTap holding back partial events', () => {
   });
 
   it('returns nothing for an empty chunk', () => {
-    assert.equal(createUsageTap('openai').feed(Buffer.alloc(0)), undefined);
-    assert.equal(createUsageTap('openai').end(), undefined);
+    assert.equal(createUsageTap('chat').feed(Buffer.alloc(0)), undefined);
+    assert.equal(createUsageTap('chat').end(), undefined);
   });
 });
 
 describe('createUsageTap reading events', () => {
   it('takes OpenAI usage from a later chunk with empty choices', () => {
-    const { tap } = run('openai', [
+    const { tap } = run('chat', [
       Buffer.from('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}\n\n'),
       Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}\n\n'),
     ]);
@@ -252,17 +252,17 @@ describe('createUsageTap reading events', () => {
   });
 
   it('reads usage written with spaces, as Python servers write JSON', () => {
-    const { tap } = run('openai', [Buffer.from('data: {"choices": [], "usage" : {"prompt_tokens": 2, "completion_tokens": 3}}\n\n')]);
+    const { tap } = run('chat', [Buffer.from('data: {"choices": [], "usage" : {"prompt_tokens": 2, "completion_tokens": 3}}\n\n')]);
     assert.deepEqual(tap.usage(), usage(2, 3));
   });
 
   it('reads Groq usage nested under x_groq when the top level has none', () => {
-    const { tap } = run('openai', [Buffer.from('data: {"choices":[],"x_groq":{"usage":{"prompt_tokens":7,"completion_tokens":8}}}\n\n')]);
+    const { tap } = run('chat', [Buffer.from('data: {"choices":[],"x_groq":{"usage":{"prompt_tokens":7,"completion_tokens":8}}}\n\n')]);
     assert.deepEqual(tap.usage(), usage(7, 8));
   });
 
   it('does not mistake text that mentions usage or errors for a report', () => {
-    const { tap } = run('openai', [
+    const { tap } = run('chat', [
       Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"\\"usage\\":{\\"error\\":{"}}],"usage":null}\n\n'),
       Buffer.from('data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}\n\n'),
     ]);
@@ -271,18 +271,18 @@ describe('createUsageTap reading events', () => {
   });
 
   it('reports an OpenAI error chunk whose error is a plain string', () => {
-    const { tap } = run('openai', [Buffer.from('data: {"error":"rate limited"}\n\n')]);
+    const { tap } = run('chat', [Buffer.from('data: {"error":"rate limited"}\n\n')]);
     assert.equal(tap.upstreamError, 'rate limited');
   });
 
   it('ignores a candidate event that is not valid JSON', () => {
-    const { forwarded, tap } = run('openai', [Buffer.from('data: {"usage":{oops\n\n')]);
+    const { forwarded, tap } = run('chat', [Buffer.from('data: {"usage":{oops\n\n')]);
     assert.equal(Buffer.concat(forwarded).toString(), 'data: {"usage":{oops\n\n');
     assert.equal(tap.usage(), undefined);
   });
 
   it('combines Anthropic message_start input and cache counts with message_delta output', () => {
-    const { tap } = run('anthropic', [
+    const { tap } = run('messages', [
       Buffer.from('event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":1}}}\n\n'),
       Buffer.from('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}\n\n'),
     ]);
@@ -291,7 +291,7 @@ describe('createUsageTap reading events', () => {
   });
 
   it('takes the latest non-zero input counts when message_delta repeats them', () => {
-    const { tap } = run('anthropic', [
+    const { tap } = run('messages', [
       Buffer.from('event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}\n\n'),
       Buffer.from('event: message_delta\ndata: {"type":"message_delta","usage":{"input_tokens":9,"cache_read_input_tokens":0,"output_tokens":3}}\n\n'),
     ]);
@@ -299,24 +299,24 @@ describe('createUsageTap reading events', () => {
   });
 
   it('reads event names written without the space after the colon', () => {
-    const { tap } = run('anthropic', [Buffer.from('event:error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n')]);
+    const { tap } = run('messages', [Buffer.from('event:error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n')]);
     assert.equal(tap.upstreamError, 'boom');
   });
 
   it('reports an Anthropic error event with unreadable data as a generic upstream error', () => {
-    const { tap } = run('anthropic', [Buffer.from('event: error\ndata: not json\n\n')]);
+    const { tap } = run('messages', [Buffer.from('event: error\ndata: not json\n\n')]);
     assert.equal(tap.upstreamError, 'upstream reported an error');
   });
 
   it('ignores text that only looks like an Anthropic event name', () => {
-    const { tap } = run('anthropic', [
+    const { tap } = run('messages', [
       Buffer.from('event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"\\nevent: message_stop\\n"}}\n\n'),
     ]);
     assert.equal(tap.completed, false);
   });
 
   it('returns a copy of its usage, so callers cannot change it', () => {
-    const { tap } = run('openai', [Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}\n\n')]);
+    const { tap } = run('chat', [Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}\n\n')]);
     const first = tap.usage() as TokenUsage;
     first.inputTokens = 1000;
     assert.deepEqual(tap.usage(), usage(1, 1));
@@ -332,14 +332,14 @@ describe('createUsageTap on reads that carry many events', () => {
 
   it('reads a usage chunk in the middle of a read and forwards the read itself', () => {
     const read = Buffer.from(before + usageOnly + after + 'data: [DONE]\n\n');
-    const tap = createUsageTap('openai');
+    const tap = createUsageTap('chat');
     assert.equal(tap.feed(read), read);
     assert.deepEqual(tap.usage(), usage(5, 6));
     assert.equal(tap.completed, true);
   });
 
   it('drops a usage-only chunk from the middle of a read, keeping every byte around it', () => {
-    const tap = createUsageTap('openai', { dropUsageChunk: true });
+    const tap = createUsageTap('chat', { dropUsageChunk: true });
     const out = tap.feed(Buffer.from(before + usageOnly + after + 'data: [DONE]\n\n'));
     assert.equal(out?.toString(), before + after + 'data: [DONE]\n\n');
     assert.deepEqual(tap.usage(), usage(5, 6));
@@ -352,7 +352,7 @@ describe('createUsageTap on reads that carry many events', () => {
       const first = `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}${blank(4)}: comment${blank(3)}`;
       const dropped = `data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}${blank(2)}`;
       const last = `data: [DONE]${blank(2)}`;
-      const tap = createUsageTap('openai', { dropUsageChunk: true });
+      const tap = createUsageTap('chat', { dropUsageChunk: true });
       const out = tap.feed(Buffer.from(first + dropped + last));
       // An event ends at its first blank line; an empty line right after that opens the next
       // event, so the comment's third line end goes with the dropped chunk.
@@ -363,7 +363,7 @@ describe('createUsageTap on reads that carry many events', () => {
 
   it('forwards nothing after an error chunk in the middle of a read', () => {
     const error = 'data: {"error":{"message":"boom","type":"server_error"}}\n\n';
-    const tap = createUsageTap('openai');
+    const tap = createUsageTap('chat');
     assert.equal(tap.feed(Buffer.from(before + error + after + 'data: [DONE]\n\n'))?.toString(), before + error);
     assert.equal(tap.upstreamError, 'boom');
     assert.equal(tap.stopped, true);
@@ -371,7 +371,7 @@ describe('createUsageTap on reads that carry many events', () => {
   });
 
   it('sees [DONE] even when it is not the last event of a read', () => {
-    const tap = createUsageTap('openai');
+    const tap = createUsageTap('chat');
     tap.feed(Buffer.from(before + 'data: [DONE]\n\n: trailing keep-alive\n\n'));
     assert.equal(tap.completed, true);
   });
@@ -380,8 +380,8 @@ describe('createUsageTap on reads that carry many events', () => {
     // An "error" that is neither an object nor a string is no candidate; it must not count just
     // because a candidate shares its read.
     const events = [content('a'), 'data: {"error":123,"choices":[]}\n\n', usageOnly, 'data: [DONE]\n\n'];
-    const together = run('openai', [Buffer.from(events.join(''))]).tap;
-    const apart = run('openai', events.map((event) => Buffer.from(event))).tap;
+    const together = run('chat', [Buffer.from(events.join(''))]).tap;
+    const apart = run('chat', events.map((event) => Buffer.from(event))).tap;
     for (const tap of [together, apart]) assertReports(tap, { usage: usage(5, 6), completed: true, upstreamError: undefined }, 'reports');
   });
 
@@ -396,7 +396,7 @@ describe('createUsageTap on reads that carry many events', () => {
           event('message_delta', '{"type":"message_delta","usage":{"output_tokens":7}}') +
           event('message_stop', '{"type":"message_stop"}'),
       );
-      const tap = createUsageTap('anthropic');
+      const tap = createUsageTap('messages');
       assert.equal(tap.feed(read), read, JSON.stringify(lineEnd));
       assert.deepEqual(tap.usage(), usage(3, 7), JSON.stringify(lineEnd));
       assert.equal(tap.completed, true, JSON.stringify(lineEnd));
@@ -406,7 +406,7 @@ describe('createUsageTap on reads that carry many events', () => {
   it('stops at an Anthropic error event in the middle of a read', () => {
     const start = 'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}\n\n';
     const error = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
-    const tap = createUsageTap('anthropic');
+    const tap = createUsageTap('messages');
     const out = tap.feed(Buffer.from(start + error + 'event: message_stop\ndata: {"type":"message_stop"}\n\n'));
     assert.equal(out?.toString(), start + error);
     assert.equal(tap.upstreamError, 'Overloaded');
@@ -422,7 +422,7 @@ describe('createUsageTap options', () => {
   it('drops the usage-only chunk the client did not ask for, at every split offset, and still reads it', () => {
     assert.ok(usageChunkStart > 0);
     for (const { offset, pieces } of everySplit(include)) {
-      const { forwarded, tap } = run('openai', pieces, { dropUsageChunk: true });
+      const { forwarded, tap } = run('chat', pieces, { dropUsageChunk: true });
       assert.ok(Buffer.concat(forwarded).equals(withoutUsageChunk), `split at byte ${offset}`);
       assert.deepEqual(tap.usage(), usage(14, 30));
       assert.equal(tap.completed, true);
@@ -431,19 +431,19 @@ describe('createUsageTap options', () => {
 
   it('keeps usage that rides on a chunk with choices (DeepSeek) when dropping usage chunks', () => {
     const deepseek = readFileSync(new URL('deepseek-reasoning-content-stream.sse', FIXTURES));
-    const { forwarded, tap } = run('openai', randomPieces(deepseek, 3, 200), { dropUsageChunk: true });
+    const { forwarded, tap } = run('chat', randomPieces(deepseek, 3, 200), { dropUsageChunk: true });
     assert.ok(Buffer.concat(forwarded).equals(deepseek));
     assert.deepEqual(tap.usage(), usage(18, 219));
   });
 
   it('ignores dropUsageChunk for the messages format', () => {
     const anth = readFileSync(new URL('anthropic-stream-text.sse', FIXTURES));
-    const { forwarded } = run('anthropic', [anth], { dropUsageChunk: true });
+    const { forwarded } = run('messages', [anth], { dropUsageChunk: true });
     assert.ok(Buffer.concat(forwarded).equals(anth));
   });
 
   it('stops when a partial event outgrows maxEventBytes', () => {
-    const tap = createUsageTap('openai', { maxEventBytes: 100 });
+    const tap = createUsageTap('chat', { maxEventBytes: 100 });
     assert.equal(tap.feed(Buffer.from('data: {"a":"')), undefined);
     assert.equal(tap.feed(Buffer.from('x'.repeat(200))), undefined);
     assert.equal(tap.stopped, true);

@@ -21,23 +21,25 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Config, TierName } from '../config-types.ts';
-import { GatewayError, invalidParameters } from '../http/errors.ts';
-import { readBody } from '../http/body.ts';
+import { isTierName } from '../config-types.ts';
+import { GatewayError, invalidParameters } from '../errors.ts';
+import { parseJsonBody, readBody } from '../http/body.ts';
 import { sendJson } from '../http/respond.ts';
 import { createSlidingWindows } from '../limits/window.ts';
 import type { WindowState } from '../limits/window.ts';
-import type { GatewayInternals } from '../server.ts';
-import type { RequestRecord } from '../pipeline.ts';
-import { authenticate, requireAdmin } from './authenticate.ts';
-import type { KeyStore } from './key-store.ts';
-import { cleanClientName, createDeviceFlow, formatUserCode } from './device-flow.ts';
-import type { DecideResult, DeviceFlow, PollResult } from './device-flow.ts';
+import type { GatewayInternals } from '../feature.ts';
+import { logMessage } from '../request-log.ts';
+import type { Logger } from '../request-log.ts';
+import type { RequestRecord } from '../request-record.ts';
+import { authenticate, requireAdmin } from '../auth/authenticate.ts';
+import type { KeyStore } from '../auth/key-store.ts';
+import { cleanClientName, createDeviceFlow, formatUserCode } from '../auth/device-flow.ts';
+import type { DecideResult, DeviceFlow, PollResult } from '../auth/device-flow.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEFAULT_STARTS_PER_MINUTE = 10;
 const MAX_DEVICE_BODY_BYTES = 16 * 1024;
 const DEFAULT_CLIENT_NAME = 'unnamed device client';
-const TIERS: readonly TierName[] = ['basic', 'pro', 'enterprise'];
 /** Beyond this many tracked addresses, idle ones are dropped before adding another. */
 const MAX_TRACKED_ADDRESSES = 10_000;
 
@@ -57,7 +59,7 @@ export interface Decision {
   byKeyId: string;
 }
 
-type Log = GatewayInternals['log'];
+
 
 /**
  * The address clients should open, from the request's Host header and scheme (`X-Forwarded-Proto:
@@ -81,22 +83,14 @@ export async function readParams(req: IncomingMessage): Promise<Record<string, u
   const body = await readBody(req, MAX_DEVICE_BODY_BYTES);
   if (body.length === 0) return {};
   const type = (req.headers['content-type'] ?? '').toLowerCase();
-  const text = body.toString('utf8');
-  if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text));
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidParameters('the request body is not valid JSON; send a JSON object or a form-encoded body');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidParameters('the request body must be a JSON object');
-  return value as Record<string, unknown>;
+  if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(body.toString('utf8')));
+  return parseJsonBody(body);
 }
 
 /** `tier` from a request: absent means basic; anything else must be a tier name. */
 export function parseTier(value: unknown): TierName {
   if (value === undefined || value === null || value === '') return 'basic';
-  if (typeof value === 'string' && (TIERS as readonly string[]).includes(value)) return value as TierName;
+  if (isTierName(value)) return value;
   throw invalidParameters('tier: must be one of basic, pro, enterprise');
 }
 
@@ -113,13 +107,13 @@ export function decisionError(result: Exclude<DecideResult, { outcome: 'ok' }>):
 }
 
 /** Approves or denies a grant and logs the decision by ids only. */
-export function decide(flow: DeviceFlow, log: Log, decision: Decision): DecideResult {
+export function decide(flow: DeviceFlow, log: Logger, decision: Decision): DecideResult {
   const result = decision.action === 'approve'
     ? flow.approve(decision.userCode, { tier: decision.tier ?? 'basic', name: decision.name, byKeyId: decision.byKeyId })
     : flow.deny(decision.userCode);
   if (result.outcome === 'ok') {
     const what = decision.action === 'approve' ? `approved (tier ${decision.tier ?? 'basic'})` : 'denied';
-    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${result.grant.id} ${what} by ${decision.byKeyId}` });
+    log(logMessage('info', `device grant ${result.grant.id} ${what} by ${decision.byKeyId}`));
   }
   return result;
 }
@@ -198,7 +192,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
         headers: { 'retry-after': '60' },
       });
     }
-    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${grant.id} started` });
+    log(logMessage('info', `device grant ${grant.id} started`));
     const verificationUri = `${rootUrl(req, ctx.config)}/device`;
     const userCode = formatUserCode(grant.userCode);
     sendJson(res, 200, JSON.stringify({
@@ -224,7 +218,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
     // Synchronous from poll to redeem, so two polls can never both be handed a key.
     const { key, record } = ctx.keys.create({ name: result.keyName, tier: result.tier });
     flow.redeem(deviceCode);
-    log({ time: new Date().toISOString(), level: 'info', message: `device grant ${result.grant.id} redeemed as ${record.id}` });
+    log(logMessage('info', `device grant ${result.grant.id} redeemed as ${record.id}`));
     sendJson(res, 200, JSON.stringify({ api_key: key, key_id: record.id, tier: record.tier }), { 'cache-control': 'no-store', pragma: 'no-cache' });
   });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { DEVICE_GRANT_TYPE, rootUrl } from '../../src/auth/device-routes.ts';
+import { DEVICE_GRANT_TYPE, rootUrl } from '../../src/web/device-routes.ts';
 
 function clock(start = 1_700_000_000_000) {
   let t = start;

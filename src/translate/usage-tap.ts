@@ -11,9 +11,11 @@
  * chunk. So the chat search is one JS loop that skips ahead (Horspool), and the messages search hops
  * between line ends with single-byte `indexOf` (memchr); bench/micro-stream.ts measures both.
  */
-import type { SseEvent, TokenUsage, WireFormat } from '../formats/wire.ts';
-import { fromChatUsage, fromMessagesUsage } from '../translate/usage.ts';
-import { createSseParser, type SseParser } from './parser.ts';
+import type { TokenUsage, WireFormat } from '../formats/wire.ts';
+import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
+import { foldMessagesUsage, fromChatUsage } from './usage.ts';
+import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
+import { CR, LF, afterLineEnd, createLineScanner } from '../sse/lines.ts';
 import { isRecord } from '../json.ts';
 
 export interface UsageTap {
@@ -47,8 +49,6 @@ export interface UsageTapOptions {
   maxEventBytes?: number;
 }
 
-const LF = 0x0a;
-const CR = 0x0d;
 const SPACE = 0x20;
 const TAB = 0x09;
 const COLON = 0x3a;
@@ -156,16 +156,16 @@ function isCandidateEventLine(bytes: Buffer, lineStart: number): boolean {
   return nameEnd !== -1 && (nameEnd === bytes.length || isLineEnd(bytes[nameEnd]));
 }
 
+const messagesLines = createLineScanner();
+
 /** Where the first messages candidate line at or after `from` (a line start) starts, or -1. */
 function findMessagesCandidate(bytes: Buffer, from: number): number {
   const length = bytes.length;
   let lineStart = from;
-  let nextCr = bytes.indexOf(CR, from);
+  messagesLines.start(bytes, from);
   while (lineStart < length) {
     if (isCandidateEventLine(bytes, lineStart)) return lineStart;
-    const nextLf = bytes.indexOf(LF, lineStart);
-    if (nextCr !== -1 && nextCr < lineStart) nextCr = bytes.indexOf(CR, lineStart);
-    const lineEnd = nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextLf, nextCr);
+    const lineEnd = messagesLines.next(lineStart);
     if (lineEnd === -1) return -1;
     lineStart = lineEnd + 1;
   }
@@ -187,101 +187,99 @@ function errorMessage(error: unknown): string {
   return 'upstream reported an error';
 }
 
-function latestNonZero(latest: number, earlier: number): number {
-  return latest > 0 ? latest : earlier;
+/** What the tap has learned from the events it read; the readers below write it. */
+interface TapState {
+  reported: TokenUsage | undefined;
+  completed: boolean;
+  upstreamError: string | undefined;
+  /** Set for the event just read. */
+  sawUsageOnlyChunk: boolean;
+  sawError: boolean;
 }
+
+/** How the tap finds and reads the events that matter in one wire format's stream. */
+interface TapReader {
+  findCandidate(bytes: Buffer, from: number): number;
+  readEvent(event: SseEvent, state: TapState): void;
+  eventNames?: readonly string[];
+}
+
+function readChatEvent(event: SseEvent, state: TapState): void {
+  const data = event.data;
+  if (data === '[DONE]') {
+    state.completed = true;
+    return;
+  }
+  const hasUsage = data.includes('"usage"');
+  const hasError = data.includes('"error"');
+  if (!hasUsage && !hasError) return;
+  const chunk = parseJson(data);
+  if (!isRecord(chunk)) return;
+  if (hasError && chunk['error'] !== undefined && chunk['error'] !== null) {
+    state.upstreamError = errorMessage(chunk['error']);
+    state.sawError = true;
+  }
+  if (hasUsage) {
+    // Groq also nests usage under x_groq; older Groq versions sent it only there.
+    const xGroq = chunk['x_groq'];
+    const usage = isRecord(chunk['usage']) ? chunk['usage'] : isRecord(xGroq) && isRecord(xGroq['usage']) ? xGroq['usage'] : undefined;
+    if (usage !== undefined) {
+      state.reported = fromChatUsage(usage);
+      if (Array.isArray(chunk['choices']) && chunk['choices'].length === 0) state.sawUsageOnlyChunk = true;
+    }
+  }
+}
+
+function readMessagesEvent(event: SseEvent, state: TapState): void {
+  const name = event.event;
+  if (name !== 'message_start' && name !== 'message_delta' && name !== 'message_stop' && name !== 'error') return;
+  if (name === 'message_stop') {
+    state.completed = true;
+    return;
+  }
+  const payload = parseJson(event.data);
+  if (name === 'error') {
+    state.upstreamError = isRecord(payload) ? errorMessage(payload['error']) : 'upstream reported an error';
+    state.sawError = true;
+    return;
+  }
+  if (!isRecord(payload)) return;
+  if (name === 'message_start') {
+    const message = payload['message'];
+    if (isRecord(message) && isRecord(message['usage'])) state.reported = foldMessagesUsage(undefined, message['usage'], 'start');
+    return;
+  }
+  if (isRecord(payload['usage'])) state.reported = foldMessagesUsage(state.reported, payload['usage'], 'delta');
+}
+
+const READERS: Record<WireFormat, TapReader> = {
+  chat: { findCandidate: findChatCandidate, readEvent: readChatEvent },
+  messages: { findCandidate: findMessagesCandidate, readEvent: readMessagesEvent, eventNames: MESSAGES_EVENT_NAMES },
+};
 
 /**
  * Creates a tap for one upstream stream of the given wire format. `feed` returns what may be
  * written to the client now; `end` returns what was still held when the upstream finished.
  */
 export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}): UsageTap {
-  const dropUsageChunk = options.dropUsageChunk === true && format === 'openai';
+  const reader = READERS[format];
+  // Only chat streams have a usage-only chunk for the reader to report.
+  const dropUsageChunk = options.dropUsageChunk === true;
   const maxEventBytes = options.maxEventBytes ?? 16 * 1024 * 1024;
   let stopped = false;
   let overflowed = false;
-  // Set by the event readers for the event just parsed.
-  let sawUsageOnlyChunk = false;
-  let sawError = false;
   let held: Buffer[] = [];
   let heldBytes = 0;
   // Line state carried across chunks, for boundaries split between reads.
   let lineHasBytes = false;
   let pendingCr = false;
   let pendingCrEndedBlank = false;
-
-  let reported: TokenUsage | undefined;
-  let completed = false;
-  let upstreamError: string | undefined;
+  const lines = createLineScanner();
+  const state: TapState = { reported: undefined, completed: false, upstreamError: undefined, sawUsageOnlyChunk: false, sawError: false };
 
   // Made on the first candidate: most chunks of most streams never need one.
   let parser: SseParser | undefined;
-
-  function readChatEvent(event: SseEvent): void {
-    const data = event.data;
-    if (data === '[DONE]') {
-      completed = true;
-      return;
-    }
-    const hasUsage = data.includes('"usage"');
-    const hasError = data.includes('"error"');
-    if (!hasUsage && !hasError) return;
-    const chunk = parseJson(data);
-    if (!isRecord(chunk)) return;
-    if (hasError && chunk['error'] !== undefined && chunk['error'] !== null) {
-      upstreamError = errorMessage(chunk['error']);
-      sawError = true;
-    }
-    if (hasUsage) {
-      // Groq also nests usage under x_groq; older Groq versions sent it only there.
-      const xGroq = chunk['x_groq'];
-      const usage = isRecord(chunk['usage']) ? chunk['usage'] : isRecord(xGroq) && isRecord(xGroq['usage']) ? xGroq['usage'] : undefined;
-      if (usage !== undefined) {
-        reported = fromChatUsage(usage);
-        if (Array.isArray(chunk['choices']) && chunk['choices'].length === 0) sawUsageOnlyChunk = true;
-      }
-    }
-  }
-
-  function readMessagesEvent(event: SseEvent): void {
-    const name = event.event;
-    if (name !== 'message_start' && name !== 'message_delta' && name !== 'message_stop' && name !== 'error') return;
-    if (name === 'message_stop') {
-      completed = true;
-      return;
-    }
-    const payload = parseJson(event.data);
-    if (!isRecord(payload)) {
-      if (name === 'error') {
-        upstreamError = 'upstream reported an error';
-        sawError = true;
-      }
-      return;
-    }
-    if (name === 'error') {
-      upstreamError = errorMessage(payload['error']);
-      sawError = true;
-      return;
-    }
-    if (name === 'message_start') {
-      const message = payload['message'];
-      if (isRecord(message) && isRecord(message['usage'])) reported = fromMessagesUsage(message['usage']);
-      return;
-    }
-    const usage = payload['usage'];
-    if (!isRecord(usage)) return;
-    const delta = fromMessagesUsage(usage);
-    const start = reported ?? delta;
-    // message_delta carries the cumulative output count; newer API versions repeat input and cache counts too.
-    reported = {
-      inputTokens: latestNonZero(delta.inputTokens, start.inputTokens),
-      outputTokens: typeof usage['output_tokens'] === 'number' ? delta.outputTokens : start.outputTokens,
-      cacheReadTokens: latestNonZero(delta.cacheReadTokens, start.cacheReadTokens),
-      cacheCreationTokens: latestNonZero(delta.cacheCreationTokens, start.cacheCreationTokens),
-    };
-  }
-
-  const findCandidate = format === 'anthropic' ? findMessagesCandidate : findChatCandidate;
+  const onEvent = (event: SseEvent): void => reader.readEvent(event, state);
 
   /**
    * Reads the events in `bytes` (which start at an event boundary) that hold a candidate, and
@@ -291,9 +289,9 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
    */
   function inspect(bytes: Buffer, last: boolean): Buffer {
     if (stopped) return EMPTY;
-    let match = findCandidate(bytes, 0);
+    let match = reader.findCandidate(bytes, 0);
     if (match === -1) return bytes;
-    parser ??= createSseParser({ onEvent: format === 'openai' ? readChatEvent : readMessagesEvent });
+    parser ??= createSseParser(reader.eventNames === undefined ? { onEvent } : { onEvent, eventNames: reader.eventNames });
     // Made when an event is dropped: the pieces forwarded around it.
     let pieces: Buffer[] | undefined;
     let keptFrom = 0;
@@ -301,23 +299,23 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     while (match !== -1) {
       const start = eventStartBefore(bytes, position, match);
       const end = nextEventEnd(bytes, start);
-      sawUsageOnlyChunk = false;
-      sawError = false;
+      state.sawUsageOnlyChunk = false;
+      state.sawError = false;
       // One event at a time, so one can be dropped without touching the others' bytes.
       parser.feed(bytes.subarray(start, end));
       if (end >= bytes.length && last) parser.end();
       else parser.reset();
       position = end;
-      if (sawError) {
+      if (state.sawError) {
         stopped = true;
         break;
       }
-      if (dropUsageChunk && sawUsageOnlyChunk) {
+      if (dropUsageChunk && state.sawUsageOnlyChunk) {
         pieces ??= [];
         if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
         keptFrom = end;
       }
-      match = findCandidate(bytes, end);
+      match = reader.findCandidate(bytes, end);
     }
     // After an upstream error nothing more is forwarded, in this chunk or later.
     const keptTo = stopped ? position : bytes.length;
@@ -346,26 +344,20 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
         if (pendingCrEndedBlank) boundary = 1;
       }
     }
-    let nextCr = length === 0 ? -1 : chunk.indexOf(CR, position);
+    lines.start(chunk, position);
     while (position < length) {
-      const nextLf = chunk.indexOf(LF, position);
-      if (nextCr !== -1 && nextCr < position) nextCr = chunk.indexOf(CR, position);
-      const lineEnd = nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextLf, nextCr);
+      const lineEnd = lines.next(position);
       if (lineEnd === -1) {
         lineHasBytes = true;
         break;
       }
       const isBlank = lineEnd === position && !lineHasBytes;
       lineHasBytes = false;
-      if (chunk[lineEnd] === CR) {
-        if (lineEnd + 1 === length) {
-          pendingCr = true;
-          pendingCrEndedBlank = isBlank;
-        }
-        position = lineEnd + 1 < length && chunk[lineEnd + 1] === LF ? lineEnd + 2 : lineEnd + 1;
-      } else {
-        position = lineEnd + 1;
+      if (chunk[lineEnd] === CR && lineEnd + 1 === length) {
+        pendingCr = true;
+        pendingCrEndedBlank = isBlank;
       }
+      position = afterLineEnd(chunk, lineEnd);
       if (isBlank) boundary = position;
     }
     return boundary;
@@ -382,7 +374,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
         // A partial event this large is not an answer llmux can pass on whole.
         overflowed = true;
         stopped = true;
-        upstreamError = `an event of the provider's stream is larger than ${maxEventBytes} bytes`;
+        state.upstreamError = `an event of the provider's stream is larger than ${maxEventBytes} bytes`;
         held = [];
         heldBytes = 0;
       }
@@ -415,12 +407,12 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
   return {
     feed,
     end,
-    usage: () => (reported === undefined ? undefined : { ...reported }),
+    usage: () => (state.reported === undefined ? undefined : { ...state.reported }),
     get completed() {
-      return completed;
+      return state.completed;
     },
     get upstreamError() {
-      return upstreamError;
+      return state.upstreamError;
     },
     get stopped() {
       return stopped;
@@ -467,7 +459,7 @@ function nextEventEnd(bytes: Buffer, from: number): number {
   while (position < bytes.length) {
     const byte = bytes[position] as number;
     if (byte === LF || byte === CR) {
-      const next = byte === CR && bytes[position + 1] === LF ? position + 2 : position + 1;
+      const next = afterLineEnd(bytes, position);
       if (lineEmpty && position > from) return next;
       lineEmpty = true;
       position = next;

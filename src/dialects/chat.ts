@@ -1,0 +1,68 @@
+/**
+ * The chat-completions dialect (OpenAI's `POST /chat/completions`).
+ */
+import type { ChatRequest } from '../formats/wire.ts';
+import { validateChatRequest } from '../formats/chat.ts';
+import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
+import { fromChatUsage } from '../translate/usage.ts';
+import { asRecord } from '../json.ts';
+import { newId } from '../ids.ts';
+import type { Dialect, TextAnswer } from './dialect.ts';
+
+export const chatDialect: Dialect<'chat'> = {
+  format: 'chat',
+  path: '/chat/completions',
+  eventNames: [],
+
+  readHeaders: () => ({}),
+  readRequest: (body) => ({ format: 'chat', body: validateChatRequest(body) }),
+  maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
+  wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
+
+  upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+  passThroughBody(body, upstreamId) {
+    const copy: ChatRequest = { ...body, model: upstreamId };
+    // Ask for usage so tokens/min counts what was really used; the usage tap hides the extra
+    // chunk from clients that did not ask for it.
+    if (body.stream === true) copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+    return JSON.stringify(copy);
+  },
+  readUsage: (usage) => fromChatUsage(asRecord(usage)),
+
+  pingFrame: COMMENT_PING_FRAME,
+  errorFrame: chatErrorFrame,
+
+  textAnswer({ model, text, cut, usage }) {
+    return JSON.stringify({
+      id: newId('chatcmpl-'),
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: cut ? 'length' : 'stop' }],
+      usage: {
+        prompt_tokens: usage.inputTokens,
+        completion_tokens: usage.outputTokens,
+        total_tokens: usage.inputTokens + usage.outputTokens,
+        prompt_tokens_details: { cached_tokens: 0 },
+      },
+    });
+  },
+  textStream: chatTextStream,
+};
+
+function* chatTextStream({ model, words, cut, usage, includeUsage }: TextAnswer & { words: readonly string[]; includeUsage: boolean }): Generator<string> {
+  const chunkId = newId('chatcmpl-');
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (delta: unknown, finish: string | null): string =>
+    `data: ${JSON.stringify({ id: chunkId, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+  yield chunk({ role: 'assistant', content: '', refusal: null }, null);
+  for (const word of words) yield chunk({ content: word }, null);
+  yield chunk({}, cut ? 'length' : 'stop');
+  if (includeUsage) {
+    yield `data: ${JSON.stringify({
+      id: chunkId, object: 'chat.completion.chunk', created, model, choices: [],
+      usage: { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens },
+    })}\n\n`;
+  }
+  yield 'data: [DONE]\n\n';
+}

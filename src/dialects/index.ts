@@ -1,0 +1,15 @@
+/**
+ * The dialect table: one entry per wire format (see ./dialect.ts). A new format is one new entry
+ * here (and its translators in src/translate/); nothing else branches on the format.
+ */
+import type { WireFormat } from '../formats/wire.ts';
+import type { Dialect } from './dialect.ts';
+import { chatDialect } from './chat.ts';
+import { messagesDialect } from './messages.ts';
+
+export type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
+
+export const dialects: { readonly [F in WireFormat]: Dialect<F> } = {
+  chat: chatDialect,
+  messages: messagesDialect,
+};

@@ -1,0 +1,98 @@
+/**
+ * The messages dialect (Anthropic's `POST /messages`). Its version header is required from clients
+ * (`alt-version` or `anthropic-version`, llmux.md section 3) and forwarded to messages upstreams
+ * with the client's beta header; a chat client's request gets the stable version.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { validateMessagesRequest } from '../formats/messages.ts';
+import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
+import { fromMessagesUsage } from '../translate/usage.ts';
+import { invalidParameters } from '../errors.ts';
+import { asRecord } from '../json.ts';
+import { newId } from '../ids.ts';
+import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
+
+const DEFAULT_VERSION = '2023-06-01';
+const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
+/** With Anthropic's interleaved-thinking beta the thinking budget may reach max_tokens. */
+const INTERLEAVED_THINKING_BETA = 'interleaved-thinking-2025-05-14';
+
+/** Checks `alt-version` / `anthropic-version` on the messages operation; returns the value. */
+export function checkVersionHeader(headers: IncomingHttpHeaders): string {
+  const raw = headers['anthropic-version'] ?? headers['alt-version'];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value === '') {
+    throw invalidParameters('alt-version: header is required on /v1/messages (for example "alt-version: 2023-06-01"; "anthropic-version" is accepted too)');
+  }
+  if (!VERSION_FORMAT.test(value)) throw invalidParameters(`alt-version: "${value.slice(0, 40)}" must be a date like 2023-06-01`);
+  return value;
+}
+
+function betaHeader(headers: IncomingHttpHeaders): string | undefined {
+  const raw = headers['anthropic-beta'] ?? headers['alt-beta'];
+  const value = Array.isArray(raw) ? raw.join(',') : raw;
+  return value === undefined || value === '' ? undefined : value;
+}
+
+export const messagesDialect: Dialect<'messages'> = {
+  format: 'messages',
+  path: '/messages',
+  eventNames: MESSAGES_EVENT_NAMES,
+
+  readHeaders: (headers): ForwardedHeaders => ({ version: checkVersionHeader(headers), beta: betaHeader(headers) }),
+  readRequest: (body, forwarded) => ({
+    format: 'messages',
+    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true }),
+    version: forwarded.version,
+    beta: forwarded.beta,
+  }),
+  maxTokens: (body) => body.max_tokens,
+  wantsStreamUsage: () => true,
+
+  upstreamHeaders(apiKey, forwarded) {
+    const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };
+    if (forwarded.beta !== undefined) headers['anthropic-beta'] = forwarded.beta;
+    if (apiKey !== undefined) headers['x-api-key'] = apiKey;
+    return headers;
+  },
+  passThroughBody: (body, upstreamId) => JSON.stringify({ ...body, model: upstreamId }),
+  readUsage: (usage) => fromMessagesUsage(asRecord(usage)),
+
+  pingFrame: MESSAGES_PING_FRAME,
+  errorFrame: messagesErrorFrame,
+
+  textAnswer({ model, text, cut, usage }) {
+    return JSON.stringify({
+      id: newId('msg_'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: cut ? 'max_tokens' : 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    });
+  },
+  textStream: messagesTextStream,
+};
+
+function* messagesTextStream({ model, words, cut, usage }: TextAnswer & { words: readonly string[] }): Generator<string> {
+  const ev = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  yield ev('message_start', {
+    type: 'message_start',
+    message: {
+      id: newId('msg_'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
+      usage: { input_tokens: usage.inputTokens, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    },
+  });
+  yield ev('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+  yield ev('ping', { type: 'ping' });
+  for (const word of words) yield ev('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: word } });
+  yield ev('content_block_stop', { type: 'content_block_stop', index: 0 });
+  yield ev('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: cut ? 'max_tokens' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: usage.outputTokens },
+  });
+  yield ev('message_stop', { type: 'message_stop' });
+}

@@ -1,0 +1,117 @@
+/**
+ * The gateway's error vocabulary: one class for everything llmux refuses or fails at, with a typed
+ * `type`, and named factories for the errors raised in more than one place. Rendering an error (the
+ * JSON body, the in-stream frame of each wire format) belongs to whoever writes the response:
+ * src/http/respond.ts and the dialects.
+ *
+ * A client that went away is not an error anyone is answered with: it is its own class,
+ * {@link ClientClosedError}, so nothing has to recognise it by a made-up status.
+ */
+
+/** The `error.type` values llmux answers with (the description's, plus Anthropic's where they differ). */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'overloaded_error';
+
+export interface GatewayErrorOptions {
+  cause?: unknown;
+  /** Extra fields merged into `error` (for example `debug` for X-Debug-Auth, `interval`). */
+  extra?: Record<string, unknown>;
+  /** Headers to add to the error response (for example `allow`, `retry-after`). */
+  headers?: Record<string, string>;
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly extra: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(status: number, type: ErrorType, code: string, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.extra = options.extra;
+    this.headers = options.headers;
+  }
+}
+
+/**
+ * An upstream failure, with whether another attempt may help. Client-facing like any GatewayError:
+ * when the attempts run out, the last one is the answer.
+ */
+export class UpstreamError extends GatewayError {
+  readonly retryable: boolean;
+  constructor(status: number, code: string, message: string, retryable: boolean, cause?: unknown) {
+    super(status, 'api_error', code, message, cause === undefined ? {} : { cause });
+    this.name = 'UpstreamError';
+    this.retryable = retryable;
+  }
+}
+
+/** The client closed its connection: stop work, answer nobody. */
+export class ClientClosedError extends Error {
+  constructor() {
+    super('The client went away');
+    this.name = 'ClientClosedError';
+  }
+}
+
+/** 400 invalid_request_error / invalid_parameters, the description's validation error. */
+export function invalidParameters(message: string): GatewayError {
+  return new GatewayError(400, 'invalid_request_error', 'invalid_parameters', message);
+}
+
+export function invalidApiKey(extra?: Record<string, unknown>): GatewayError {
+  return new GatewayError(
+    401,
+    'invalid_request_error',
+    'invalid_api_key',
+    'Invalid authentication credentials: send a valid llmux key as "Authorization: Bearer <key>" or "x-api-key: <key>"',
+    extra === undefined ? {} : { extra },
+  );
+}
+
+export function notFound(message = 'Not found'): GatewayError {
+  return new GatewayError(404, 'not_found_error', 'not_found', message);
+}
+
+export function modelNotFound(model: string): GatewayError {
+  return new GatewayError(
+    404,
+    'not_found_error',
+    'model_not_found',
+    `model: "${truncate(model, 200)}" is not a model served here; GET /v1/models lists the models you can use`,
+  );
+}
+
+export function internalError(): GatewayError {
+  return new GatewayError(500, 'api_error', 'internal_error', 'Internal server error');
+}
+
+/** 502 api_error / upstream_error: a provider failed in a way that is not worth another attempt. */
+export function upstreamFailed(message: string): GatewayError {
+  return new GatewayError(502, 'api_error', 'upstream_error', message);
+}
+
+/** 413 request_too_large: the body passed `limits.max_body_bytes`. */
+export function tooLarge(maxBodyBytes: number): GatewayError {
+  return new GatewayError(
+    413,
+    'invalid_request_error',
+    'request_too_large',
+    `Request body is larger than the ${maxBodyBytes}-byte limit (limits.max_body_bytes); send a smaller request`,
+  );
+}
+
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

@@ -1,0 +1,34 @@
+/**
+ * The stream frames llmux writes itself rather than relays: the keep-alive during an upstream's
+ * silence and the in-stream error (llmux.md section 3), one per wire format, plus the event names
+ * a messages-format stream repeats. The translators and the dialects both use them.
+ */
+import type { ErrorType } from '../errors.ts';
+
+/** What an in-stream error says. */
+export interface StreamErrorInfo {
+  message: string;
+  type?: ErrorType | string;
+  /** Chat format only: `error.code`; null when there is none to give. */
+  code?: string | null;
+}
+
+/** Event names of the Anthropic messages stream, interned by the SSE parser. */
+export const MESSAGES_EVENT_NAMES: readonly string[] = [
+  'content_block_delta', 'content_block_start', 'content_block_stop', 'message_start', 'message_delta', 'message_stop', 'ping', 'error',
+];
+
+/** An error after a messages-format stream has started: `event: error`. */
+export function messagesErrorFrame(error: StreamErrorInfo): string {
+  return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: error.type ?? 'api_error', message: error.message } })}\n\n`;
+}
+
+/** An error after a chat-format stream has started: an error chunk, and no `[DONE]` after it. */
+export function chatErrorFrame(error: StreamErrorInfo): string {
+  return `data: ${JSON.stringify({ error: { message: error.message, type: error.type ?? 'api_error', code: error.code ?? null } })}\n\n`;
+}
+
+/** Keep-alive of a messages-format stream, as Anthropic sends it. */
+export const MESSAGES_PING_FRAME = 'event: ping\ndata: {"type": "ping"}\n\n';
+/** Keep-alive of a chat-format stream: an SSE comment, which clients ignore. */
+export const COMMENT_PING_FRAME = ': ping\n\n';

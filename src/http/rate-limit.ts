@@ -1,0 +1,54 @@
+/**
+ * The limiter's numbers as HTTP: the `x-ratelimit-*` headers on every authenticated answer, and the
+ * 429 with `retry-after` (llmux.md section 3). Whole seconds, as decimal strings; the headers of an
+ * unlimited dimension are left out.
+ */
+import type { ServerResponse } from 'node:http';
+import type { RateLimitState, Refusal } from '../limits/limiter.ts';
+import { GatewayError } from '../errors.ts';
+
+/** The headers of a state, in a new object (refusals and tests; answers use {@link setRateLimitHeaders}). */
+export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (state.requestLimit !== Infinity) {
+    headers['x-ratelimit-limit-requests'] = String(state.requestLimit);
+    headers['x-ratelimit-remaining-requests'] = String(state.requestsRemaining);
+    headers['x-ratelimit-reset-requests'] = String(state.requestsResetSeconds);
+  }
+  if (state.tokenLimit !== Infinity) {
+    headers['x-ratelimit-limit-tokens'] = String(state.tokenLimit);
+    headers['x-ratelimit-remaining-tokens'] = String(state.tokensRemaining);
+    headers['x-ratelimit-reset-tokens'] = String(state.tokensResetSeconds);
+  }
+  return headers;
+}
+
+/** Sets a state's headers on an answer. */
+export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState): void {
+  if (state.requestLimit !== Infinity) {
+    res.setHeader('x-ratelimit-limit-requests', String(state.requestLimit));
+    res.setHeader('x-ratelimit-remaining-requests', String(state.requestsRemaining));
+    res.setHeader('x-ratelimit-reset-requests', String(state.requestsResetSeconds));
+  }
+  if (state.tokenLimit !== Infinity) {
+    res.setHeader('x-ratelimit-limit-tokens', String(state.tokenLimit));
+    res.setHeader('x-ratelimit-remaining-tokens', String(state.tokensRemaining));
+    res.setHeader('x-ratelimit-reset-tokens', String(state.tokensResetSeconds));
+  }
+}
+
+/** "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". */
+export function refusalMessage(refusal: Refusal): string {
+  const perWindow = refusal.windowMs === 60_000 ? 'per minute' : `per ${String(refusal.windowMs / 1000)} s`;
+  const what = refusal.reason === 'requests'
+    ? `${String(refusal.limit)} requests ${perWindow}`
+    : refusal.reason === 'tokens' ? `${String(refusal.limit)} tokens ${perWindow}` : `${String(refusal.limit)} concurrent requests`;
+  return `Rate limit exceeded: ${what} for this key; retry after ${String(refusal.retryAfterSeconds)} s`;
+}
+
+/** The 429 `rate_limit_error` / `rate_limit_exceeded` for a refusal, with the state's headers and `retry-after`. */
+export function rateLimitError(refusal: Refusal): GatewayError {
+  const headers = rateLimitHeaders(refusal.state);
+  headers['retry-after'] = String(refusal.retryAfterSeconds);
+  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', refusalMessage(refusal), { headers });
+}

@@ -1,0 +1,159 @@
+/**
+ * Retries and fallbacks before the client has a byte (llmux.md section 4): the model, then its
+ * fallbacks in order, each with up to `retry.attempts` attempts on connect errors and retryable
+ * statuses, with exponential backoff and full jitter, honouring the upstream's `retry-after` up to
+ * a bound. Resolves with the first answer that is not retryable: a success, or an error worth
+ * returning as it is.
+ */
+import type { ModelEntry, ProviderConfig, RetryConfig } from '../config-types.ts';
+import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
+import { dialects } from '../dialects/index.ts';
+import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../errors.ts';
+import type { Attempt } from '../request-record.ts';
+import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
+import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
+import { upstreamErrorOf } from './upstream-errors.ts';
+
+/** Upstream statuses worth another try before the client has a byte. */
+const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504, 529]);
+
+
+/** What the attempts need from the gateway. */
+export interface AttemptContext {
+  /** A usable model by id (fallbacks are looked up here). */
+  model(id: string): ModelEntry | undefined;
+  /** The provider a model names, or undefined when it is not configured. */
+  provider(id: string): ProviderConfig | undefined;
+  /** The provider's resolved credential, if any. */
+  apiKey(provider: ProviderConfig): string | undefined;
+  transport: Transport;
+  retry: RetryConfig;
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+  /** Idle bound while reading an error answer's body. */
+  idleTimeoutMs: number;
+  now(): number;
+  /** Random in [0, 1), for the jitter. */
+  random(): number;
+}
+
+/** The answer that ended the attempts, and who gave it. */
+export interface Answered {
+  response: UpstreamResponse;
+  model: ModelEntry;
+  provider: ProviderConfig;
+  /** The format the provider answered in. */
+  format: WireFormat;
+}
+
+export interface AttemptOptions {
+  cancellation: Cancellation;
+  onAttempt(attempt: Attempt): void;
+  onWarning(message: string): void;
+}
+
+/** The model asked for, then its usable fallbacks (never the echo model), each once. */
+function candidatesFor(ctx: AttemptContext, model: ModelEntry): ModelEntry[] {
+  const candidates: ModelEntry[] = [model];
+  for (const id of model.fallbacks) {
+    const fallback = ctx.model(id);
+    if (fallback !== undefined && fallback.provider !== 'llmux' && !candidates.includes(fallback)) candidates.push(fallback);
+  }
+  return candidates;
+}
+
+export async function sendWithFallbacks<F extends WireFormat>(
+  ctx: AttemptContext,
+  request: ClientRequestOf<F>,
+  model: ModelEntry,
+  options: AttemptOptions,
+): Promise<Answered> {
+  const { cancellation } = options;
+  const { retry } = ctx;
+  let lastError: GatewayError | undefined;
+  for (const candidate of candidatesFor(ctx, model)) {
+    const provider = ctx.provider(candidate.provider);
+    if (provider === undefined) continue;
+    const format = upstreamFormatFor(provider, request.format);
+    let body: string;
+    try {
+      body = buildUpstreamBody(request, format, candidate, options.onWarning);
+    } catch (err) {
+      // A request this provider can't take (say n > 1 for a messages upstream): refuse it when it
+      // is the model asked for, else try the next fallback.
+      if (candidate === model) throw err;
+      continue;
+    }
+    const dialect = dialects[format];
+    const headers: Record<string, string> = {
+      accept: request.body.stream === true ? 'text/event-stream' : 'application/json',
+      ...dialect.upstreamHeaders(ctx.apiKey(provider), request),
+    };
+    for (let attempt = 1; attempt <= retry.attempts; attempt++) {
+      if (cancellation.cancelled) throw new ClientClosedError();
+      const started = ctx.now();
+      let response: UpstreamResponse;
+      try {
+        response = await ctx.transport.send({
+          provider,
+          format,
+          path: dialect.path,
+          body,
+          headers,
+          client: request,
+          cancellation,
+          connectTimeoutMs: ctx.connectTimeoutMs,
+          firstByteTimeoutMs: ctx.firstByteTimeoutMs,
+        });
+      } catch (err) {
+        if (err instanceof ClientClosedError) {
+          options.onAttempt({ model: candidate.id, provider: provider.id, error: 'client_closed', ms: ctx.now() - started });
+          throw err;
+        }
+        const error = err instanceof GatewayError ? err : new UpstreamError(502, 'upstream_error', `Provider "${provider.id}" failed`, true, err);
+        options.onAttempt({ model: candidate.id, provider: provider.id, error: error.code, ms: ctx.now() - started });
+        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+        lastError = error;
+        if (attempt < retry.attempts) await backoff(ctx, attempt, undefined, cancellation);
+        continue;
+      }
+      const status = response.statusCode ?? 502;
+      options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
+      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, format };
+      const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
+      lastError = await upstreamErrorOf(response, provider, ctx.idleTimeoutMs);
+      if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait
+      if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, cancellation);
+    }
+  }
+  throw lastError ?? upstreamFailed(`No provider could be reached for model "${model.id}"`);
+}
+
+/** `retry-after` in milliseconds from `nowMs`: whole seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text === '') return undefined;
+  const seconds = Number(text);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+async function backoff(ctx: AttemptContext, attempt: number, retryAfterMs: number | undefined, cancellation: Cancellation): Promise<void> {
+  const { baseDelayMs, maxDelayMs } = ctx.retry;
+  // Full jitter on an exponential ceiling; an upstream retry-after is a floor.
+  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+  const wait = Math.max(retryAfterMs ?? 0, Math.round(ceiling * (0.5 + ctx.random() / 2)));
+  if (wait <= 0) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      cancellation.unlisten();
+      resolve();
+    }, wait);
+    cancellation.listen(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  if (cancellation.cancelled) throw new ClientClosedError();
+}

@@ -1,0 +1,110 @@
+/**
+ * What a stream relay does with an upstream's bytes, behind one interface: pass them through as
+ * they are (same format; usage read on the side by the usage tap) or translate them event by event
+ * (formats differ). src/relay/stream.ts drives either the same way.
+ */
+import type { TokenUsage, WireFormat } from '../formats/wire.ts';
+import { dialects } from '../dialects/index.ts';
+import { createSseParser } from '../sse/parser.ts';
+import { createUsageTap } from '../translate/usage-tap.ts';
+import type { StreamTranslator } from '../translate/index.ts';
+
+export interface Relay {
+  /** Upstream bytes, in whatever pieces they came; what the client gets is written at once. */
+  feed(chunk: Buffer): void;
+  /** The upstream body ended. */
+  end(): void;
+  /** The upstream failed (cut off, silent too long, unreadable): write the in-stream error and finish. */
+  fail(message: string): void;
+  /** Nothing more will be written: the client has the whole answer, or an error. */
+  readonly finished: boolean;
+  /** Why the answer did not complete, for the request log; undefined when it did. */
+  readonly error: string | undefined;
+  /** Usage as far as the upstream reported it. */
+  usage(): TokenUsage | undefined;
+}
+
+/** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
+export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean }): Relay {
+  const tap = createUsageTap(format, options);
+  const { errorFrame } = dialects[format];
+  let finished = false;
+  let error: string | undefined;
+
+  function fail(message: string): void {
+    if (finished) return;
+    error = message;
+    write(errorFrame({ message, type: 'api_error', code: 'upstream_error' }));
+    finished = true;
+  }
+
+  return {
+    feed(chunk) {
+      if (finished) return;
+      const out = tap.feed(chunk);
+      if (out !== undefined && out.length > 0) write(out);
+      if (!tap.stopped) return;
+      if (tap.overflowed) {
+        fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
+        return;
+      }
+      // The upstream's error reached the client; nothing after it is forwarded.
+      error = tap.upstreamError;
+      finished = true;
+    },
+    end() {
+      if (finished) return;
+      const rest = tap.end();
+      if (rest !== undefined && rest.length > 0) write(rest);
+      if (tap.upstreamError !== undefined) error = tap.upstreamError;
+      else if (!tap.completed) {
+        fail('The provider ended the stream before it was complete');
+        return;
+      }
+      finished = true;
+    },
+    fail,
+    get finished() {
+      return finished;
+    },
+    get error() {
+      return error;
+    },
+    usage: () => tap.usage(),
+  };
+}
+
+/** A stream in another format: each upstream event is parsed once and translated at once. */
+export function createTranslatedRelay(upstreamFormat: WireFormat, translator: StreamTranslator): Relay {
+  let failure: string | undefined;
+  const parser = createSseParser({
+    onEvent: (event) => translator.push(event),
+    // Invalid UTF-8 is decoded with U+FFFD and the stream goes on; only an oversized event ends it.
+    onError: (problem) => {
+      if (problem.code === 'buffer_overflow') fail(`The provider's stream could not be read: ${problem.message}`);
+    },
+    eventNames: dialects[upstreamFormat].eventNames,
+  });
+
+  function fail(message: string): void {
+    if (translator.finished) return;
+    failure = message;
+    translator.fail(message);
+  }
+
+  return {
+    feed: (chunk) => parser.feed(chunk),
+    end() {
+      parser.end();
+      translator.end();
+    },
+    fail,
+    get finished() {
+      return translator.finished;
+    },
+    get error() {
+      return translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
+    },
+    usage: () => translator.usage(),
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Streams an upstream's answer to the client through a {@link Relay}. Backpressure: when the client
+ * can't take more, the upstream read pauses until it drains. Keep-alive frames cover long silences;
+ * an upstream idle past `idleTimeoutMs` ends the stream with an in-stream error. A client that goes
+ * away stops the upstream at once.
+ */
+import type { ServerResponse } from 'node:http';
+import type { TokenUsage } from '../formats/wire.ts';
+import { onClose, startEventStream } from '../http/respond.ts';
+import { releaseForReuse } from '../providers/upstream.ts';
+import type { UpstreamResponse } from '../providers/upstream.ts';
+import type { Relay } from './relays.ts';
+
+export interface StreamOptions {
+  /** Written after `pingIntervalMs` of upstream silence. */
+  pingFrame: string;
+  pingIntervalMs: number;
+  idleTimeoutMs: number;
+  now(): number;
+  /** Called when the head of the stream is written (time to first byte). */
+  onStart(): void;
+}
+
+/** How the stream ended. */
+export interface StreamResult {
+  usage: TokenUsage | undefined;
+  /** Why it did not complete (upstream error, cut off, client gone), for the log. */
+  error: string | undefined;
+}
+
+/** Relays `upstream` to `res`; `createRelay` gets the writer that respects backpressure. */
+export function relayStream(
+  upstream: UpstreamResponse,
+  res: ServerResponse,
+  createRelay: (write: (bytes: Buffer | string) => void) => Relay,
+  options: StreamOptions,
+): Promise<StreamResult> {
+  const { now, pingIntervalMs, idleTimeoutMs } = options;
+  startEventStream(res);
+  options.onStart();
+
+  return new Promise((resolve) => {
+    let done = false;
+    let lastActivity = now();
+    let timer: NodeJS.Timeout | undefined;
+    let clientGone = false;
+
+    const write = (bytes: Buffer | string): void => {
+      if (res.writableEnded) return;
+      if (!res.write(bytes) && !upstream.isPaused()) {
+        upstream.pause();
+        res.once('drain', () => upstream.resume());
+      }
+    };
+    const relay = createRelay(write);
+
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      upstream.off('data', onData);
+      if (!res.writableEnded) res.end();
+      resolve({ usage: relay.usage(), error: clientGone ? 'client closed the stream' : relay.error });
+    };
+
+    const fail = (message: string): void => {
+      if (done) return;
+      relay.fail(message);
+      // finish() first: destroying the upstream can emit 'aborted' at once.
+      finish();
+      upstream.destroy();
+    };
+
+    const onData = (chunk: Buffer): void => {
+      lastActivity = now();
+      relay.feed(chunk);
+      if (!relay.finished) return;
+      finish();
+      if (relay.error === undefined) releaseForReuse(upstream);
+      else upstream.destroy();
+    };
+
+    const onEnd = (): void => {
+      if (done) return;
+      relay.end();
+      finish();
+    };
+
+    const tick = (): void => {
+      if (done) return;
+      // Paused for a slow client is not the upstream's silence.
+      if (upstream.isPaused()) lastActivity = now();
+      const idle = now() - lastActivity;
+      if (idle >= idleTimeoutMs) {
+        fail(`The provider sent nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`);
+        return;
+      }
+      if (idle >= pingIntervalMs && !res.writableNeedDrain) write(options.pingFrame);
+      timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs - idle));
+      timer.unref();
+    };
+    timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs));
+    timer.unref();
+
+    upstream.on('data', onData);
+    upstream.once('end', onEnd);
+    upstream.once('error', () => fail('The connection to the provider was lost mid-stream'));
+    upstream.once('aborted', () => fail('The connection to the provider was lost mid-stream'));
+    onClose(res, () => {
+      if (done) return;
+      // The client went away: stop the generation at once.
+      clientGone = true;
+      finish();
+      upstream.destroy();
+    });
+  });
+}
