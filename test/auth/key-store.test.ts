@@ -28,6 +28,20 @@ describe('key store', () => {
     assert.equal(reopened.get('ci')?.id, record.id);
   });
 
+  it('refuses at load a key whose limits are not whole numbers >= 0, naming the key and the limit', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmux-keys-'));
+    const good = createKeyStore(dir).create({ name: 'a' }).record;
+    for (const [limits, problem] of [
+      [{ rpm: -1 }, /keys\.0\.limits\.rpm: must be a whole number >= 0/],
+      [{ tpm: 1.5 }, /keys\.0\.limits\.tpm: must be a whole number >= 0/],
+      [{ concurrency: '4' }, /keys\.0\.limits\.concurrency: must be a whole number >= 0/],
+      [{ rpn: 4 }, /keys\.0\.limits\.rpn: unknown limit/],
+    ] as const) {
+      writeFileSync(join(dir, 'keys.json'), JSON.stringify({ version: 1, keys: [{ ...good, limits }] }));
+      assert.throws(() => createKeyStore(dir), (err: unknown) => err instanceof KeyStoreError && problem.test(err.message));
+    }
+  });
+
   it('revokes by id or by name', () => {
     const store = createKeyStore(home());
     const a = store.create({ name: 'alpha' });
