@@ -225,7 +225,8 @@ interface Entry {
 
 interface LinkSettings {
   target: StateTarget;
-  ca: RespClientOptions['ca'];
+  /** Built once from `ca`, not per reconnect. */
+  secureContext: tls.SecureContext | undefined;
   connectTimeoutMs: number;
   maxReplyBytes: number;
   maxPendingCommands: number;
@@ -286,8 +287,8 @@ function fail(entry: Entry, error: Error): void {
 
 function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   const { target } = settings;
-  const handshake = encodeAll(handshakeCommands(target));
-  const handshakeLength = handshakeCommands(target).length;
+  const handshakeList = handshakeCommands(target);
+  const handshake = encodeAll(handshakeList);
 
   let status: RespStatus = 'connecting';
   let closed = false;
@@ -332,7 +333,7 @@ function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
         port: target.port,
         // SNI carries host names only (RFC 6066); an IP address is checked against the certificate's IP SANs.
         ...(net.isIP(target.host) === 0 ? { servername: target.host } : {}),
-        ...(settings.ca === undefined ? {} : { ca: settings.ca }),
+        ...(settings.secureContext === undefined ? {} : { secureContext: settings.secureContext }),
       })
       : net.connect({ host: target.host, port: target.port });
     socket = current;
@@ -357,26 +358,25 @@ function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
     // Written at once (the socket holds it until connected); nothing else is written before its replies.
     inFlight.push({
       payload: handshake,
-      expected: handshakeLength,
+      expected: handshakeList.length,
       replies: [],
       done: false,
       timer: undefined,
-      resolve: () => ready(current),
+      resolve: ready,
       reject: (error) => drop(current, error),
     });
     write(handshake);
   }
 
-  function ready(current: net.Socket): void {
+  function ready(): void {
     clearTimeout(connectTimer);
     attempt = 0;
-    setStatus('ready');
-    // A status listener may have closed the client or dropped the connection.
-    if (socket !== current) return;
+    // Before the status listeners run, so that what waited goes out ahead of what they send.
     for (const entry of waiting.splice(0)) {
       inFlight.push(entry);
       write(entry.payload);
     }
+    setStatus('ready');
   }
 
   function receive(reply: Reply): void {
@@ -398,7 +398,7 @@ function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
     clearTimeout(connectTimer);
     current.destroy();
     const reason = cause instanceof StateUnavailableError ? cause.reason : 'connection_lost';
-    const message = `state server ${target.displayUrl} unavailable: ${cause.message}`;
+    const message = cause instanceof StateUnavailableError ? cause.message : `state server ${target.displayUrl} unavailable: ${cause.message}`;
     for (const entry of inFlight.splice(0)) fail(entry, new StateUnavailableError(reason, message, { cause }));
     for (const entry of waiting.splice(0)) fail(entry, new StateUnavailableError(reason, message, { cause }));
     setStatus('down', cause);
@@ -536,7 +536,7 @@ export function createRespClient(options: RespClientOptions): RespClient {
   const healthCheckMs = options.healthCheckMs ?? DEFAULT_HEALTH_CHECK_MS;
   const settings: LinkSettings = {
     target,
-    ca: options.ca,
+    secureContext: options.ca === undefined ? undefined : tls.createSecureContext({ ca: options.ca }),
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     maxReplyBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
     maxPendingCommands: options.maxPendingCommands ?? DEFAULT_MAX_PENDING,
