@@ -607,15 +607,17 @@ export function createRespClient(options: RespClientOptions): RespClient {
       for (const subscribers of channels.values()) for (const subscriber of subscribers) subscriber.unconfirmed = true;
       return;
     }
-    if (channels.size > 0) pubsub?.push(['SUBSCRIBE', ...channels.keys()]);
+    // One SUBSCRIBE per channel: the server refuses a whole command for one channel it forbids.
+    for (const channel of channels.keys()) pubsub?.push(['SUBSCRIBE', channel]);
     healthTimer = setInterval(checkHealth, healthCheckMs);
     healthTimer.unref();
   }
 
   function onPush(reply: Reply): void {
     if (reply instanceof RespError) {
-      // A refused SUBSCRIBE (an ACL without the channel) must not pass for a working subscription.
-      pubsub?.reset(new StateUnavailableError('protocol', `state server refused a pub/sub command: ${reply.message}`));
+      // A refused SUBSCRIBE (an ACL without the channel): that channel stays unconfirmed, the others
+      // carry on, and the operator hears of it.
+      process.emitWarning(`state client: the state server refused a pub/sub command: ${reply.message}`);
       return;
     }
     // PING answers ['pong', ''] while subscribed, and +PONG once every channel has been left.

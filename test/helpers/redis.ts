@@ -37,8 +37,8 @@ export function redisSkip(): string | false {
 export interface TestRedisOptions {
   /** `requirepass`: the default user's password. */
   password?: string;
-  /** An ACL user with every permission. */
-  user?: { name: string; password: string };
+  /** An ACL user; `rules` default to every key, channel and command (`~* &* +@all`). */
+  user?: { name: string; password: string; rules?: string[] };
   /** Serve TLS only (`rediss://`), with a self-signed certificate for 127.0.0.1. */
   tls?: boolean;
 }
@@ -135,7 +135,7 @@ export async function startRedis(options: TestRedisOptions = {}): Promise<TestRe
 
   const baseArgs = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--logfile', ''];
   if (options.password !== undefined) baseArgs.push('--requirepass', options.password);
-  if (options.user !== undefined) baseArgs.push('--user', options.user.name, 'on', `>${options.user.password}`, '~*', '&*', '+@all');
+  if (options.user !== undefined) baseArgs.push('--user', options.user.name, 'on', `>${options.user.password}`, ...(options.user.rules ?? ['~*', '&*', '+@all']));
 
   let port = 0;
   let child: ChildProcess | undefined;

@@ -304,6 +304,31 @@ describe('RESP client against a real server', { skip, timeout: 120_000 }, () => 
     }
   });
 
+  it('keeps the other subscriptions working when the server refuses one channel, and says so', async () => {
+    const t = await setUp({ user: { name: 'narrow', password: 'pw', rules: ['~*', 'resetchannels', '&allowed:*', '+@all'] } });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const client = t.client();
+      let forbiddenConfirmed = false;
+      client.subscribe('forbidden', () => assert.fail('no message expected'), { onSubscribed: () => (forbiddenConfirmed = true) });
+      const received: string[] = [];
+      await new Promise<void>((resolve) => {
+        client.subscribe('allowed:keys', (message) => received.push(message), { onSubscribed: resolve });
+      });
+      assert.equal(await client.command(['PUBLISH', 'allowed:keys', 'changed']), 1);
+      await waitFor('the message', () => received.length === 1);
+      await waitFor('the warning', () => warnings.some((message) => message.includes('NOPERM')));
+      assert.equal(forbiddenConfirmed, false);
+    } finally {
+      process.off('warning', onWarning);
+      await t.done();
+    }
+  });
+
   it('authenticates with a password and with a user and password on every connection', async () => {
     const t = await setUp({ password: 'pw-default', user: { name: 'gateway', password: 'pw-gateway' } });
     try {
