@@ -33,6 +33,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/'],
   'config': ['config-types', 'catalog/', 'formats/', 'json'],
+  // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
+  'state/': [],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['errors', 'json', 'limits/'],
   // Upstreams and answers.
