@@ -1,6 +1,6 @@
 /**
- * Finding line ends in SSE bytes: LF, CR, or CRLF (WHATWG event-stream). Shared by the parser and
- * the usage tap, which both walk a chunk line by line.
+ * Finding line ends and event boundaries in SSE bytes: LF, CR, or CRLF (WHATWG event-stream).
+ * Shared by the parser and the usage tap, which both walk a chunk line by line.
  *
  * The scanner searches with single-byte `indexOf` (memchr) and remembers where the next CR is, so
  * input without CR, the usual kind, is searched for CR once per chunk rather than once per line.
@@ -36,4 +36,55 @@ export function createLineScanner(): LineScanner {
 /** Where the line that ends at `lineEnd` is followed by the next one: past LF, CR or CRLF. */
 export function afterLineEnd(bytes: Uint8Array, lineEnd: number): number {
   return bytes[lineEnd] === CR && bytes[lineEnd + 1] === LF ? lineEnd + 2 : lineEnd + 1;
+}
+
+/** LF or CR. */
+export function isLineEnd(byte: number | undefined): boolean {
+  return byte === LF || byte === CR;
+}
+
+/**
+ * Start of the event that holds byte `at`, or an earlier event boundary: the end of the last blank
+ * line at or after `from` and before `at`, or `from`. Only a blank line that follows a non-empty
+ * line ending in LF or CRLF is taken: at a run of blank lines or a CR-only line end, where
+ * {@link nextEventEnd} might cut elsewhere, the search goes on back, ending at `from` at worst,
+ * which is always a boundary. So the cuts stay exactly the ones a walk from `from` makes.
+ */
+export function eventStartBefore(bytes: Buffer, from: number, at: number): number {
+  let lf = at - 1;
+  while (lf > from) {
+    lf = bytes.lastIndexOf(LF, lf);
+    if (lf <= from) break;
+    // The blank line's own end (LF or CRLF), then the previous line's (LF or CRLF), then a byte of that line.
+    let i = bytes[lf - 1] === CR ? lf - 2 : lf - 1;
+    if (bytes[i] === LF) {
+      i -= 1;
+      if (bytes[i] === CR) i -= 1;
+      if (i >= from && !isLineEnd(bytes[i])) return lf + 1;
+    }
+    lf -= 1;
+  }
+  return from;
+}
+
+/**
+ * End of the event that starts at `from`: just past its blank line (LF LF, CRLF CRLF, CR CR or
+ * mixed), or the end of `bytes`.
+ */
+export function nextEventEnd(bytes: Buffer, from: number): number {
+  let position = from;
+  let lineEmpty = true;
+  while (position < bytes.length) {
+    const byte = bytes[position] as number;
+    if (byte === LF || byte === CR) {
+      const next = afterLineEnd(bytes, position);
+      if (lineEmpty && position > from) return next;
+      lineEmpty = true;
+      position = next;
+    } else {
+      lineEmpty = false;
+      position += 1;
+    }
+  }
+  return bytes.length;
 }

@@ -3,6 +3,9 @@
  * a chat-completions request sent on to a messages upstream, and a chat-completions answer
  * (from a chat upstream) given back to a messages client.
  *
+ * Longer than most files on purpose: the request and the answer of one direction share their
+ * helpers (turn building, tool-use blocks), and translation.md's table reads against one file.
+ *
  * Decisions where the spec is silent (the official APIs decide, and these notes record how):
  * - Turns: the messages format wants alternating turns starting with `user`, no empty turn except
  *   a final assistant one, tool results first in their user turn, and no trailing whitespace at

@@ -15,7 +15,7 @@ import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
 import { foldMessagesUsage, fromChatUsage } from './usage.ts';
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
-import { CR, LF, afterLineEnd, createLineScanner } from '../sse/lines.ts';
+import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, isLineEnd, nextEventEnd } from '../sse/lines.ts';
 import { isRecord } from '../json.ts';
 
 export interface UsageTap {
@@ -58,10 +58,6 @@ const CLOSE_BRACKET = 0x5d;
 
 function isJsonSpace(byte: number | undefined): boolean {
   return byte === SPACE || byte === LF || byte === CR || byte === TAB;
-}
-
-function isLineEnd(byte: number | undefined): boolean {
-  return byte === LF || byte === CR;
 }
 
 /** Whether `bytes` holds `pattern` at `at` (false past either end). */
@@ -424,49 +420,3 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
 }
 
 const EMPTY = Buffer.alloc(0);
-
-/**
- * Start of the event that holds byte `at`, or an earlier event boundary: the end of the last blank
- * line at or after `from` and before `at`, or `from`. Only a blank line that follows a non-empty
- * line ending in LF or CRLF is taken: at a run of blank lines or a CR-only line end, where
- * {@link nextEventEnd} might cut elsewhere, the search goes on back, ending at `from` at worst,
- * which is always a boundary. So the cuts stay exactly the ones a walk from `from` makes.
- */
-function eventStartBefore(bytes: Buffer, from: number, at: number): number {
-  let lf = at - 1;
-  while (lf > from) {
-    lf = bytes.lastIndexOf(LF, lf);
-    if (lf <= from) break;
-    // The blank line's own end (LF or CRLF), then the previous line's (LF or CRLF), then a byte of that line.
-    let i = bytes[lf - 1] === CR ? lf - 2 : lf - 1;
-    if (bytes[i] === LF) {
-      i -= 1;
-      if (bytes[i] === CR) i -= 1;
-      if (i >= from && !isLineEnd(bytes[i])) return lf + 1;
-    }
-    lf -= 1;
-  }
-  return from;
-}
-
-/**
- * End of the event that starts at `from`: just past its blank line (LF LF, CRLF CRLF, CR CR or
- * mixed), or the end of `bytes`.
- */
-function nextEventEnd(bytes: Buffer, from: number): number {
-  let position = from;
-  let lineEmpty = true;
-  while (position < bytes.length) {
-    const byte = bytes[position] as number;
-    if (byte === LF || byte === CR) {
-      const next = afterLineEnd(bytes, position);
-      if (lineEmpty && position > from) return next;
-      lineEmpty = true;
-      position = next;
-    } else {
-      lineEmpty = false;
-      position += 1;
-    }
-  }
-  return bytes.length;
-}
