@@ -36,13 +36,11 @@ export interface RowTable {
   merge(other: RowTable): void;
   /** Number of rows. */
   readonly size: number;
-  /** Removes every row. */
-  clear(): void;
 }
 
 /** An empty table. Nested maps, so adding to a known row builds no key string. */
 export function createRowTable(): RowTable {
-  let hours = new Map<number, Map<string, Map<string, Counts>>>();
+  const hours = new Map<number, Map<string, Map<string, Counts>>>();
   let size = 0;
 
   const table: RowTable = {
@@ -71,10 +69,6 @@ export function createRowTable(): RowTable {
     },
     get size() {
       return size;
-    },
-    clear() {
-      hours = new Map();
-      size = 0;
     },
   };
   return table;

@@ -169,6 +169,22 @@ describe('usage ledger: files', () => {
     await second.close();
   });
 
+  it('writes on its own every flushIntervalMs, and compacts closed days in the background', { timeout: 10_000 }, async () => {
+    const dir = tempDir();
+    const c = clock();
+    const ledger = await createFileLedger({ dir, now: c.now, flushIntervalMs: 20 });
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(done());
+    };
+    ledger.record(entry('key_a', 'm1', T0, 1, 1, 0.5));
+    await until(() => readdirSync(dir).includes('2026-03-14.jsonl') && readFileSync(join(dir, '2026-03-14.jsonl'), 'utf8').endsWith('\n'));
+    c.set(Date.UTC(2026, 2, 15, 2));
+    await until(() => readdirSync(dir).join() === '2026-03-14.totals.json');
+    assert.deepEqual((await ledger.query({ ...RANGE, groupBy: 'key' })).map((r) => [r.requests, r.cost_usd]), [[1, 0.5]]);
+    await ledger.close();
+  });
+
   it('appends one line per flush holding one row per hour × key × model, not one per request', async () => {
     const dir = tempDir();
     const ledger = await open(dir, clock().now);
