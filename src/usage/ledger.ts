@@ -323,13 +323,18 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
     handle = undefined;
     // a+ (append, and read to see how the file ends).
     const opened = await open(join(dir, liveFileName(day)), 'a+', 0o600);
-    const { size } = await opened.stat();
-    needsSeparator = false;
-    if (size > 0) {
-      const last = Buffer.alloc(1);
-      await opened.read(last, 0, 1, size - 1);
-      // A torn line left by a killed writer: our first line must not be glued to it.
-      needsSeparator = last[0] !== 0x0a;
+    try {
+      const { size } = await opened.stat();
+      needsSeparator = false;
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await opened.read(last, 0, 1, size - 1);
+        // A torn line left by a killed writer: our first line must not be glued to it.
+        needsSeparator = last[0] !== 0x0a;
+      }
+    } catch (err) {
+      await opened.close().catch(noop);
+      throw err;
     }
     handle = opened;
     handleDay = day;
@@ -398,9 +403,9 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
 
   async function sameHead(file: FileHandle, head: Buffer): Promise<boolean> {
     if (head.length === 0) return true;
-    const now = Buffer.alloc(head.length);
-    const { bytesRead } = await file.read(now, 0, head.length, 0);
-    return bytesRead === head.length && now.equals(head);
+    const bytes = Buffer.alloc(head.length);
+    const { bytesRead } = await file.read(bytes, 0, head.length, 0);
+    return bytesRead === head.length && bytes.equals(head);
   }
 
   /**
@@ -606,7 +611,7 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
   async function query(request: UsageQuery): Promise<UsageRow[]> {
     const summary = createUsageSummary(request);
     if (!(request.until > request.since)) return [];
-    const fromDay = Math.floor(Math.floor(request.since / HOUR_MS) / 24);
+    const fromDay = Math.floor(request.since / DAY_MS);
     await serial(async () => {
       for (const totals of await snapshot(fromDay)) totals.table.forEach(summary.add);
       for (const tail of tails.values()) tail.table.forEach(summary.add);
