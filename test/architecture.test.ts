@@ -31,7 +31,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'limits/': ['config-types', 'errors'],
   'auth/': ['config-types', 'errors', 'json', 'ids'],
   'catalog/': ['config-types', 'formats/', 'json'],
-  'usage/': ['config-types', 'formats/', 'translate/'],
+  'usage/': ['config-types', 'formats/', 'translate/', 'errors'],
   'config': ['config-types', 'catalog/', 'formats/', 'json'],
   // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
   'state/': [],
@@ -50,7 +50,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'feature': ['config-types', 'catalog/', 'auth/', 'limits/', 'metrics', 'request-log', 'request-record'],
   'routes': ['pipeline', 'feature', 'auth/', 'catalog/', 'formats/', 'errors', 'http/', 'metrics', 'request-record', 'version'],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
-  'web/': ['auth/', 'config-types', 'errors', 'json', 'ids', 'feature', 'http/', 'limits/', 'request-log', 'request-record'],
+  'web/': ['auth/', 'config-types', 'errors', 'json', 'ids', 'feature', 'http/', 'limits/', 'usage/', 'request-log', 'request-record'],
   'features': ['feature', 'web/', 'auth/', 'errors', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'server': [

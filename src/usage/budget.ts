@@ -13,7 +13,7 @@
  * - The header is the remaining amount rounded DOWN to 1/100 of a cent with four decimals
  *   (`24.9963`), never negative, so it never promises more than is left.
  */
-import { GatewayError } from '../http/errors.ts';
+import { GatewayError } from '../errors.ts';
 
 export type BudgetPeriod = 'day' | 'month';
 
