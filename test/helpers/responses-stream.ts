@@ -240,18 +240,14 @@ export function answerOptions(overrides: Partial<ResponsesAnswerOptions> = {}): 
 
 /**
  * A response with function arguments compared as JSON (a whole messages answer has its tool input
- * as an object, re-serialized; the stream has the upstream's own spacing). Arguments of a call cut
- * short (status incomplete) that do not parse are compared as "<cut>": a whole answer cannot carry them.
+ * as an object, re-serialized; the stream has the upstream's own spacing). The arguments of a call
+ * cut short (status incomplete) are compared as "<cut>": a whole answer cannot carry partial JSON.
  */
 export function comparable(response: ResponsesResponse): ResponsesResponse {
   const copy = structuredClone(response);
   for (const item of copy.output) {
     if (item.type !== 'function_call') continue;
-    try {
-      item.arguments = JSON.stringify(JSON.parse(item.arguments));
-    } catch {
-      if (item.status === 'incomplete') item.arguments = '<cut>';
-    }
+    item.arguments = item.status === 'incomplete' ? '<cut>' : JSON.stringify(JSON.parse(item.arguments));
   }
   return copy;
 }
