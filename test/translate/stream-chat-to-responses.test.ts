@@ -3,10 +3,9 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { createSseParser } from '../../src/sse/parser.ts';
 import type { ResponsesStreamTranslator } from '../../src/translate/responses-events.ts';
-import type { ResponsesAnswerOptions } from '../../src/translate/responses-output.ts';
 import { chatResponseToResponses } from '../../src/translate/chat-to-responses.ts';
 import { createChatToResponsesStream } from '../../src/translate/stream-chat-to-responses.ts';
-import { answerOptions, assembleResponsesStream, comparable, eventTypes, parseResponsesEvents } from '../helpers/responses-stream.ts';
+import { type AnswerOverrides, answerOptions, assembleResponsesStream, comparable, eventTypes, parseResponsesEvents } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { chatAnswerFromStream } from '../helpers/upstream-answers.ts';
 
@@ -24,7 +23,7 @@ function edgeSplitBytes(length: number): number {
 
 interface Run { output: string; translator: ResponsesStreamTranslator; warnings: string[] }
 
-function translateBytes(pieces: Uint8Array[], overrides: Partial<ResponsesAnswerOptions> = {}): Run {
+function translateBytes(pieces: Uint8Array[], overrides: AnswerOverrides = {}): Run {
   let output = '';
   const warnings: string[] = [];
   const translator = createChatToResponsesStream({ ...answerOptions(overrides), write: (text) => (output += text), onWarning: (message) => warnings.push(message) });
@@ -287,7 +286,7 @@ describe('createChatToResponsesStream items', () => {
     const args = JSON.stringify({ input: patch });
     const pieces = [args.slice(0, 3), args.slice(3, 14), args.slice(14, 40), args.slice(40, 41), args.slice(41)];
     const { output } = translate(
-      chunk({ tool_calls: [call(0, { id: 'call_p', name: 'apply_patch', arguments: pieces[0] })] }),
+      chunk({ tool_calls: [call(0, { id: 'call_p', name: 'apply_patch', arguments: pieces[0] ?? '' })] }),
       ...pieces.slice(1).map((piece) => chunk({ tool_calls: [call(0, { arguments: piece })] })),
       chunk({}, 'tool_calls'),
       '[DONE]',

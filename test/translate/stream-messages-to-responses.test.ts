@@ -3,10 +3,9 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { createSseParser } from '../../src/sse/parser.ts';
 import type { ResponsesStreamTranslator } from '../../src/translate/responses-events.ts';
-import type { ResponsesAnswerOptions } from '../../src/translate/responses-output.ts';
 import { messagesResponseToResponses } from '../../src/translate/messages-to-responses.ts';
 import { createMessagesToResponsesStream } from '../../src/translate/stream-messages-to-responses.ts';
-import { answerOptions, assembleResponsesStream, comparable, eventTypes, parseResponsesEvents } from '../helpers/responses-stream.ts';
+import { type AnswerOverrides, answerOptions, assembleResponsesStream, comparable, eventTypes, parseResponsesEvents } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { messagesAnswerFromStream } from '../helpers/upstream-answers.ts';
 
@@ -17,7 +16,7 @@ const MESSAGES_FIXTURE = /^anthropic-.*\.sse$/;
 
 interface Run { output: string; translator: ResponsesStreamTranslator; warnings: string[] }
 
-function translateBytes(pieces: Uint8Array[], overrides: Partial<ResponsesAnswerOptions> = {}): Run {
+function translateBytes(pieces: Uint8Array[], overrides: AnswerOverrides = {}): Run {
   let output = '';
   const warnings: string[] = [];
   const translator = createMessagesToResponsesStream({ ...answerOptions(overrides), write: (text) => (output += text), onWarning: (message) => warnings.push(message) });
