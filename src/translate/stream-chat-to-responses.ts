@@ -73,8 +73,14 @@ export function createChatToResponsesStream(options: ResponsesStreamOptions): Re
   const held: Call[] = [];
   let unindexed = 0;
 
+  /** A done call keeps only its state: its arguments are in the response object now. */
+  function done(call: Call): void {
+    call.state = 'done';
+    call.args = '';
+  }
+
   function makeLive(call: Call): void {
-    if (live !== undefined) live.state = 'done';
+    if (live !== undefined) done(live);
     call.state = 'live';
     live = call;
     emitter.openCall(call.id, call.name);
@@ -83,7 +89,7 @@ export function createChatToResponsesStream(options: ResponsesStreamOptions): Re
 
   function closeLive(): void {
     if (live === undefined) return;
-    live.state = 'done';
+    done(live);
     live = undefined;
     emitter.closeItem();
   }
@@ -163,6 +169,7 @@ export function createChatToResponsesStream(options: ResponsesStreamOptions): Re
 
   function settle(): void {
     flushCalls();
+    if (live !== undefined) done(live);
     live = undefined;
     emitter.settle(chatStop(finishReason, refused));
   }

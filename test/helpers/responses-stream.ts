@@ -225,9 +225,12 @@ export function codexToolNames(): ToolNames {
   return prepareTools({ model: 'm', tools: CODEX_TOOLS }, () => {}).toolNames;
 }
 
+/** Overrides of answer options; an option given as undefined is left out (no seal, a fresh id). */
+export type AnswerOverrides = { [K in keyof ResponsesAnswerOptions]?: ResponsesAnswerOptions[K] | undefined };
+
 /** Answer options with a pinned id, clock and seal. */
-export function answerOptions(overrides: Partial<ResponsesAnswerOptions> = {}): ResponsesAnswerOptions {
-  return {
+export function answerOptions(overrides: AnswerOverrides = {}): ResponsesAnswerOptions {
+  const options: Record<string, unknown> = {
     model: 'llmux-model',
     echo: responseEcho({ model: 'llmux-model', tools: CODEX_TOOLS }),
     toolNames: codexToolNames(),
@@ -236,6 +239,8 @@ export function answerOptions(overrides: Partial<ResponsesAnswerOptions> = {}): 
     seal: FAKE_SEAL,
     ...overrides,
   };
+  for (const key of Object.keys(options)) if (options[key] === undefined) delete options[key];
+  return options as unknown as ResponsesAnswerOptions;
 }
 
 /**

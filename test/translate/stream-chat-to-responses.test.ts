@@ -436,6 +436,32 @@ describe('createChatToResponsesStream failures', () => {
   });
 });
 
+describe('createChatToResponsesStream agrees with the whole-answer translator', () => {
+  const usage = usageChunk({ prompt_tokens: 20, completion_tokens: 9, total_tokens: 29, prompt_tokens_details: { cached_tokens: 8 }, completion_tokens_details: { reasoning_tokens: 4 } });
+  const cases: Record<string, Array<Record<string, unknown> | string>> = {
+    'an empty answer': [chunk({ role: 'assistant', content: '' }), chunk({}, 'stop'), '[DONE]'],
+    'reasoning, text and a tool call with usage': [chunk({ reasoning_content: 'hm' }), chunk({ content: 'Let me run it.' }), chunk({ tool_calls: [call(0, { id: 'c1', name: 'shell', arguments: '{"command":["ls"]}' })] }), chunk({}, 'tool_calls'), usage, '[DONE]'],
+    'interleaved tool calls': [
+      chunk({ tool_calls: [call(0, { id: 'c0', name: 'shell', arguments: '{"command":' }), call(1, { id: 'c1', name: 'github__create_issue', arguments: '{"title":' })] }),
+      chunk({ tool_calls: [call(1, { arguments: '"t"}' }), call(0, { arguments: '["a"]}' })] }),
+      chunk({}, 'tool_calls'),
+      '[DONE]',
+    ],
+    'a custom tool call': [chunk({ tool_calls: [call(0, { id: 'p', name: 'apply_patch', arguments: '{"input":"*** Begin' })] }), chunk({ tool_calls: [call(0, { arguments: ' Patch\\n"}' })] }), chunk({}, 'tool_calls'), '[DONE]'],
+    'a local shell call': [chunk({ tool_calls: [call(0, { id: 's', name: 'local_shell', arguments: '{"command":["pwd"]}' })] }), chunk({}, 'tool_calls'), '[DONE]'],
+    'tool calls ending with stop': [chunk({ tool_calls: [call(0, { id: 'c', name: 'shell', arguments: '{}' })] }), chunk({}, 'stop'), '[DONE]'],
+    'a refusal': [chunk({ content: null, refusal: 'No.' }), chunk({}, 'stop'), '[DONE]'],
+    'a content filter stop': [chunk({ content: 'par' }), chunk({}, 'content_filter'), '[DONE]'],
+    'max tokens in a tool call': [chunk({ tool_calls: [call(0, { id: 'c', name: 'shell', arguments: '{"comm' })] }), chunk({}, 'length'), '[DONE]'],
+  };
+  for (const [name, chunks] of Object.entries(cases)) {
+    it(`assembles ${name} to the whole-answer translation`, () => {
+      const bytes = upstream(...chunks);
+      assertAgreesWithWhole(bytes, translateBytes([bytes]));
+    });
+  }
+});
+
 describe('createChatToResponsesStream output encoding', () => {
   it('writes each event\'s data as JSON.stringify would, with awkward text kept whole', () => {
     const awkward = 'say "hi" \\ then\n\ttab \u2028 \u{1F600} \u0001 </script>';

@@ -219,6 +219,25 @@ describe('createMessagesToResponsesStream items', () => {
   });
 });
 
+describe('createMessagesToResponsesStream agrees with the whole-answer translator', () => {
+  const thinking = [blockStart(0, { type: 'thinking', thinking: '', signature: '' }), delta(0, { type: 'thinking_delta', thinking: 'Plan.' }), delta(0, { type: 'signature_delta', signature: 's' }), blockStop(0)];
+  const cases: Record<string, Json[]> = {
+    'an empty answer': [start(), messageDelta('end_turn'), stop],
+    'thinking, text and a tool call with cache usage': [start({ input_tokens: 3, cache_read_input_tokens: 50, output_tokens: 1 }), ...thinking, ...textBlock(1, 'Running.'), ...toolBlock(2, 't1', 'shell', '{"command":["ls"]}'), messageDelta('tool_use', { output_tokens: 30, output_tokens_details: { thinking_tokens: 10 } }), stop],
+    'a custom tool call': [start(), ...toolBlock(0, 'p', 'apply_patch', '{"input": "*** Begin', ' Patch\\n"}'), messageDelta('tool_use'), stop],
+    'a namespaced and a local shell call': [start(), ...toolBlock(0, 'g', 'github__create_issue', '{"title":"t"}'), ...toolBlock(1, 's', 'local_shell', '{"command":["pwd"]}'), messageDelta('tool_use'), stop],
+    'a refusal after text': [start(), ...textBlock(0, 'Well'), messageDelta('refusal', { output_tokens: 2 }, { stop_details: { explanation: 'No.' } }), stop],
+    'a refusal after a tool call': [start(), ...toolBlock(0, 't', 'shell', '{}'), messageDelta('refusal'), stop],
+    'max tokens in text': [start(), ...textBlock(0, 'cut'), messageDelta('max_tokens'), stop],
+  };
+  for (const [name, events] of Object.entries(cases)) {
+    it(`assembles ${name} to the whole-answer translation`, () => {
+      const bytes = upstream(...events);
+      assertAgreesWithWhole(bytes, translateBytes([bytes]));
+    });
+  }
+});
+
 describe('createMessagesToResponsesStream stop reasons and usage', () => {
   it('makes max_tokens incomplete (max_output_tokens) with the cut call incomplete', () => {
     const { output } = translate(start(), ...textBlock(0, 'a'), blockStart(1, { type: 'tool_use', id: 'toolu_1', name: 'shell', input: {} }), delta(1, { type: 'input_json_delta', partial_json: '{"comm' }), messageDelta('max_tokens'), stop);
