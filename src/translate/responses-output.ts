@@ -75,7 +75,7 @@ export function responseEcho(request: ResponsesRequest): ResponseEcho {
     },
     store: request.store ?? true,
     temperature: request.temperature ?? null,
-    text: request.text ?? { format: { type: 'text' } },
+    text: { format: { type: 'text' }, ...request.text },
     tool_choice: request.tool_choice ?? 'auto',
     tools: request.tools ?? [],
     top_p: request.top_p ?? null,

@@ -6,8 +6,7 @@ import { responsesRequestToChat } from '../../src/translate/responses-to-chat.ts
 import { responsesRequestToMessages } from '../../src/translate/responses-to-messages.ts';
 import { assertOnlyRefusals, createMutator } from '../helpers/mutate.ts';
 
-// Bodies are arbitrary JSON; tests poke into them freely.
-type Body = Record<string, any>;
+type Body = Record<string, unknown>;
 
 /** A Codex-like request that exercises every field the validator knows, in a valid shape. */
 function fullRequest(): Body {

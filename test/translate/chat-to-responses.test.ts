@@ -126,6 +126,8 @@ describe('chatResponseToResponses rules', () => {
       [defaults.instructions, defaults.parallel_tool_calls, defaults.store, defaults.text, defaults.tool_choice, defaults.truncation, defaults.metadata, defaults.reasoning],
       [null, true, true, { format: { type: 'text' } }, 'auto', 'disabled', {}, { effort: null, summary: null }],
     );
+    const verbosityOnly = chatResponseToResponses(answer({ content: 'ok' }), answerOptions({ echo: responseEcho({ model: 'm', text: { verbosity: 'low' } }) }));
+    assert.deepEqual(verbosityOnly.text, { format: { type: 'text' }, verbosity: 'low' });
   });
 
   it('gives a fresh resp_ id when none is pinned and derives item ids from it', () => {
