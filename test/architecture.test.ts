@@ -19,6 +19,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'json': [],
   'ids': [],
   'version': [],
+  'files': [],
   'cli-io': [],
   'config-types': ['formats/'],
   'request-record': ['formats/'],
@@ -29,7 +30,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'dialects/': ['formats/', 'translate/', 'errors', 'json', 'ids'],
   // State and rules: they answer in numbers and records; http/ renders them.
   'limits/': ['config-types', 'errors'],
-  'auth/': ['config-types', 'errors', 'json', 'ids'],
+  'auth/': ['config-types', 'errors', 'json', 'ids', 'files'],
+  // Responses API state: stored responses, their resolution, sealed reasoning.
+  'responses/': ['formats/', 'errors', 'json', 'files'],
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/', 'errors'],
   'config': ['config-types', 'catalog/', 'formats/', 'json'],
@@ -57,7 +60,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'http/', 'errors', 'pipeline', 'routes',
     'metrics', 'request-log', 'request-record', 'feature',
   ],
-  'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json'],
+  'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],
   'device-cli': ['cli-io'],
   'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli'],
   'index': ['server', 'features', 'auth/', 'config-types', 'version'],

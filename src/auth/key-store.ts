@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import type { TierLimits, TierName } from '../config-types.ts';
 import { isLimit, isTierName } from '../config-types.ts';
 import type { KeyRecord } from './key-record.ts';
+import { writeFileAtomic } from '../files.ts';
 
 export type { KeyRecord } from './key-record.ts';
 
@@ -110,30 +111,7 @@ export function parseKeyFile(text: string, path: string): KeyRecord[] {
   return keys;
 }
 
-/** Writes a file atomically: a temp file beside it, fsync, rename over, fsync the directory. */
-export function writeFileAtomic(path: string, text: string, mode = 0o600): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const fd = openSync(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    try { unlinkSync(tmp); } catch { /* already gone */ }
-    throw err;
-  }
-  try {
-    const dfd = openSync(dirname(path), 'r');
-    try { fsyncSync(dfd); } finally { closeSync(dfd); }
-  } catch {
-    // Some filesystems refuse a directory fsync; the rename is still atomic.
-  }
-}
+export { writeFileAtomic } from '../files.ts';
 
 const LOCK_STALE_MS = 10_000;
 

@@ -55,6 +55,18 @@ const CUSTOM_FORMAT_TYPES = oneOf(['text', 'grammar']);
 const GRAMMAR_SYNTAXES = oneOf(['lark', 'regex']);
 const NAMESPACE_TOOL_TYPES = oneOf(['function', 'custom']);
 
+
+/**
+ * Marks reasoning llmux sealed itself (`encrypted_content`, src/responses/seal.ts): what starts with
+ * it and fails to open was tampered with or sealed under another secret.
+ */
+export const SEAL_PREFIX = 'llmux.v1.';
+
+/** Whether `text` claims to be an llmux seal (it may still fail to open). */
+export function isLlmuxSeal(text: string): boolean {
+  return text.startsWith(SEAL_PREFIX);
+}
+
 /** OpenAI's metadata bounds: 16 pairs, keys up to 64 characters, values up to 512. */
 const MAX_METADATA_KEYS = 16;
 const MAX_METADATA_KEY_CHARS = 64;

@@ -34,6 +34,8 @@ export interface MessagesToolResultBlock {
 }
 export interface MessagesThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
 export interface MessagesRedactedThinkingBlock { type: 'redacted_thinking'; data: string }
+/** A thinking block as the messages format signs it: what llmux seals for stateless Responses clients. */
+export type SealableBlock = MessagesThinkingBlock | MessagesRedactedThinkingBlock;
 
 export type MessagesContentBlock =
   | MessagesTextBlock

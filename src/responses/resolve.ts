@@ -5,7 +5,7 @@
  * OpenAI's API: the request's own `instructions` (or none) apply.
  */
 import type { ResponsesInputItem, ResponsesRequest } from '../formats/responses.ts';
-import { GatewayError, invalidParameters, truncate } from '../http/errors.ts';
+import { GatewayError, invalidParameters, truncate } from '../errors.ts';
 import type { ResponseStore } from './store.ts';
 import { isRecord } from '../json.ts';
 

@@ -10,15 +10,15 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MessagesRedactedThinkingBlock, MessagesThinkingBlock } from '../formats/wire.ts';
-import { writeFileAtomic } from '../auth/key-store.ts';
+import type { SealableBlock } from '../formats/wire.ts';
+import { SEAL_PREFIX, isLlmuxSeal } from '../formats/responses.ts';
+import { writeFileAtomic } from '../files.ts';
 import { isRecord } from '../json.ts';
 
 /** What can be sealed: a thinking block with its signature, or a redacted one. */
-export type SealableBlock = MessagesThinkingBlock | MessagesRedactedThinkingBlock;
+export type { SealableBlock } from '../formats/wire.ts';
 
-/** Marks llmux's own seals: what starts with it and fails to open was tampered or sealed elsewhere. */
-export const SEAL_PREFIX = 'llmux.v1.';
+export { SEAL_PREFIX, isLlmuxSeal } from '../formats/responses.ts';
 export const SEAL_SECRET_BYTES = 32;
 /** The secret's file in LLMUX_HOME. */
 export const SEAL_SECRET_FILE = 'responses-secret';
@@ -35,10 +35,6 @@ export interface Sealer {
   open(sealed: string): SealableBlock | undefined;
 }
 
-/** Whether `text` claims to be an llmux seal (it may still fail to open). */
-export function isLlmuxSeal(text: string): boolean {
-  return text.startsWith(SEAL_PREFIX);
-}
 
 /** A sealer for a 32-byte secret. */
 export function createSealer(secret: Uint8Array): Sealer {

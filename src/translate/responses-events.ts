@@ -17,7 +17,7 @@
  * State: the response object (its output grows item by item) and the one open item.
  */
 import type { ResponsesItemStatus, ResponsesOutputItem, ResponsesRefusal, ResponsesOutputText, ResponsesResponse, ResponsesUsage } from '../formats/responses.ts';
-import type { SealableBlock } from '../responses/seal.ts';
+import type { SealableBlock } from '../formats/wire.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import {
   type InputUnwrapper,

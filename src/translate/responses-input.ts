@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import type { ResponsesRequest } from '../formats/responses.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
-import { isLlmuxSeal, type SealableBlock } from '../responses/seal.ts';
+import type { SealableBlock } from '../formats/wire.ts';
+import { isLlmuxSeal } from '../formats/responses.ts';
 import { asRecord, isRecord, records } from '../json.ts';
 
 /** What a request translator needs besides the request. */

@@ -25,7 +25,7 @@ import type {
   ResponsesItemStatus,
   ResponsesUsage,
 } from '../formats/responses.ts';
-import type { SealableBlock } from '../responses/seal.ts';
+import type { SealableBlock } from '../formats/wire.ts';
 import type { RestoredTool, ToolNames } from './responses-tools.ts';
 import { asRecord, isRecord } from '../json.ts';
 import { newId } from '../ids.ts';

@@ -21,7 +21,8 @@
  * - An error chunk, `fail()`, unparsable data, or a body that ends before `finish_reason` / `[DONE]`
  *   is `response.failed` with `error {code, message}`.
  */
-import type { SseEvent, TokenUsage } from '../formats/wire.ts';
+import type { TokenUsage } from '../formats/wire.ts';
+import type { SseEvent } from '../sse/parser.ts';
 import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './responses-events.ts';
 import { createResponsesEmitter } from './responses-events.ts';
 import { answerUsage, chatStop, failureCode, tokenCount } from './responses-output.ts';

@@ -17,7 +17,8 @@
  * - An `error` event, `fail()`, or a body that ends before `message_delta` is `response.failed`.
  * - JSON inside events may be padded with whitespace (real Anthropic streams): it is parsed.
  */
-import type { SseEvent, TokenUsage } from '../formats/wire.ts';
+import type { TokenUsage } from '../formats/wire.ts';
+import type { SseEvent } from '../sse/parser.ts';
 import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './responses-events.ts';
 import { createResponsesEmitter } from './responses-events.ts';
 import { answerUsage, failureCode, messagesStop, tokenCount } from './responses-output.ts';

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import type { ResponsesRequest, ResponsesResponse } from '../../src/formats/responses.ts';
-import type { SseEvent } from '../../src/formats/wire.ts';
+import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser } from '../../src/sse/parser.ts';
 import type { SealableBlock } from '../../src/responses/seal.ts';
 import { type ResponsesAnswerOptions, responseEcho } from '../../src/translate/responses-output.ts';

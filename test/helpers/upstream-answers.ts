@@ -3,7 +3,8 @@
  * assemble a stream, so a stream translator's result can be compared with the whole-answer
  * translator's result for the same answer.
  */
-import type { ChatResponse, MessagesResponse, SseEvent } from '../../src/formats/wire.ts';
+import type { ChatResponse, MessagesResponse } from '../../src/formats/wire.ts';
+import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser } from '../../src/sse/parser.ts';
 
 function parse(bytes: Uint8Array): SseEvent[] {
