@@ -15,6 +15,7 @@
  */
 import type { Budget, BudgetPeriod } from '../config-types.ts';
 import { GatewayError } from '../errors.ts';
+import type { UsageLedger } from './ledger.ts';
 
 export type { Budget, BudgetPeriod } from '../config-types.ts';
 
@@ -72,6 +73,11 @@ export function budgetStatus(budget: Budget, spentUsd: number, nowMs: number): B
     resetsAt: new Date(resetsAtMs).toISOString(),
     resetsInSeconds: Math.max(1, Math.ceil((resetsAtMs - nowMs) / 1000)),
   };
+}
+
+/** Where a key stands against `budget` now, from the ledger's cached spend of the current period. */
+export function currentBudgetStatus(budget: Budget, keyId: string, ledger: Pick<UsageLedger, 'spendCached'>, nowMs: number): BudgetStatus {
+  return budgetStatus(budget, ledger.spendCached(keyId, periodStartMs(budget.period, nowMs)), nowMs);
 }
 
 /** The `x-llmux-budget-remaining-usd` value: `24.9963`, `0.0000`. */
