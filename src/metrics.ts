@@ -4,7 +4,8 @@
  *
  * Labels come only from configuration and the catalog, so their number stays bounded whatever
  * clients send: `route` is the registered route pattern (`other` when none matched), `provider` a
- * configured provider id (empty when no provider was reached), `model` the catalog id of the
+ * configured provider id (the one that answered, else the last one tried; empty when none was),
+ * `model` the catalog id of the
  * model that answered (only set once one did), `code` an upstream HTTP status or one of the
  * gateway's own error codes, `status` the status llmux answered.
  *
@@ -46,7 +47,8 @@ export function createMetrics(): Metrics {
   return {
     observe(status, record, durationMs) {
       const route = record.route ?? NO_ROUTE;
-      const provider = record.provider ?? NO_PROVIDER;
+      // The provider that answered, else the last one tried (a request that failed upstream).
+      const provider = record.provider ?? record.attempts[record.attempts.length - 1]?.provider ?? NO_PROVIDER;
       requests.inc({ route, status: String(status) });
       const where = { route, provider };
       duration.observe(where, durationMs / 1000);
