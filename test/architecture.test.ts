@@ -59,7 +59,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json'],
   'device-cli': ['cli-io'],
-  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli'],
+  'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
+  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli'],
   'index': ['server', 'features', 'auth/', 'config-types', 'version'],
 };
 
