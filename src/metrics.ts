@@ -82,7 +82,7 @@ export function createMetrics(): Metrics {
           '# HELP llmux_upstream_retries_total Upstream attempts after the first of a request.',
           '# TYPE llmux_upstream_retries_total counter',
           `llmux_upstream_retries_total ${retries}`,
-          '# HELP llmux_stream_errors_total Streams that ended with an in-stream error.',
+          '# HELP llmux_stream_errors_total Streams that ended early: an in-stream error, or the client left.',
           '# TYPE llmux_stream_errors_total counter',
           `llmux_stream_errors_total ${streamErrors}`,
           '# HELP llmux_open_requests Requests being answered now.',

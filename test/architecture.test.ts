@@ -61,7 +61,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'device-cli': ['cli-io'],
   'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
   'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli'],
-  'index': ['server', 'features', 'auth/', 'config-types', 'version'],
+  'index': ['server', 'features', 'auth/', 'config-types', 'usage/', 'version'],
 };
 
 type Graph = Map<string, Set<string>>;
