@@ -5,9 +5,8 @@
  * Labels come only from configuration and the catalog, so their number stays bounded whatever
  * clients send: `route` is the registered route pattern (`other` when none matched), `provider` a
  * configured provider id (the one that answered, else the last one tried; empty when none was),
- * `model` the catalog id of the
- * model that answered (only set once one did), `code` an upstream HTTP status or one of the
- * gateway's own error codes, `status` the status llmux answered.
+ * `model` the catalog id of the model that answered (only set once one did), `code` an upstream
+ * HTTP status or one of the gateway's own error codes, `status` the status llmux answered.
  *
  * Series (what changed from before issue 17: `llmux_tokens_total` gained the `model` label; sum
  * it by `direction` for the old series):

@@ -1,14 +1,13 @@
 /**
  * `createGateway(options)`: wiring only. Builds the config, catalog, key store, limiter, usage
  * ledger, span exporter and upstream client, mounts the core routes and the features it is given,
- * and returns
- * `{ handler, listen, close }` so the gateway can be mounted on an existing `node:http` server or
- * run on its own.
+ * and returns `{ handler, listen, close }` so the gateway can be mounted on an existing
+ * `node:http` server or run on its own.
  */
 import http from 'node:http';
-import { join } from 'node:path';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
 import type { Config } from './config-types.ts';
 import { loadConfig } from './config.ts';
 import type { ConfigInput } from './config.ts';
@@ -231,6 +230,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       srv.closeAllConnections();
     }
     upstream.close();
+    // Responses cut off at the deadline record their usage as they close: let them, then flush.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     await usage.close();
     if (exporter !== undefined) {
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, SPAN_FLUSH_ON_CLOSE_MS).unref());
