@@ -7,7 +7,7 @@
  *   npm run bench -- --profile       … then run each proxy under --cpu-prof through each load
  *                                    scenario and print where the time goes (bench/.tmp/prof/;
  *                                    with --write, also into RESULTS.md); adds about 80 s
- *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup   some scenarios only
+ *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup,limiter,usage   some parts only
  *
  * Separate processes: the fake upstream, the proxy under test, and the load generator (wrk), with
  * the upstream and wrk on CPU 0 and the proxy alone on CPU 1 when `taskset` and two CPUs exist.
@@ -593,6 +593,14 @@ async function main(): Promise<number> {
       limiter = out.status === 0 ? out.stdout : `bench/limiter.ts failed: ${out.stderr.slice(0, 500)}`;
     }
 
+    let usage: string | undefined;
+    if (only === undefined || only.has('usage')) {
+      // What usage accounting adds per request (issue 17), from its micro-benchmark.
+      process.stderr.write('bench: usage accounting…\n');
+      const out = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH, 'usage.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+      usage = out.status === 0 ? out.stdout : `bench/usage.ts failed: ${out.stderr.slice(0, 500)}`;
+    }
+
     const profiles: string[] = [];
     if (flags.profile === true) {
       const bareDone = new Set<string>();
@@ -618,6 +626,7 @@ async function main(): Promise<number> {
     printTable(shownScenarios, results);
     const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles })
       + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
+      + (usage === undefined ? '' : `\n## Usage accounting per request (bench/usage.ts)\n\n\`\`\`\n${usage.trimEnd()}\n\`\`\`\n`)
       + analysis();
     const verdicts = evaluateTargets(shownScenarios, results, idle, startup);
     process.stdout.write('\n');
@@ -625,6 +634,7 @@ async function main(): Promise<number> {
     for (const r of idle) process.stdout.write(`idle streams, ${r.proxy}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
     if (startup !== undefined) process.stdout.write(`start-up: node -e 0 ${startup.nodeMs.toFixed(1)} ms, llmux ${startup.llmuxMs.toFixed(1)} ms\n`);
     if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);
+    if (usage !== undefined) process.stdout.write(`\nusage accounting:\n${usage}`);
     for (const note of notes) process.stdout.write(`${note}\n`);
     if (flags.write === true) {
       writeFileSync(join(BENCH, 'RESULTS.md'), text);

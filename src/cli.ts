@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `llmux` command: argv -> commands (serve, keys, models, device, setup).
+ * The `llmux` command: argv -> commands (serve, keys, models, usage, device, setup).
  * Exit codes: 0 ok, 1 failure, 2 usage error.
  */
 import { parseArgs } from 'node:util';
@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
 import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
 import type { KeyRecord } from './auth/key-store.ts';
-import type { TierLimits, TierName } from './config-types.ts';
+import type { Budget, TierLimits, TierName } from './config-types.ts';
 import { isTierName } from './config-types.ts';
-import { keyStatus, limitsFor } from './auth/key-record.ts';
+import { budgetFor, keyStatus, limitsFor } from './auth/key-record.ts';
 import { VERSION } from './version.ts';
 import type { CliIo } from './cli-io.ts';
 
@@ -31,9 +31,11 @@ Usage:
   llmux serve [--host H] [--port N] [--config FILE] [--home DIR]
   llmux keys create [--name N] [--tier basic|pro|enterprise] [--rpm N] [--tpm N]
                     [--concurrency N] [--models ID,ID] [--admin] [--expires-in 30d]
+                    [--budget-usd 25 [--budget-period day|month]]
   llmux keys list [--json]
   llmux keys revoke ID|NAME
   llmux models [--json]
+  llmux usage [--since 7d] [--until TIME] [--by day|hour|model|key] [--key ID|NAME|all] [--json]
   llmux device approve|deny USER_CODE [--tier basic|pro|enterprise] [--name N] [--url URL]
   llmux setup [flags]        (llmux setup --help)
   llmux --version
@@ -83,6 +85,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
         return keys(rest, io);
       case 'models':
         return await models(rest, io);
+      case 'usage':
+        return await (await import('./usage-cli.ts')).usageCommand(rest, io);
       case 'setup':
         return await (await import('./setup.ts')).setupCommand(rest, io);
       case 'device':
@@ -134,9 +138,23 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   });
 }
 
-function describeLimits(record: KeyRecord, tiers: Record<TierName, TierLimits>): string {
+function describeLimits(record: KeyRecord, tiers: Record<TierName, TierLimits>, tierBudgets: Partial<Record<TierName, Budget>>): string {
   const { rpm, tpm, concurrency } = limitsFor(record, tiers);
-  return `${rpm} rpm, ${tpm} tpm, ${concurrency} concurrent`;
+  const budget = budgetFor(record, tierBudgets);
+  return `${rpm} rpm, ${tpm} tpm, ${concurrency} concurrent${budget === undefined ? '' : `, $${budget.usd} a ${budget.period}`}`;
+}
+
+/** `--budget-usd` and `--budget-period` (default month), or undefined when neither is given. */
+function parseBudgetFlags(usd: string | undefined, period: string | undefined): Budget | undefined {
+  if (usd === undefined) {
+    if (period !== undefined) throw new UsageError('--budget-period needs --budget-usd');
+    return undefined;
+  }
+  const amount = Number(usd);
+  if (usd.trim() === '' || !Number.isFinite(amount) || amount < 0) throw new UsageError(`--budget-usd: "${usd}" must be an amount of US dollars >= 0, like 25 or 2.50`);
+  const every = period ?? 'month';
+  if (every !== 'day' && every !== 'month') throw new UsageError(`--budget-period: "${every}" must be day or month`);
+  return { usd: amount, period: every };
 }
 
 function keys(args: string[], io: CliIo): number {
@@ -156,6 +174,8 @@ function keys(args: string[], io: CliIo): number {
         models: { type: 'string' },
         admin: { type: 'boolean' },
         'expires-in': { type: 'string' },
+        'budget-usd': { type: 'string' },
+        'budget-period': { type: 'string' },
         home: { type: 'string' },
       });
       const tier = values.tier ?? 'basic';
@@ -174,11 +194,12 @@ function keys(args: string[], io: CliIo): number {
       if (concurrency !== undefined) limits.concurrency = concurrency;
       const models = values.models === undefined ? null : values.models.split(',').map((m) => m.trim()).filter((m) => m !== '');
       if (models !== null && models.length === 0) throw new UsageError('--models: give at least one model id');
+      const budget = parseBudgetFlags(values['budget-usd'], values['budget-period']);
       const store = createKeyStore(home(rest));
-      const { key, record } = store.create({ name: values.name, tier, limits, models, admin: values.admin === true, expiresInMs });
+      const { key, record } = store.create({ name: values.name, tier, limits, budget, models, admin: values.admin === true, expiresInMs });
       io.stdout(`${key}\n`);
       const config = safeConfig(io);
-      io.stderr(`created ${record.id} "${record.name}" (${record.tier}${record.admin ? ', admin' : ''}; ${describeLimits(record, config.tiers)}${record.models === null ? '' : `; models ${record.models.join(', ')}`}${record.expires_at === null ? '' : `; expires ${record.expires_at}`})\n`);
+      io.stderr(`created ${record.id} "${record.name}" (${record.tier}${record.admin ? ', admin' : ''}; ${describeLimits(record, config.tiers, config.tierBudgets)}${record.models === null ? '' : `; models ${record.models.join(', ')}`}${record.expires_at === null ? '' : `; expires ${record.expires_at}`})\n`);
       return 0;
     }
     case 'list': {
@@ -193,7 +214,7 @@ function keys(args: string[], io: CliIo): number {
       if (list.length === 0) io.stdout('no keys yet: llmux keys create --name NAME\n');
       for (const k of store.list()) {
         const state = keyStatus(k, Date.now());
-        io.stdout(`${k.id}  ${k.name.padEnd(16)}  ${k.tier.padEnd(10)}  ${state.padEnd(7)}  ${k.admin ? 'admin  ' : '       '}  ${describeLimits(k, config.tiers)}  created ${k.created_at}${k.expires_at === null ? '' : `  expires ${k.expires_at}`}${k.models === null ? '' : `  models ${k.models.join(',')}`}\n`);
+        io.stdout(`${k.id}  ${k.name.padEnd(16)}  ${k.tier.padEnd(10)}  ${state.padEnd(7)}  ${k.admin ? 'admin  ' : '       '}  ${describeLimits(k, config.tiers, config.tierBudgets)}  created ${k.created_at}${k.expires_at === null ? '' : `  expires ${k.expires_at}`}${k.models === null ? '' : `  models ${k.models.join(',')}`}\n`);
       }
       return 0;
     }

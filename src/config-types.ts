@@ -76,6 +76,30 @@ export function isTierName(value: unknown): value is TierName {
   return typeof value === 'string' && (TIER_NAMES as readonly string[]).includes(value);
 }
 
+/** How often a budget starts again: each UTC day, or each UTC month. */
+export type BudgetPeriod = 'day' | 'month';
+
+/** A spending limit in USD per UTC period (llmux.md section 7), a key's or its tier's. */
+export interface Budget {
+  usd: number;
+  period: BudgetPeriod;
+}
+
+/** Whether `value` is a budget: a finite amount >= 0 and a period of `day` or `month`. */
+export function isBudget(value: unknown): value is Budget {
+  if (typeof value !== 'object' || value === null) return false;
+  const { usd, period } = value as Record<string, unknown>;
+  return typeof usd === 'number' && Number.isFinite(usd) && usd >= 0 && (period === 'day' || period === 'month');
+}
+
+/** Where spans go (config `telemetry`); no endpoint, no export. */
+export interface TelemetryConfig {
+  /** The OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`. */
+  otlpEndpoint: string | undefined;
+  /** Extra headers on each export request (a collector's auth header). */
+  headers: Record<string, string>;
+}
+
 export interface LimitsConfig {
   maxBodyBytes: number;
   upstreamTimeoutMs: number;
@@ -111,8 +135,11 @@ export interface Config {
   models: ModelEntry[];
   builtinCatalog: boolean;
   tiers: Record<TierName, TierLimits>;
+  /** Tiers' budgets (`tiers.NAME.budget_usd`); a key's own budget comes first. */
+  tierBudgets: Partial<Record<TierName, Budget>>;
   limits: LimitsConfig;
   retry: RetryConfig;
+  telemetry: TelemetryConfig;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName } from './config-types.ts';
+import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
@@ -121,7 +121,7 @@ interface ParseContext {
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, WireFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<WireFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -167,6 +167,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     pro: { ...DEFAULT_TIERS.pro },
     enterprise: { ...DEFAULT_TIERS.enterprise },
   };
+  const tierBudgets: Partial<Record<TierName, Budget>> = {};
   if (obj['tiers'] !== undefined) {
     if (!isRecord(obj['tiers'])) fail('tiers', 'must be an object of tier name -> limits');
     for (const [name, t] of Object.entries(obj['tiers'] as Record<string, unknown>)) {
@@ -174,9 +175,12 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
       if (!isRecord(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
       const tier = tiers[name as TierName];
       for (const [k, v] of Object.entries(t as Record<string, unknown>)) {
-        if (k !== 'rpm' && k !== 'tpm' && k !== 'concurrency') fail(`tiers.${name}.${k}`, 'unknown field (rpm, tpm, concurrency)');
+        if (k === 'budget_usd' || k === 'budget_period') continue;
+        if (k !== 'rpm' && k !== 'tpm' && k !== 'concurrency') fail(`tiers.${name}.${k}`, 'unknown field (rpm, tpm, concurrency, budget_usd, budget_period)');
         tier[k as keyof TierLimits] = positiveInt(v, `tiers.${name}.${k}`, fail);
       }
+      const budget = parseBudget(t as Record<string, unknown>, `tiers.${name}`, fail);
+      if (budget !== undefined) tierBudgets[name as TierName] = budget;
     }
   }
 
@@ -214,8 +218,49 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     tiers,
     limits,
     retry,
+    tierBudgets,
+    telemetry: parseTelemetry(obj['telemetry'], fail),
     env: ctx.env,
   };
+}
+
+/** A tier's `budget_usd` and `budget_period` (default `month`), or undefined when it has none. */
+function parseBudget(tier: Record<string, unknown>, at: string, fail: Fail): Budget | undefined {
+  const usd = tier['budget_usd'];
+  const period = tier['budget_period'] ?? 'month';
+  if (usd === undefined) {
+    if (tier['budget_period'] !== undefined) fail(`${at}.budget_period`, 'needs budget_usd beside it');
+    return undefined;
+  }
+  if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) fail(`${at}.budget_usd`, 'must be a number of US dollars >= 0');
+  if (period !== 'day' && period !== 'month') fail(`${at}.budget_period`, 'must be "day" or "month"');
+  return { usd: usd as number, period: period as Budget['period'] };
+}
+
+/** `telemetry`: `otlp_endpoint` (an http(s) URL) and `headers` for the collector. */
+function parseTelemetry(raw: unknown, fail: Fail): TelemetryConfig {
+  const telemetry: TelemetryConfig = { otlpEndpoint: undefined, headers: {} };
+  if (raw === undefined) return telemetry;
+  if (!isRecord(raw)) fail('telemetry', 'must be an object with otlp_endpoint');
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (k === 'otlp_endpoint') {
+      let url: URL | undefined;
+      try {
+        url = typeof v === 'string' ? new URL(v) : undefined;
+      } catch {
+        url = undefined;
+      }
+      if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) fail('telemetry.otlp_endpoint', 'must be an http:// or https:// URL, e.g. "http://127.0.0.1:4318"');
+      telemetry.otlpEndpoint = (v as string).replace(/\/+$/, '');
+    } else if (k === 'headers') {
+      if (!isRecord(v)) fail('telemetry.headers', 'must be an object of header name -> string');
+      for (const [name, value] of Object.entries(v as Record<string, unknown>)) {
+        if (typeof value !== 'string') fail(`telemetry.headers.${name}`, 'must be a string');
+        telemetry.headers[name.toLowerCase()] = value as string;
+      }
+    } else fail(`telemetry.${k}`, 'unknown field (otlp_endpoint, headers)');
+  }
+  return telemetry;
 }
 
 type Fail = (field: string, problem: string) => never;

@@ -8,6 +8,7 @@ import type { Config } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import type { Limiter } from './limits/limiter.ts';
+import type { UsageLedger } from './usage/ledger.ts';
 import type { Metrics } from './metrics.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
@@ -24,6 +25,8 @@ export interface GatewayServices {
   catalog: Catalog;
   keys: KeyStore;
   limiter: Limiter;
+  /** The usage ledger: spend for budgets, rows for the usage view. */
+  usage: UsageLedger;
   now(): number;
 }
 

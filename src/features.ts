@@ -23,6 +23,7 @@ export const PAGE_ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['GET', '/device'],
   ['POST', '/device'],
   ['GET', '/dashboard'],
+  ['GET', '/dashboard/usage'],
   ['POST', '/dashboard/sign-in'],
   ['POST', '/dashboard/sign-out'],
   ['POST', '/dashboard/keys'],
@@ -34,15 +35,17 @@ type Stores = { flow: DeviceFlow; sessions: ReturnType<typeof createSessionStore
 
 /** Loads the page modules and mounts them on `routes`. */
 export async function mountPages(routes: RouteRegistry, internals: GatewayInternals, stores: Stores): Promise<void> {
-  const [{ mountAssets }, { mountDevicePage }, { mountDashboard }] = await Promise.all([
+  const [{ mountAssets }, { mountDevicePage }, { mountDashboard }, { mountUsagePage }] = await Promise.all([
     import('./web/html.ts'),
     import('./web/device-page.ts'),
     import('./web/dashboard.ts'),
+    import('./web/usage-page.ts'),
   ]);
   const scoped: GatewayInternals = { ...internals, routes };
   mountAssets(routes);
   mountDevicePage(scoped, stores);
   mountDashboard(scoped, stores);
+  mountUsagePage(scoped, stores);
 }
 
 /** The page modules on a router of their own; the gateway's routes forward to it. */

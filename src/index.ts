@@ -14,5 +14,6 @@ export { createWebFeature, standardFeatures };
 export type { Gateway, GatewayOptions, LogRecord, Logger, Feature } from './server.ts';
 export { createKeyStore } from './auth/key-store.ts';
 export type { KeyStore, KeyRecord, NewKey } from './auth/key-store.ts';
-export type { Config, ModelEntry, ProviderConfig, TierLimits, TierName } from './config-types.ts';
+export type { Budget, BudgetPeriod, Config, ModelEntry, ProviderConfig, TierLimits, TierName } from './config-types.ts';
+export type { UsageEntry, UsageLedger, UsageQuery, UsageRow } from './usage/ledger.ts';
 export { VERSION } from './version.ts';

@@ -1,10 +1,11 @@
 /**
  * One model request, top to bottom:
  *
- *   authenticate -> format headers -> body -> validate -> model -> permission -> limits
+ *   authenticate -> budget -> format headers -> body -> validate -> model -> permission -> limits
  *     -> provider (retries, fallbacks: src/providers/attempts.ts)
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
- *     -> usage settled against tokens/min -> the log record
+ *     -> usage settled against tokens/min and priced -> the log record (the gateway then writes
+ *        the log line, the metrics and the usage ledger when the response closes)
  *
  * The route gives the client's format; the provider gives the upstream's. What differs between
  * formats is looked up in the dialect table (src/dialects/), never branched on here.
@@ -14,7 +15,8 @@ import type { Config } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { authenticate, checkModelAllowed } from './auth/authenticate.ts';
-import { limitsFor } from './auth/key-record.ts';
+import { budgetFor, limitsFor } from './auth/key-record.ts';
+import type { KeyRecord } from './auth/key-record.ts';
 import type { Limiter } from './limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from './formats/wire.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
@@ -22,6 +24,8 @@ import { dialects } from './dialects/index.ts';
 import { translationFor } from './translate/index.ts';
 import { totalTokens } from './translate/usage.ts';
 import { costOf } from './usage/cost.ts';
+import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
+import type { UsageLedger } from './usage/ledger.ts';
 import { modelNotFound, upstreamFailed } from './errors.ts';
 import { parseJsonBody, readBody } from './http/body.ts';
 import { onClose } from './http/respond.ts';
@@ -43,6 +47,8 @@ export interface PipelineContext {
   keys: KeyStore;
   limiter: Limiter;
   attempts: AttemptContext;
+  /** Where answered requests' usage is kept; the budget check reads spend from it. */
+  usage: UsageLedger;
   now(): number;
 }
 
@@ -78,8 +84,10 @@ export async function handleModelRequest<F extends WireFormat>(
   res: ServerResponse,
   record: RequestRecord,
 ): Promise<void> {
+  record.format = format;
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
+  checkBudget(ctx, key, res);
   const dialect = dialects[format];
   const forwarded = dialect.readHeaders(req.headers);
   const request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded);
@@ -87,6 +95,7 @@ export async function handleModelRequest<F extends WireFormat>(
   record.stream = request.body.stream === true;
   const model = ctx.catalog.get(request.body.model);
   if (model === undefined) throw modelNotFound(request.body.model);
+  record.requestedModel = model.id;
   checkModelAllowed(key, model.id);
 
   const estimate = estimateRequestTokens(request.body);
@@ -129,6 +138,23 @@ export async function handleModelRequest<F extends WireFormat>(
   }
   if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
   if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
+}
+
+/**
+ * Refuses a key whose budget for the current UTC period is spent (403 budget_exceeded), and
+ * otherwise tells the client what is left. Checked once, when the request arrives: a request in
+ * flight when the budget runs out finishes (llmux.md section 7).
+ */
+function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): void {
+  const budget = budgetFor(key, ctx.config.tierBudgets);
+  if (budget === undefined) return;
+  const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
+  if (status.exceeded) {
+    // A refusal of an authenticated request carries the rate-limit headers too (llmux.md section 3).
+    setRateLimitHeaders(res, ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers)).state);
+    throw budgetExceededError(status);
+  }
+  res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
 }
 
 /** Answers the client from the provider's answer: an error, a whole answer, or a stream. */

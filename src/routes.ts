@@ -1,20 +1,22 @@
 /**
  * The gateway's own routes: the model operations of each format, the model list, count_tokens,
- * health and metrics, under `/v1` and at the root for clients configured with the root address
+ * usage, health and metrics, under `/v1` and at the root for clients configured with the root address
  * (gateway-api.md "Versioning"). Pages and the device flow are features (src/features.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyRecord } from './auth/key-record.ts';
-import { limitsFor } from './auth/key-record.ts';
+import { budgetFor, limitsFor } from './auth/key-record.ts';
 import { authenticate, requireAdmin } from './auth/authenticate.ts';
 import { toModelList, toModelRecord } from './catalog/catalog.ts';
 import { validateMessagesRequest } from './formats/messages.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
-import { modelNotFound } from './errors.ts';
+import { GatewayError, modelNotFound } from './errors.ts';
 import { parseJsonBody, readBody } from './http/body.ts';
 import { sendJson } from './http/respond.ts';
 import { setRateLimitHeaders } from './http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
+import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
+import { parseUsageParams } from './usage/usage-params.ts';
 import { handleModelRequest } from './pipeline.ts';
 import type { PipelineContext } from './pipeline.ts';
 import type { RequestRecord } from './request-record.ts';
@@ -42,11 +44,13 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   /** Headers for operations that don't count against requests/min: the key's state, unchanged. */
   const peekHeaders = (res: ServerResponse, key: KeyRecord): void => {
     setRateLimitHeaders(res, limiter.peek(key.id, limitsFor(key, config.tiers)).state);
+    const budget = budgetFor(key, config.tierBudgets);
+    if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
   };
 
   // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
   routes.add('GET', '/', (_req, res) => {
-    sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/models', '/auth/device', '/dashboard', '/healthz'] }));
+    sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/models', '/v1/usage', '/auth/device', '/dashboard', '/healthz'] }));
   });
   routes.add('GET', '/healthz', (_req, res) => {
     sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
@@ -87,6 +91,19 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   routes.add('GET', '/models/:id*', getModel);
   routes.add('POST', '/messages', messages);
   routes.add('POST', '/chat/completions', chat);
+
+  // A key sees its own usage; an admin key may ask for another key's, or every key's.
+  routes.add('GET', '/v1/usage', async (req, res, _p, record) => {
+    const key = authed(req, record);
+    peekHeaders(res, key);
+    const params = parseUsageParams(req.url ?? '', ctx.now());
+    const keyId = params.key ?? key.id;
+    if (keyId !== key.id && !key.admin) {
+      throw new GatewayError(403, 'permission_error', 'insufficient_permissions', 'This key may see only its own usage; leave out key=, or ask with an admin key for key=ID or key=all');
+    }
+    const rows = await ctx.usage.query({ since: params.since, until: params.until, keyId, groupBy: params.groupBy });
+    sendJson(res, 200, JSON.stringify({ object: 'list', data: rows }));
+  });
 
   routes.add('GET', '/metrics', (req, res, _p, record) => {
     const key = authed(req, record);

@@ -1,12 +1,13 @@
 /**
- * `createGateway(options)`: wiring only. Builds the config, catalog, key store, limiter and
- * upstream client, mounts the core routes and the features it is given, and returns
- * `{ handler, listen, close }` so the gateway can be mounted on an existing `node:http` server or
- * run on its own.
+ * `createGateway(options)`: wiring only. Builds the config, catalog, key store, limiter, usage
+ * ledger, span exporter and upstream client, mounts the core routes and the features it is given,
+ * and returns `{ handler, listen, close }` so the gateway can be mounted on an existing
+ * `node:http` server or run on its own.
  */
 import http from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
 import type { Config } from './config-types.ts';
 import { loadConfig } from './config.ts';
 import type { ConfigInput } from './config.ts';
@@ -29,6 +30,13 @@ import { createStderrLogger, logLine, logMessage } from './request-log.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { Feature, GatewayInternals, RouteHandler } from './feature.ts';
+import { createFileLedger } from './usage/ledger.ts';
+import type { UsageLedger } from './usage/ledger.ts';
+import { whenOpen } from './usage/opening-ledger.ts';
+import { createSpanExporter } from './usage/otlp.ts';
+import type { SpanExporter } from './usage/otlp.ts';
+import { createUsageRecorder } from './usage/recorder.ts';
+import { VERSION } from './version.ts';
 
 export type { LogRecord, Logger } from './request-log.ts';
 export type { Feature, GatewayInternals, RouteRegistry } from './feature.ts';
@@ -41,6 +49,8 @@ export interface GatewayOptions extends Omit<ConfigInput, 'file'> {
   config?: unknown;
   /** A key store to use instead of `$LLMUX_HOME/keys.json`. */
   keyStore?: KeyStore;
+  /** A usage ledger to use instead of the files in `$LLMUX_HOME/usage/` (opened by the caller, closed by the gateway). */
+  usageLedger?: UsageLedger;
   /** Where request log lines go; default: one JSON line each on stderr. `null` silences it. */
   logger?: Logger | null;
   /** Features to mount (the device flow and pages: `standardFeatures` from the package entry). */
@@ -60,8 +70,15 @@ export interface Gateway {
   readonly catalog: Catalog;
   readonly keys: KeyStore;
   readonly limiter: Limiter;
+  /** Usage per key × model × UTC hour, as `GET /v1/usage` reads it. */
+  readonly usage: UsageLedger;
   readonly server: Server | undefined;
 }
+
+/** How long shutdown waits for the last spans to reach a collector. */
+const SPAN_FLUSH_ON_CLOSE_MS = 2_000;
+/** At most one warning this often while spans are being dropped. */
+const SPAN_DROP_WARNING_MS = 60_000;
 
 export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
@@ -72,11 +89,19 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const upstream = createUpstreamClient(createEchoTransport());
   const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
+  const usage = whenOpen(options.usageLedger !== undefined ? Promise.resolve(options.usageLedger) : createFileLedger({
+    dir: join(config.home, 'usage'),
+    now,
+    onError: (error) => log(logMessage('warn', `usage ledger: ${error.message}`)),
+  }));
+  const exporter = createExporter(config, log);
+  const recorder = createUsageRecorder({ ledger: usage, exporter });
   const ctx: PipelineContext = {
     config,
     catalog,
     keys,
     limiter,
+    usage,
     now,
     attempts: {
       model: (id) => catalog.get(id),
@@ -115,8 +140,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       logged = true;
       inFlight.delete(res);
       const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
-      metrics.observe(status, record);
-      log(logLine({ id: requestId, method, path: pathOf(url), startedMs, nowMs: now(), status }, record));
+      const endedMs = now();
+      metrics.observe(status, record, endedMs - startedMs);
+      recorder.observe({ requestId, method, status, startedMs, endedMs, traceparent: traceparentOf(req) }, record);
+      log(logLine({ id: requestId, method, path: pathOf(url), startedMs, nowMs: endedMs, status }, record));
       // While shutting down, a connection whose last answer just ended has nothing left to do.
       if (closing) setImmediate(() => server?.closeIdleConnections());
     };
@@ -173,6 +200,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     srv.timeout = 0;
     srv.on('clientError', answerClientError);
     server = srv;
+    try {
+      await usage.ready;
+    } catch (err) {
+      throw new Error(`could not open the usage ledger in ${join(config.home, 'usage')}: ${err instanceof Error ? err.message : String(err)}`);
+    }
     keys.watch((message) => log(logMessage('warn', message)));
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);
@@ -198,6 +230,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       srv.closeAllConnections();
     }
     upstream.close();
+    // Responses cut off at the deadline record their usage as they close: let them, then flush.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await usage.close();
+    if (exporter !== undefined) {
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, SPAN_FLUSH_ON_CLOSE_MS).unref());
+      await Promise.race([exporter.close(), deadline]);
+    }
   }
 
   return {
@@ -208,10 +247,38 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     catalog,
     keys,
     limiter,
+    usage,
     get server() {
       return server;
     },
   };
+}
+
+/** The client's `traceparent`, for a span to join its trace. */
+function traceparentOf(req: IncomingMessage): string | undefined {
+  const value = req.headers.traceparent;
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The span exporter when `telemetry.otlp_endpoint` is set; spans it drops are said in the log, at most once a minute. */
+function createExporter(config: Config, log: Logger): SpanExporter | undefined {
+  const endpoint = config.telemetry.otlpEndpoint;
+  if (endpoint === undefined) return undefined;
+  let dropped = 0;
+  let warnedAtMs = -Infinity;
+  return createSpanExporter({
+    endpoint,
+    headers: config.telemetry.headers,
+    serviceVersion: VERSION,
+    onDrop(count, reason) {
+      dropped += count;
+      const nowMs = Date.now();
+      if (nowMs - warnedAtMs < SPAN_DROP_WARNING_MS) return;
+      warnedAtMs = nowMs;
+      log(logMessage('warn', `telemetry: ${dropped} span(s) dropped (${reason === 'queue_full' ? 'the queue was full' : `export to ${endpoint} failed`})`));
+      dropped = 0;
+    },
+  });
 }
 
 /** Requests node:http could not parse or that took too long: answered in our error body, then closed. */

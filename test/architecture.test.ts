@@ -34,7 +34,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Responses API state: stored responses, their resolution, sealed reasoning.
   'responses/': ['formats/', 'errors', 'json', 'files'],
   'catalog/': ['config-types', 'formats/', 'json'],
-  'usage/': ['config-types', 'formats/', 'translate/', 'errors'],
+  'usage/': ['config-types', 'formats/', 'translate/', 'errors', 'request-record'],
   'config': ['config-types', 'catalog/', 'formats/', 'json'],
   // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
   'state/': [],
@@ -44,26 +44,27 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'providers/': ['config-types', 'formats/', 'dialects/', 'translate/', 'errors', 'json', 'ids', 'request-record'],
   'relay/': ['config-types', 'formats/', 'dialects/', 'translate/', 'sse/', 'errors', 'json', 'http/', 'providers/'],
   // One request's life, and the gateway's own routes.
-  'metrics': ['request-record', 'translate/'],
+  'metrics': ['request-record', 'translate/', 'usage/'],
   'request-log': ['request-record', 'translate/'],
   'pipeline': [
     'config-types', 'catalog/', 'auth/', 'limits/', 'formats/', 'dialects/', 'translate/', 'usage/', 'errors', 'http/',
     'providers/', 'relay/', 'request-record',
   ],
-  'feature': ['config-types', 'catalog/', 'auth/', 'limits/', 'metrics', 'request-log', 'request-record'],
-  'routes': ['pipeline', 'feature', 'auth/', 'catalog/', 'formats/', 'errors', 'http/', 'metrics', 'request-record', 'version'],
+  'feature': ['config-types', 'catalog/', 'auth/', 'limits/', 'usage/', 'metrics', 'request-log', 'request-record'],
+  'routes': ['pipeline', 'feature', 'auth/', 'catalog/', 'formats/', 'errors', 'http/', 'usage/', 'metrics', 'request-record', 'version'],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
   'web/': ['auth/', 'config-types', 'errors', 'json', 'ids', 'feature', 'http/', 'limits/', 'usage/', 'request-log', 'request-record'],
   'features': ['feature', 'web/', 'auth/', 'errors', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'server': [
     'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'http/', 'errors', 'pipeline', 'routes',
-    'metrics', 'request-log', 'request-record', 'feature',
+    'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'version',
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],
   'device-cli': ['cli-io'],
-  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli'],
-  'index': ['server', 'features', 'auth/', 'config-types', 'version'],
+  'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
+  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli'],
+  'index': ['server', 'features', 'auth/', 'config-types', 'usage/', 'version'],
 };
 
 type Graph = Map<string, Set<string>>;

@@ -53,6 +53,25 @@ describe('llmux keys', () => {
     }
   });
 
+  it('create takes a budget per day or month, a month by default, and refuses a bad one with exit 2', async () => {
+    const h = home();
+    const t = io({ LLMUX_HOME: h });
+    assert.equal(await main(['keys', 'create', '--name', 'capped', '--budget-usd', '25', '--budget-period', 'day'], t), 0);
+    assert.match(t.err, /created key_[0-9a-f]{16} "capped" \(basic; 60 rpm, 90000 tpm, 10 concurrent, \$25 a day\)/);
+    assert.deepEqual(createKeyStore(h).get('capped')?.budget, { usd: 25, period: 'day' });
+    assert.equal(await main(['keys', 'create', '--name', 'monthly', '--budget-usd', '2.50'], io({ LLMUX_HOME: h })), 0);
+    assert.deepEqual(createKeyStore(h).get('monthly')?.budget, { usd: 2.5, period: 'month' });
+    const listed = io({ LLMUX_HOME: h });
+    await main(['keys', 'list'], listed);
+    assert.match(listed.out, /capped .*\$25 a day/);
+    for (const args of [['--budget-usd', '-1'], ['--budget-usd', 'lots'], ['--budget-usd', ''], ['--budget-usd', '5', '--budget-period', 'week'], ['--budget-period', 'day']]) {
+      const e = io({ LLMUX_HOME: h });
+      assert.equal(await main(['keys', 'create', ...args], e), 2, args.join(' '));
+      assert.match(e.err, /--budget-/);
+    }
+    assert.equal(createKeyStore(h).list().length, 2, 'nothing created by a refused command');
+  });
+
   it('list shows keys without secrets, and --json without hashes', async () => {
     const h = home();
     const made = io({ LLMUX_HOME: h });

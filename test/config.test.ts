@@ -93,12 +93,33 @@ describe('config', () => {
     [{ retry: { attempts: 0 } }, /retry\.attempts/],
     [{ retry: { jitter: 1 } }, /retry\.jitter: unknown field/],
     [{ builtin_catalog: 'no' }, /builtin_catalog: must be true or false/],
+    [{ tiers: { basic: { budget_usd: -1 } } }, /tiers\.basic\.budget_usd: must be a number of US dollars >= 0/],
+    [{ tiers: { basic: { budget_usd: '25' } } }, /tiers\.basic\.budget_usd/],
+    [{ tiers: { pro: { budget_usd: 5, budget_period: 'week' } } }, /tiers\.pro\.budget_period: must be "day" or "month"/],
+    [{ tiers: { pro: { budget_period: 'day' } } }, /tiers\.pro\.budget_period: needs budget_usd beside it/],
+    [{ telemetry: { otlp_endpoint: 'grpc://collector:4317' } }, /telemetry\.otlp_endpoint: must be an http:\/\/ or https:\/\/ URL/],
+    [{ telemetry: { otlp_endpoint: 4318 } }, /telemetry\.otlp_endpoint/],
+    [{ telemetry: { headers: { 'x-token': 1 } } }, /telemetry\.headers\.x-token: must be a string/],
+    [{ telemetry: { sampler: 'always' } }, /telemetry\.sampler: unknown field/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
       assert.throws(() => load(file), (err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
     });
   }
+
+  it('reads tier budgets beside the limits, a month by default, and none when not given', () => {
+    const c = load({ tiers: { basic: { rpm: 5, budget_usd: 25 }, pro: { budget_usd: 0.5, budget_period: 'day' } } });
+    assert.deepEqual(c.tiers.basic, { rpm: 5, tpm: 90_000, concurrency: 10 }, 'the limits stay limits');
+    assert.deepEqual(c.tierBudgets, { basic: { usd: 25, period: 'month' }, pro: { usd: 0.5, period: 'day' } });
+    assert.deepEqual(load({}).tierBudgets, {});
+  });
+
+  it('reads the OTLP endpoint and collector headers, and exports nothing without an endpoint', () => {
+    const c = load({ telemetry: { otlp_endpoint: 'http://127.0.0.1:4318/', headers: { 'X-Honeycomb-Team': 'abc' } } });
+    assert.deepEqual(c.telemetry, { otlpEndpoint: 'http://127.0.0.1:4318', headers: { 'x-honeycomb-team': 'abc' } });
+    assert.deepEqual(load({}).telemetry, { otlpEndpoint: undefined, headers: {} });
+  });
 
   it('names the file when it is unreadable or not JSON', () => {
     const dir = mkdtempSync(join(tmpdir(), 'llmux-config-'));

@@ -2,7 +2,7 @@
  * A key as the store keeps it, and the rules read off one: whether it can be used now, and the
  * limits that apply to it. Every place that asks either question asks here.
  */
-import type { TierLimits, TierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config-types.ts';
 
 export interface KeyRecord {
   id: string;
@@ -12,6 +12,8 @@ export interface KeyRecord {
   tier: TierName;
   /** Per-key overrides of the tier's limits. */
   limits: Partial<TierLimits>;
+  /** The key's own spending budget; without one, its tier's applies (if any). */
+  budget?: Budget;
   /** Allowed model ids; null = all. */
   models: string[] | null;
   admin: boolean;
@@ -41,4 +43,9 @@ export function limitsFor(key: Pick<KeyRecord, 'tier' | 'limits'>, tiers: Readon
     tpm: key.limits.tpm ?? tier.tpm,
     concurrency: key.limits.concurrency ?? tier.concurrency,
   };
+}
+
+/** The budget that applies to a key: its own, else its tier's, else none. */
+export function budgetFor(key: Pick<KeyRecord, 'tier' | 'budget'>, tierBudgets: Readonly<Partial<Record<TierName, Budget>>>): Budget | undefined {
+  return key.budget ?? tierBudgets[key.tier];
 }

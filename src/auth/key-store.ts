@@ -10,8 +10,8 @@ import {
   closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, constants as fsc,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { TierLimits, TierName } from '../config-types.ts';
-import { isLimit, isTierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config-types.ts';
+import { isBudget, isLimit, isTierName } from '../config-types.ts';
 import type { KeyRecord } from './key-record.ts';
 import { writeFileAtomic } from '../files.ts';
 
@@ -25,6 +25,8 @@ export interface NewKey {
   name?: string | undefined;
   tier?: TierName | undefined;
   limits?: Partial<TierLimits> | undefined;
+  /** A spending budget of the key's own, instead of its tier's. */
+  budget?: Budget | undefined;
   models?: string[] | null | undefined;
   admin?: boolean | undefined;
   /** Lifetime in milliseconds from now. */
@@ -107,6 +109,7 @@ export function parseKeyFile(text: string, path: string): KeyRecord[] {
       if (!isLimit(value)) bad(`keys.${i}.limits.${name}: must be a whole number >= 0`);
     }
     if (k.models !== null && !Array.isArray(k.models)) bad(`keys.${i}.models`);
+    if (k.budget !== undefined && !isBudget(k.budget)) bad(`keys.${i}.budget: must be {"usd": a number >= 0, "period": "day" or "month"}`);
   });
   return keys;
 }
@@ -200,6 +203,8 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
     list: () => records.slice(),
     get: (idOrName) => find(idOrName),
     create(options) {
+      // Checked before writing: a bad budget in the file would stop the next load.
+      if (options.budget !== undefined && !isBudget(options.budget)) throw new RangeError('budget: usd must be a number >= 0 and period "day" or "month"');
       const key = generateKey();
       const t = now();
       const record: KeyRecord = {
@@ -208,6 +213,7 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
         hash: hashKey(key),
         tier: options.tier ?? 'basic',
         limits: { ...(options.limits ?? {}) },
+        ...(options.budget === undefined ? {} : { budget: { usd: options.budget.usd, period: options.budget.period } }),
         models: options.models ?? null,
         admin: options.admin ?? false,
         created_at: new Date(t).toISOString(),

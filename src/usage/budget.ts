@@ -13,14 +13,11 @@
  * - The header is the remaining amount rounded DOWN to 1/100 of a cent with four decimals
  *   (`24.9963`), never negative, so it never promises more than is left.
  */
+import type { Budget, BudgetPeriod } from '../config-types.ts';
 import { GatewayError } from '../errors.ts';
+import type { UsageLedger } from './ledger.ts';
 
-export type BudgetPeriod = 'day' | 'month';
-
-export interface Budget {
-  usd: number;
-  period: BudgetPeriod;
-}
+export type { Budget, BudgetPeriod } from '../config-types.ts';
 
 export interface BudgetStatus {
   /** Spend has reached the budget: model requests are refused until `resetsAt`. */
@@ -76,6 +73,11 @@ export function budgetStatus(budget: Budget, spentUsd: number, nowMs: number): B
     resetsAt: new Date(resetsAtMs).toISOString(),
     resetsInSeconds: Math.max(1, Math.ceil((resetsAtMs - nowMs) / 1000)),
   };
+}
+
+/** Where a key stands against `budget` now, from the ledger's cached spend of the current period. */
+export function currentBudgetStatus(budget: Budget, keyId: string, ledger: Pick<UsageLedger, 'spendCached'>, nowMs: number): BudgetStatus {
+  return budgetStatus(budget, ledger.spendCached(keyId, periodStartMs(budget.period, nowMs)), nowMs);
 }
 
 /** The `x-llmux-budget-remaining-usd` value: `24.9963`, `0.0000`. */

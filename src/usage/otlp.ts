@@ -18,7 +18,8 @@
  *   a 5xx); otherwise the status stays UNSET, as the conventions recommend.
  * - `llmux.request_id` (the `x-request-id` the client saw, to find the log line) and
  *   `llmux.cost_usd`.
- * Span name `chat {gen_ai.request.model}`. Kind SERVER: the span covers the gateway serving the
+ * Span name `chat {gen_ai.request.model}` (`chat` alone when a request failed before its model
+ * was known, as are the model and provider attributes then). Kind SERVER: the span covers the gateway serving the
  * client's request (that is what `http.route` and the status describe), not one upstream call.
  * A valid W3C `traceparent` from the client makes the span a child of the client's span.
  *
@@ -40,12 +41,15 @@ export interface ModelRequestSpan {
   startMs: number;
   /** When its answer ended (default: now). */
   endMs?: number | undefined;
-  /** The catalog model id the client asked for. */
-  requestModel: string;
+  /** The catalog model id the client asked for; absent when the request failed before it was known. */
+  requestModel?: string | undefined;
   /** The model that answered, when known (a fallback's id, or the upstream's model name). */
   responseModel?: string | undefined;
-  /** The provider, by its well-known name when it has one (`openai`, `anthropic`), else its configured name. */
-  provider: string;
+  /**
+   * The provider, by its well-known name when it has one (`genAiProviderName`), else its
+   * configured name; absent when no provider was reached.
+   */
+  provider?: string | undefined;
   /** Input tokens not read from or written to a cache (as in `TokenUsage`). */
   inputTokens?: number | undefined;
   outputTokens?: number | undefined;
@@ -109,9 +113,9 @@ interface QueuedSpan {
   parentSpanId: string | undefined;
   startMs: number;
   endMs: number;
-  requestModel: string;
+  requestModel: string | undefined;
   responseModel: string | undefined;
-  provider: string;
+  provider: string | undefined;
   inputTokens: number | undefined;
   outputTokens: number | undefined;
   cacheReadTokens: number | undefined;
@@ -207,9 +211,9 @@ function capture(span: ModelRequestSpan, nowMs: number): QueuedSpan {
     parentSpanId: parent?.parentSpanId,
     startMs,
     endMs: Math.max(startMs, endMs),
-    requestModel: String(span.requestModel),
+    requestModel: text(span.requestModel),
     responseModel: text(span.responseModel),
-    provider: String(span.provider),
+    provider: text(span.provider),
     inputTokens: count(span.inputTokens),
     outputTokens: count(span.outputTokens),
     cacheReadTokens: count(span.cacheReadTokens),
@@ -226,11 +230,9 @@ function capture(span: ModelRequestSpan, nowMs: number): QueuedSpan {
 }
 
 function attributes(s: QueuedSpan): KeyValue[] {
-  const out: KeyValue[] = [
-    stringAttr('gen_ai.operation.name', 'chat'),
-    stringAttr('gen_ai.provider.name', s.provider),
-    stringAttr('gen_ai.request.model', s.requestModel),
-  ];
+  const out: KeyValue[] = [stringAttr('gen_ai.operation.name', 'chat')];
+  if (s.provider !== undefined) out.push(stringAttr('gen_ai.provider.name', s.provider));
+  if (s.requestModel !== undefined) out.push(stringAttr('gen_ai.request.model', s.requestModel));
   if (s.responseModel !== undefined) out.push(stringAttr('gen_ai.response.model', s.responseModel));
   if (s.finishReasons !== undefined) {
     out.push({ key: 'gen_ai.response.finish_reasons', value: { arrayValue: { values: s.finishReasons.map((r) => ({ stringValue: r })) } } });
@@ -255,7 +257,7 @@ function otlpSpan(s: QueuedSpan): Record<string, unknown> {
     traceId: s.traceId,
     spanId: s.spanId,
     ...(s.parentSpanId === undefined ? {} : { parentSpanId: s.parentSpanId }),
-    name: `chat ${s.requestModel}`,
+    name: s.requestModel === undefined ? 'chat' : `chat ${s.requestModel}`,
     kind: SPAN_KIND_SERVER,
     startTimeUnixNano: unixNanos(s.startMs),
     endTimeUnixNano: unixNanos(s.endMs),

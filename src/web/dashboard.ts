@@ -5,6 +5,8 @@
  * the copy button.
  *
  * Decisions beyond the specs:
+ * - A key with a budget (its own, or its tier's) shows what it spent of it in the current UTC
+ *   period, from the usage ledger; the usage view (`usage-page.ts`) has the charts.
  * - "Last used" is not shown: the key store does not record it, and the limiter only knows the
  *   last minute. Usage shows what counts now: requests and tokens in the current minute, and
  *   requests in flight.
@@ -14,14 +16,16 @@
  * - After each POST the browser is sent back to `/dashboard` (303), so a reload never repeats it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TierLimits, TierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config-types.ts';
 import { isTierName } from '../config-types.ts';
 import type { KeyRecord, NewKey } from '../auth/key-store.ts';
 import { parseDuration } from '../auth/key-store.ts';
 import { cleanClientName, formatUserCode } from '../auth/device-flow.ts';
 import type { DeviceFlow } from '../auth/device-flow.ts';
 import { decide, decisionError, rootUrl } from './device-routes.ts';
-import { keyStatus, limitsFor } from '../auth/key-record.ts';
+import { budgetFor, keyStatus, limitsFor } from '../auth/key-record.ts';
+import { currentBudgetStatus, formatUsd } from '../usage/budget.ts';
+import type { BudgetStatus } from '../usage/budget.ts';
 import type { RequestRecord } from '../request-record.ts';
 import type { GatewayInternals } from '../feature.ts';
 import { formatAgo, formatLimit, formatTime, html, isSameOrigin, layout, readForm, redirect, sendPage } from './html.ts';
@@ -67,10 +71,21 @@ export interface KeyCardData {
   key: KeyRecord;
   limits: TierLimits;
   usage: { requests: number; tokens: number; concurrent: number };
+  /** Where the key stands against its budget (its own or its tier's), when it has one. */
+  budget?: BudgetStatus | undefined;
+}
+
+/** `$4.20 of $25.00 today`, with a meter, and when it resets. */
+function budgetRow(status: BudgetStatus, own: boolean): Raw {
+  const max = Math.max(status.budgetUsd, 0.0001);
+  const period = status.period === 'day' ? 'today' : 'this month';
+  return html`<dt>Budget</dt><dd>${formatUsd(status.spentUsd)} of ${formatUsd(status.budgetUsd)} ${period}${own ? '' : html` <span class="hint">(tier's)</span>`}
+    <meter min="0" max="${max}" high="${max * 0.8}" value="${Math.min(status.spentUsd, max)}" aria-label="Budget spent"></meter>
+    <span class="hint">${status.exceeded ? 'Spent: model requests are refused until' : 'Resets'} ${formatTime(Date.parse(status.resetsAt))}</span></dd>`;
 }
 
 function keyCard(data: KeyCardData, csrf: string, nowMs: number, selfId: string): Raw {
-  const { key, limits, usage } = data;
+  const { key, limits, usage, budget } = data;
   const state = keyStatus(key, nowMs);
   return html`
 <div class="card${state === 'active' ? '' : ' revoked-card'}">
@@ -79,6 +94,7 @@ function keyCard(data: KeyCardData, csrf: string, nowMs: number, selfId: string)
     <dt>ID</dt><dd class="mono">${key.id}</dd>
     <dt>Tier</dt><dd>${key.tier}</dd>
     <dt>Limits</dt><dd>${formatLimit(limits.rpm)} req/min, ${formatLimit(limits.tpm)} tokens/min, ${formatLimit(limits.concurrency)} at once</dd>
+    ${budget === undefined ? '' : budgetRow(budget, key.budget !== undefined)}
     ${key.models === null ? '' : html`<dt>Models</dt><dd>${key.models.join(', ')}</dd>`}
     <dt>Created</dt><dd>${formatTime(Date.parse(key.created_at))}</dd>
     <dt>Expires</dt><dd>${key.expires_at === null ? 'never' : formatTime(Date.parse(key.expires_at))}</dd>
@@ -128,6 +144,10 @@ function createForm(csrf: string): Raw {
       <div><label for="tpm">Tokens/min</label><input id="tpm" name="tpm" type="number" min="1" step="1" inputmode="numeric" placeholder="tier's"></div>
       <div><label for="concurrency">At once</label><input id="concurrency" name="concurrency" type="number" min="1" step="1" inputmode="numeric" placeholder="tier's"></div>
     </div>
+    <div class="fields">
+      <div><label for="budget_usd">Budget, USD <span class="hint">(optional)</span></label><input id="budget_usd" name="budget_usd" type="number" min="0" step="0.01" inputmode="decimal" placeholder="tier's"></div>
+      <div><label for="budget_period">Budget per</label><select id="budget_period" name="budget_period"><option value="month">month</option><option value="day">day</option></select></div>
+    </div>
     <div><label for="models">Models <span class="hint">(optional, comma-separated; empty = all)</span></label><input id="models" name="models" placeholder="e.g. claude-sonnet-4-5, gpt-5"></div>
     <div class="actions"><button type="submit">Create key</button></div>
   </form>
@@ -149,6 +169,13 @@ export function parseCreateForm(form: Record<string, string>): { ok: true; optio
     limits[field] = n;
   }
   const options: NewKey = { name: name.slice(0, MAX_NAME), tier: tier as TierName, limits };
+  const budgetUsd = (form['budget_usd'] ?? '').trim();
+  if (budgetUsd !== '') {
+    const usd = Number(budgetUsd);
+    const period = form['budget_period'] === 'day' ? 'day' : 'month';
+    if (!Number.isFinite(usd) || usd < 0) return { ok: false, message: 'Budget: an amount of US dollars of 0 or more, or empty for the tier\'s.' };
+    options.budget = { usd, period } satisfies Budget;
+  }
   const models = (form['models'] ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '');
   if (models.length > 0) options.models = models;
   const expires = (form['expires_in'] ?? '').trim();
@@ -176,7 +203,9 @@ export function mountDashboard(internals: GatewayInternals, options: DashboardOp
     const cards = keys.map((key) => {
       const limits = limitsFor(key, ctx.config.tiers);
       const { requests, tokens, concurrent } = ctx.limiter.peek(key.id, limits);
-      return keyCard({ key, limits, usage: { requests, tokens, concurrent } }, csrf, nowMs, signed.key.id);
+      const budget = budgetFor(key, ctx.config.tierBudgets);
+      const status = budget === undefined ? undefined : currentBudgetStatus(budget, key.id, ctx.usage, nowMs);
+      return keyCard({ key, limits, usage: { requests, tokens, concurrent }, budget: status }, csrf, nowMs, signed.key.id);
     });
     const pending = flow.pending();
     const active = keys.filter((k) => keyStatus(k, nowMs) === 'active').length;

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors.ts';
 import { readBody } from '../http/body.ts';
 import type { RouteRegistry } from '../feature.ts';
+import { CHART_CSS } from './charts.ts';
 
 const MAX_FORM_BYTES = 16 * 1024;
 
@@ -77,7 +78,7 @@ export function layout(options: LayoutOptions): string {
 <body>
 <header class="top">
   <a class="brand" href="/dashboard">llmux</a>
-  <nav><a href="/dashboard">Dashboard</a><a href="/device">Device sign-in</a></nav>${render(signOut)}
+  <nav><a href="/dashboard">Dashboard</a><a href="/dashboard/usage">Usage</a><a href="/device">Device sign-in</a></nav>${render(signOut)}
 </header>
 <main>
 ${options.body.__html}
@@ -164,8 +165,8 @@ a { color: var(--accent); }
 header.top { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.25rem; padding: .75rem max(1rem, calc((100% - 60rem) / 2 + 1rem));
   background: var(--card); border-bottom: 1px solid var(--line); }
 .brand { font-weight: 700; font-size: 1.15rem; text-decoration: none; color: var(--fg); letter-spacing: .02em; }
-header nav { display: flex; gap: 1rem; flex: 1; }
-header nav a { text-decoration: none; }
+header nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; flex: 1; }
+header nav a { text-decoration: none; white-space: nowrap; }
 .sign-out { display: flex; align-items: center; gap: .5rem; margin: 0; }
 .who { color: var(--muted); font: .8rem ui-monospace, SFMono-Regular, Menlo, monospace; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
@@ -214,6 +215,10 @@ dd { margin: 0; overflow-wrap: anywhere; }
 meter { width: 100%; height: .7rem; }
 .revoked-card { opacity: .65; }
 details summary { cursor: pointer; font-weight: 600; }
+.chart h2 { font-size: 1.05rem; margin: 0 0 .75rem; }
+.charts { display: grid; gap: 1rem; margin: 0 0 1rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 24rem), 1fr)); }
+.charts .card { margin: 0; }
+${CHART_CSS}
 @media (max-width: 30rem) {
   main { padding: .75rem; }
   .actions button { flex: 1; }

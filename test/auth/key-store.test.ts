@@ -42,6 +42,26 @@ describe('key store', () => {
     }
   });
 
+  it('keeps a key\'s own budget, and refuses at load a budget that is not an amount >= 0 per day or month', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmux-keys-'));
+    const store = createKeyStore(dir);
+    const withBudget = store.create({ name: 'capped', budget: { usd: 25, period: 'day' } }).record;
+    const without = store.create({ name: 'free' }).record;
+    assert.deepEqual(createKeyStore(dir).get(withBudget.id)?.budget, { usd: 25, period: 'day' });
+    assert.equal('budget' in (createKeyStore(dir).get(without.id) ?? {}), false, 'no budget field when none was given');
+    assert.throws(() => store.create({ name: 'bad', budget: { usd: -1, period: 'day' } }), RangeError);
+    assert.equal(createKeyStore(dir).list().length, 2, 'a refused budget writes nothing');
+    for (const [budget, problem] of [
+      [{ usd: -1, period: 'day' }, /keys\.0\.budget: must be/],
+      [{ usd: 5, period: 'week' }, /keys\.0\.budget: must be/],
+      [{ usd: '5', period: 'month' }, /keys\.0\.budget: must be/],
+      [null, /keys\.0\.budget: must be/],
+    ] as const) {
+      writeFileSync(join(dir, 'keys.json'), JSON.stringify({ version: 1, keys: [{ ...without, budget }] }));
+      assert.throws(() => createKeyStore(dir), (err: unknown) => err instanceof KeyStoreError && problem.test(err.message));
+    }
+  });
+
   it('revokes by id or by name', () => {
     const store = createKeyStore(home());
     const a = store.create({ name: 'alpha' });

@@ -48,8 +48,8 @@ export interface Page {
   clickAndWait(selector: string): Promise<void>;
   click(selector: string): Promise<void>;
   text(): Promise<string>;
-  /** Saves a full-page PNG. */
-  screenshot(path: string): Promise<void>;
+  /** Saves a full-page PNG, or of one element only. */
+  screenshot(path: string, selector?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -217,9 +217,18 @@ export async function launchChromium(binary = findChromium()): Promise<Browser> 
         await evaluate(`${q(selector)}.click()`);
       },
       text: () => evaluate<string>('document.body.innerText'),
-      async screenshot(path) {
-        const metrics = await send<{ cssContentSize: { width: number; height: number } }>('Page.getLayoutMetrics', {}, sessionId);
-        const clip = { x: 0, y: 0, width: Math.ceil(metrics.cssContentSize.width), height: Math.ceil(metrics.cssContentSize.height), scale: 1 };
+      async screenshot(path, selector) {
+        let clip: { x: number; y: number; width: number; height: number; scale: number };
+        if (selector === undefined) {
+          const metrics = await send<{ cssContentSize: { width: number; height: number } }>('Page.getLayoutMetrics', {}, sessionId);
+          clip = { x: 0, y: 0, width: Math.ceil(metrics.cssContentSize.width), height: Math.ceil(metrics.cssContentSize.height), scale: 1 };
+        } else {
+          await mustExist(selector);
+          const box = await evaluate<{ x: number; y: number; width: number; height: number }>(
+            `(() => { const r = ${q(selector)}.getBoundingClientRect(); return { x: r.left + scrollX, y: r.top + scrollY, width: Math.ceil(r.width), height: Math.ceil(r.height) }; })()`,
+          );
+          clip = { ...box, scale: 1 };
+        }
         const { data } = await send<{ data: string }>('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, sessionId);
         mkdirSync(dirname(path), { recursive: true });
         writeFileSync(path, Buffer.from(data, 'base64'));

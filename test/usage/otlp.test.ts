@@ -162,6 +162,20 @@ describe('OTLP span exporter: payload', () => {
     assert.equal(attributeMap(spans[0] as Json)['gen_ai.usage.output_tokens'], undefined, 'unknown counts are left out, not sent as 0');
   });
 
+  it('names a span "chat" alone, without model or provider, when the request failed before either was known', async () => {
+    const collector = await startCollector();
+    const exporter = createSpanExporter({ endpoint: collector.url, flushIntervalMs: 60_000 });
+    exporter.record(span({ requestModel: undefined, responseModel: undefined, provider: undefined, httpStatus: 404, errorType: 'model_not_found' }));
+    await exporter.close();
+    await collector.close();
+    const [s] = spansOf(collector.received[0]?.body) as [Json];
+    assert.equal(s['name'], 'chat');
+    const attributes = attributeMap(s);
+    for (const name of ['gen_ai.request.model', 'gen_ai.response.model', 'gen_ai.provider.name']) assert.equal(attributes[name], undefined, name);
+    assert.equal(attributes['gen_ai.operation.name'], 'chat');
+    assert.equal(attributes['error.type'], 'model_not_found');
+  });
+
   it('joins the client trace from a valid traceparent and ignores an invalid one', async () => {
     const collector = await startCollector();
     const exporter = createSpanExporter({ endpoint: collector.url, flushIntervalMs: 60_000 });
