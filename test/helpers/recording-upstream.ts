@@ -43,7 +43,7 @@ export type ModelTurn =
   | { kind: 'text'; text: string; reasoning?: Reasoning }
   | { kind: 'tool_call'; name: string; input: Record<string, unknown>; reasoning?: Reasoning }
   /** An error answer instead of a model turn. */
-  | { kind: 'http_error'; status: number; message: string }
+  | { kind: 'http_error'; status: number; message: string; headers?: Record<string, string> }
   /** A stream that stops after the first text delta, without its terminal event. */
   | { kind: 'truncated'; text: string };
 
@@ -282,7 +282,7 @@ function messagesToolOutputs(body: Record<string, unknown>): string[] {
 
 function serveResponses(res: ServerResponse, turn: ModelTurn, body: Record<string, unknown>, nextId: (prefix: string) => string): void {
   if (turn.kind === 'http_error') {
-    sendJson(res, turn.status, { error: { message: turn.message, type: turn.status === 429 ? 'rate_limit_error' : 'invalid_request_error', code: null } });
+    sendJson(res, turn.status, { error: { message: turn.message, type: turn.status === 429 ? 'rate_limit_error' : 'invalid_request_error', code: null } }, turn.headers);
     return;
   }
   const model = typeof body['model'] === 'string' ? body['model'] : 'unknown';
@@ -393,7 +393,7 @@ function halves(text: string): [string, string] {
 function serveMessages(res: ServerResponse, turn: ModelTurn, body: Record<string, unknown>, nextId: (prefix: string) => string): void {
   if (turn.kind === 'http_error') {
     const type = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 529: 'overloaded_error' }[turn.status] ?? 'api_error';
-    sendJson(res, turn.status, { type: 'error', error: { type, message: turn.message } }, { 'request-id': nextId('req_') });
+    sendJson(res, turn.status, { type: 'error', error: { type, message: turn.message } }, { 'request-id': nextId('req_'), ...turn.headers });
     return;
   }
   const model = typeof body['model'] === 'string' ? body['model'] : 'unknown';
