@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isRecord } from '../../src/json.ts';
 import { toolRoundTrip } from '../helpers/recording-upstream.ts';
 import type { RecordedRequest, Script, Tunnel } from '../helpers/recording-upstream.ts';
 
@@ -60,8 +61,9 @@ export function readFixture(name: string): Fixture {
   return JSON.parse(readFileSync(join(FIXTURES, name), 'utf8')) as Fixture;
 }
 
-const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
-const HEX64 = /\b[0-9a-f]{64}\b/g;
+// Lookarounds, not \b: ids such as `msg_<uuid>` put a word character right before the UUID.
+const UUID = /(?<![0-9a-f])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![0-9a-f])/gi;
+const HEX64 = /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/g;
 const LOOPBACK_PORT = /127\.0\.0\.1:\d+/g;
 
 function escapeRegExp(text: string): string {
@@ -72,7 +74,8 @@ function escapeRegExp(text: string): string {
  * A recording made safe and stable to commit: the key, the temporary folders (as paths and as
  * Claude Code's dashed project slugs), the kernel release and host name, machine and device ids
  * (64 hex digits), and the loopback port replaced by placeholders; UUIDs (session, turn and item
- * ids) numbered in order of appearance so a re-recording diffs only where the client changed.
+ * ids) numbered in order of appearance, and Codex's `client_metadata` keys sorted, so a
+ * re-recording diffs only where the client changed.
  */
 export function scrub<T>(value: T): T {
   let text = JSON.stringify(value);
@@ -97,5 +100,10 @@ export function scrub<T>(value: T): T {
     }
     return placeholder;
   });
-  return JSON.parse(text) as T;
+  return JSON.parse(text, (key, value: unknown) => (key === 'client_metadata' && isRecord(value) ? sortedKeys(value) : value)) as T;
+}
+
+/** Codex fills `client_metadata` from a hash map: its key order changes from run to run. */
+function sortedKeys(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
