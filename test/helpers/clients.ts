@@ -442,6 +442,7 @@ export interface InteractiveResult extends ClientResult {
 }
 
 const POLL_MS = 100;
+
 /** The input box's prompt marker: the session is ready for typing once it is drawn. */
 const READY = '❯';
 
@@ -458,9 +459,10 @@ export async function runClaudeInteractive(options: ClaudeInteractiveOptions): P
   const home = mkdtempSync(join(tmpdir(), 'llmux-claude-tmux-'));
   const socket = join(home, 'tmux.sock');
   const conf = join(home, 'tmux.conf');
-  // remain-on-exit keeps the pane (and its exit status) after Claude Code quits.
+  const statusFile = join(home, 'exit-status');
+  // remain-on-exit keeps the pane, and what Claude Code printed on exit, after it quits.
   writeFileSync(conf, 'set -g remain-on-exit on\nset -g history-limit 50000\n');
-  const env = { ...claudeEnv(options, home), TERM: 'xterm-256color' };
+  const env = { ...claudeEnv(options, home), TERM: 'xterm-256color', LLMUX_EXIT_STATUS: statusFile };
   const tmux = (...args: string[]): Promise<ClientResult> =>
     runBounded('tmux', ['-S', socket, '-f', conf, ...args], { cwd: options.cwd, env, timeoutMs: Math.max(1_000, Math.min(10_000, deadline - performance.now())) });
   const screen = async (history = false): Promise<string> =>
@@ -489,7 +491,9 @@ export async function runClaudeInteractive(options: ClaudeInteractiveOptions): P
     seedClaudeHome(home, options.apiKey, options.cwd);
     const opened = await tmux(
       'new-session', '-d', '-s', 'claude', '-x', String(options.columns ?? 200), '-y', String(options.rows ?? 50),
-      '--', claude.command, ...claude.args, ...claudeArgs(options),
+      // A shell in between writes Claude Code's exit status to a file: tmux 3.3 sometimes marks
+      // the pane dead without reaping the process, leaving #{pane_dead_status} empty for good.
+      '--', '/bin/sh', '-c', '"$@"; echo $? > "$LLMUX_EXIT_STATUS"', 'sh', claude.command, ...claude.args, ...claudeArgs(options),
     );
     stderr += opened.stderr;
     if (opened.exitCode !== 0) throw new Error(`tmux new-session failed: ${opened.stderr}`);
@@ -502,9 +506,9 @@ export async function runClaudeInteractive(options: ClaudeInteractiveOptions): P
     }
     if (!timedOut && (await type('/exit'))) {
       while (performance.now() < deadline) {
-        const state = (await tmux('display-message', '-p', '-t', 'claude', '#{pane_dead} #{pane_dead_status}')).stdout.trim().split(' ');
-        if (state[0] === '1') {
-          exitCode = Number(state[1]);
+        const status = existsSync(statusFile) ? readFileSync(statusFile, 'utf8').trim() : '';
+        if (status !== '') {
+          exitCode = Number(status);
           break;
         }
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
