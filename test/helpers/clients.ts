@@ -96,28 +96,32 @@ export function tmuxSkip(): string | false {
 }
 
 function isCi(): boolean {
-  return process.env['CI'] !== undefined && process.env['CI'] !== '';
+  return setting('CI') !== undefined;
 }
 
 function cacheRoot(): string {
-  const explicit = process.env['LLMUX_CLIENTS_CACHE'];
-  if (explicit !== undefined && explicit !== '') return explicit;
-  const xdg = process.env['XDG_CACHE_HOME'];
-  return join(xdg !== undefined && xdg !== '' ? xdg : join(homedir(), '.cache'), 'llmux', 'test-clients');
+  return setting('LLMUX_CLIENTS_CACHE') ?? join(setting('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'llmux', 'test-clients');
+}
+
+function setting(name: string): string | undefined {
+  const value = process.env[name];
+  return value === undefined || value === '' ? undefined : value;
 }
 
 function resolveBinaries(): ClientBinaries {
-  const codexOverride = process.env['LLMUX_CODEX_BIN'];
-  const claudeOverride = process.env['LLMUX_CLAUDE_BIN'];
-  const needInstall = codexOverride === undefined || codexOverride === '' || claudeOverride === undefined || claudeOverride === '';
-  const modules = needInstall ? join(installPinned(), 'node_modules') : '';
-  const codex: ClientCommand = codexOverride !== undefined && codexOverride !== ''
-    ? { command: codexOverride, args: [], version: probeVersion(codexOverride) }
-    : { command: process.execPath, args: [join(modules, '@openai', 'codex', 'bin', 'codex.js')], version: packageVersion(join(modules, '@openai', 'codex')) };
-  const claude: ClientCommand = claudeOverride !== undefined && claudeOverride !== ''
-    ? { command: claudeOverride, args: [], version: probeVersion(claudeOverride) }
-    : { command: claudeNativeBinary(modules), args: [], version: packageVersion(join(modules, '@anthropic-ai', 'claude-code')) };
-  return { codex, claude };
+  const codexBin = setting('LLMUX_CODEX_BIN');
+  const claudeBin = setting('LLMUX_CLAUDE_BIN');
+  const modules = codexBin === undefined || claudeBin === undefined ? join(installPinned(), 'node_modules') : '';
+  return {
+    // The npm wrapper, run by this Node, as an npm install runs it: it finds the platform
+    // package's binary and tells it which package it came from (CODEX_MANAGED_*).
+    codex: codexBin !== undefined
+      ? { command: codexBin, args: [], version: probeVersion(codexBin) }
+      : { command: process.execPath, args: [join(modules, '@openai', 'codex', 'bin', 'codex.js')], version: packageVersion(join(modules, '@openai', 'codex')) },
+    claude: claudeBin !== undefined
+      ? { command: claudeBin, args: [], version: probeVersion(claudeBin) }
+      : { command: claudeNativeBinary(modules), args: [], version: packageVersion(join(modules, '@anthropic-ai', 'claude-code')) },
+  };
 }
 
 /** The cache folder holding the pinned install, installing it when missing. */
