@@ -20,6 +20,8 @@ import type { Limiter } from './limits/limiter.ts';
 import { createUpstreamClient } from './providers/upstream.ts';
 import { ECHO_PROVIDER, createEchoTransport } from './providers/echo.ts';
 import { createRouter, pathOf } from './http/router.ts';
+import { createBodyBudget } from './http/body-budget.ts';
+import { limitUnreadBody, mayOutgrowDiscard } from './http/body.ts';
 import { ClientClosedError, GatewayError, notFound } from './errors.ts';
 import { errorBody, pickRequestId, sendError } from './http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
@@ -68,7 +70,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const now = options.now ?? Date.now;
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
   const keys = options.keyStore ?? createKeyStore(config.home, { now });
-  const limiter = createLimiter({ now });
+  // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
+  // key's refused or count_tokens bodies may total four of the largest a minute.
+  const { maxBodyBytes } = config.limits;
+  const limiter = createLimiter({ now, unadmittedBytes: 4 * maxBodyBytes });
+  const bodies = createBodyBudget({ totalBytes: 4 * maxBodyBytes, perOwnerBytes: maxBodyBytes });
   const upstream = createUpstreamClient(createEchoTransport());
   const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
@@ -77,6 +83,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     catalog,
     keys,
     limiter,
+    bodies,
     now,
     attempts: {
       model: (id) => catalog.get(id),
@@ -128,6 +135,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       closed = true;
       if (handled) writeLog();
     });
+    // Whatever the answer, a body left unread is discarded only up to a bound.
+    res.once('finish', () => limitUnreadBody(req));
     const handlerDone = (): void => {
       handled = true;
       if (closed) writeLog();
@@ -152,11 +161,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       }
       record.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
       handlerDone();
+      // Refused before its body was read (401, 404, 413, 429, ...): when the rest may be more than
+      // is discarded (see limitUnreadBody), the client is told the connection ends with this answer.
+      if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
       });
-      // Don't leave an unread request body on a keep-alive connection.
-      if (!req.complete) req.resume();
     });
   }
 

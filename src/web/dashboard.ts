@@ -251,7 +251,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/sign-in', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     if (!isSameOrigin(req, rootUrl(req, ctx.config)) || !tokensEqual(form['csrf'], parseCookies(req)[CSRF_COOKIE])) {
       sendSignIn(req, res, 403, notice('bad', 'This form expired or came from another site.', ' Try signing in again.'));
       return;
@@ -273,7 +273,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/sign-out', async (req: IncomingMessage, res: ServerResponse) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const id = parseCookies(req)[SESSION_COOKIE];
     const signed = currentSession(req, sessions, ctx.keys, ctx.now());
     if (signed !== undefined && (!isSameOrigin(req, rootUrl(req, ctx.config)) || !tokensEqual(form['csrf'], signed.session.csrf))) {
@@ -285,7 +285,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/keys', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;
@@ -300,7 +300,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/keys/revoke', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;
@@ -317,7 +317,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/device', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;

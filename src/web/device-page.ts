@@ -140,7 +140,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
   });
 
   routes.add('POST', '/device', async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const nowMs = ctx.now();
     const signed = currentSession(req, sessions, ctx.keys, nowMs);
     const expected = signed?.session.csrf ?? parseCookies(req)[CSRF_COOKIE];

@@ -79,8 +79,8 @@ export function rootUrl(req: IncomingMessage, config: Pick<Config, 'host' | 'por
  * Reads a small body as JSON or as `application/x-www-form-urlencoded` (what RFC 8628 clients
  * send). An empty body is an empty object.
  */
-export async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readBody(req, MAX_DEVICE_BODY_BYTES);
+export async function readParams(req: IncomingMessage, idleTimeoutMs?: number): Promise<Record<string, unknown>> {
+  const body = await readBody(req, MAX_DEVICE_BODY_BYTES, { idleTimeoutMs });
   if (body.length === 0) return {};
   const type = (req.headers['content-type'] ?? '').toLowerCase();
   if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(body.toString('utf8')));
@@ -178,7 +178,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   const starts = createStartLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
 
   routes.add('POST', '/auth/device', async (req: IncomingMessage, res: ServerResponse) => {
-    const params = await readParams(req);
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const wait = starts.take(req.socket.remoteAddress ?? 'unknown');
     if (wait !== undefined) {
       throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Too many device requests from this address; retry after ${wait} s`, {
@@ -206,7 +206,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   });
 
   routes.add('POST', '/auth/device/token', async (req: IncomingMessage, res: ServerResponse) => {
-    const params = await readParams(req);
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const grantType = params['grant_type'];
     if (grantType !== undefined && grantType !== DEVICE_GRANT_TYPE) {
       throw tokenError('unsupported_grant_type', `grant_type: must be ${DEVICE_GRANT_TYPE}`);
@@ -225,7 +225,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   const decideRoute = (action: Decision['action']) => async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
     const admin = adminKey(req, ctx.keys, ctx.now());
     record.keyId = admin.id;
-    const params = await readParams(req);
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const userCode = params['user_code'];
     if (typeof userCode !== 'string' || userCode === '') throw invalidParameters('user_code: required; the XXXX-XXXX code the device shows');
     const tier = action === 'approve' ? parseTier(params['tier']) : undefined;
