@@ -200,7 +200,8 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { request, answered, res } = exchange;
   const { response: upstream, provider } = answered;
   const { limits } = ctx.config;
-  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs);
+  const { redact } = ctx.attempts;
+  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs, redact);
   let ttfbMs: number | undefined;
   const onFirstByte = (): void => {
     ttfbMs = ctx.now() - exchange.startedMs;
@@ -222,14 +223,14 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const contentType = String(upstream.headers['content-type'] ?? '');
   if (!contentType.includes('text/event-stream')) {
     upstream.resume();
-    throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${contentType.slice(0, 60)}")`);
+    throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${redact(contentType).slice(0, 60)}")`);
   }
   const client = dialects[request.format];
   const includeUsage = client.wantsStreamUsage(request.body);
   const translation = translationFor(request.format, answered.format);
   const result = await relayStream(upstream, res, (write) => (translation === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage })
-    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }))), {
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, redact })
+    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,
     idleTimeoutMs: limits.streamIdleTimeoutMs,

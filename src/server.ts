@@ -19,6 +19,7 @@ import { createLimiter } from './limits/limiter.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { createUpstreamClient } from './providers/upstream.ts';
 import { ECHO_PROVIDER, createEchoTransport } from './providers/echo.ts';
+import { createRedactor, credentialsOf } from './providers/redact.ts';
 import { createRouter, pathOf } from './http/router.ts';
 import { createBodyBudget } from './http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from './http/body.ts';
@@ -89,6 +90,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
       apiKey: (provider) => resolveApiKey(provider, config.env),
+      redact: createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env))),
       transport: upstream,
       retry: config.retry,
       connectTimeoutMs: config.limits.connectTimeoutMs,
