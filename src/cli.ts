@@ -44,6 +44,9 @@ Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux)
 
 class UsageError extends Error {}
 
+/** A command, unlike a server, may wait for another process writing the key store. */
+const CLI_LOCK_WAIT_MS = 10_000;
+
 
 function parse<const O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, allowPositionals = false) {
   try {
@@ -174,7 +177,7 @@ function keys(args: string[], io: CliIo): number {
       if (concurrency !== undefined) limits.concurrency = concurrency;
       const models = values.models === undefined ? null : values.models.split(',').map((m) => m.trim()).filter((m) => m !== '');
       if (models !== null && models.length === 0) throw new UsageError('--models: give at least one model id');
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const { key, record } = store.create({ name: values.name, tier, limits, models, admin: values.admin === true, expiresInMs });
       io.stdout(`${key}\n`);
       const config = safeConfig(io);
@@ -183,7 +186,7 @@ function keys(args: string[], io: CliIo): number {
     }
     case 'list': {
       const { values } = parse(rest, { json: { type: 'boolean' }, home: { type: 'string' } });
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const list = store.list().map(({ hash: _hash, ...visible }) => visible);
       if (values.json === true) {
         io.stdout(`${JSON.stringify(list, null, 2)}\n`);
@@ -201,7 +204,7 @@ function keys(args: string[], io: CliIo): number {
       const { positionals } = parse(rest, { home: { type: 'string' } }, true);
       const target = positionals[0];
       if (target === undefined || positionals.length !== 1) throw new UsageError('keys revoke needs one key id or name');
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const revoked = store.revoke(target);
       if (revoked === undefined) {
         io.stderr(`llmux: no key with id or name "${target}"\n`);

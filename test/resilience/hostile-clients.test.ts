@@ -5,6 +5,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { respond } from '../helpers/fake-upstream.ts';
@@ -153,6 +157,45 @@ describe('request bodies held at once', () => {
       await wait(100);
       const freed = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(keys[3]!), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'x' }] }) });
       assert.equal(freed.status, 200, 'bodies are given back when their requests end');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('a stale key-store lock', () => {
+  it('does not freeze the server: a key is created at once while other requests keep their pace', async () => {
+    // Issue 14: a stale keys.json.lock froze the server for about 10 s (a synchronous wait).
+    const t = await startTestGateway();
+    try {
+      const dead = await new Promise<number>((resolve) => {
+        const child = spawn(process.execPath, ['-e', '']);
+        child.on('exit', () => resolve(child.pid ?? 0));
+      });
+      const started = await (await fetch(`${t.url}/auth/device`, { method: 'POST' })).json() as { device_code: string; user_code: string };
+      const approve = await fetch(`${t.url}/auth/device/approve`, { method: 'POST', headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_code: started.user_code }) });
+      assert.equal(approve.status, 200);
+      writeFileSync(join(t.home, 'keys.json.lock'), `${dead}\n${hostname()}\n`);
+      let slowest = 0;
+      let probing = true;
+      const probe = (async () => {
+        while (probing) {
+          const before = Date.now();
+          await (await fetch(`${t.url}/healthz`)).arrayBuffer();
+          slowest = Math.max(slowest, Date.now() - before);
+          await wait(5);
+        }
+      })();
+      await wait(30);
+      const before = Date.now();
+      const token = await fetch(`${t.url}/auth/device/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code: started.device_code }) });
+      const tookMs = Date.now() - before;
+      await wait(30);
+      probing = false;
+      await probe;
+      assert.equal(token.status, 200);
+      assert.ok(tookMs < 500, `the key took ${tookMs} ms`);
+      assert.ok(slowest < 250, `a /healthz took ${slowest} ms`);
     } finally {
       await t.close();
     }
