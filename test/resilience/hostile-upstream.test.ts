@@ -6,7 +6,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { respond } from '../helpers/fake-upstream.ts';
+import { gzipSync, brotliCompressSync } from 'node:zlib';
+import { fixture, respond } from '../helpers/fake-upstream.ts';
 import type { Responder } from '../helpers/fake-upstream.ts';
 
 const SECRETS = ['upstream-openai-secret', 'upstream-anthropic-secret', 'header-credential-789'];
@@ -88,4 +89,92 @@ describe('an upstream that echoes its credential', () => {
       assertClean(JSON.stringify(t.logs), 'the log');
     });
   }
+});
+
+/** An upstream that compresses whatever it was asked for, in `encoding`, and notes what it was asked. */
+function compressing(asked: string[], encoding: string, body: Buffer, contentType: string): Responder {
+  return (req, res) => {
+    asked.push(String(req.headers['accept-encoding']));
+    const packed = encoding === 'gzip' ? gzipSync(body) : encoding === 'br' ? brotliCompressSync(body) : body;
+    res.writeHead(200, { 'content-type': contentType, 'content-encoding': encoding, 'content-length': String(packed.length) });
+    // In pieces, as a stream would come.
+    let at = 0;
+    const next = (): void => {
+      if (at >= packed.length) {
+        res.end();
+        return;
+      }
+      res.write(packed.subarray(at, at + 100));
+      at += 100;
+      setImmediate(next);
+    };
+    next();
+  };
+}
+
+describe('an upstream that compresses its answers', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway(); });
+  after(async () => { await t.close(); });
+
+  it('is asked for identity, and a gzip answer is decoded: whole, streamed, and translated', async () => {
+    // Issue 14: llmux sent no accept-encoding, so a compressing upstream's bytes reached clients raw.
+    const asked: string[] = [];
+    const whole = fixture('openai-nonstream-text.json');
+    t.upstream.queue.push(compressing(asked, 'gzip', whole, 'application/json'));
+    const json = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(json.status, 200);
+    assert.deepEqual(await json.json(), JSON.parse(whole.toString()));
+
+    const stream = fixture('openai-stream-text-include-usage.sse');
+    t.upstream.queue.push(compressing(asked, 'gzip', stream, 'text/event-stream'));
+    const passed = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(await passed.text(), stream.toString());
+
+    t.upstream.queue.push(compressing(asked, 'gzip', fixture('anthropic-stream-text.sse'), 'text/event-stream'));
+    const translated = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    const text = await translated.text();
+    assert.match(text, /"content":/);
+    assert.match(text, /data: \[DONE\]\n\n$/);
+    assert.deepEqual(asked, ['identity', 'identity', 'identity']);
+  });
+
+  it('decodes brotli too, and answers 502 for an encoding it cannot read', async () => {
+    const asked: string[] = [];
+    const whole = fixture('anthropic-nonstream-text.json');
+    t.upstream.queue.push(compressing(asked, 'br', whole, 'application/json'));
+    const br = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.deepEqual(await br.json(), JSON.parse(whole.toString()));
+    t.upstream.queue.push(compressing(asked, 'zstd', whole, 'application/json'));
+    const unknown = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(unknown.status, 502);
+    assert.match((await unknown.json() as { error: { message: string } }).error.message, /content-encoding "zstd", which llmux cannot read/);
+  });
+});
+
+describe('an upstream that reports absurd usage', () => {
+  it('is counted at a sane bound: /metrics stays finite and the key is usable again after the window', async () => {
+    // Issue 14: 1e308 tokens locked the key out and poisoned /metrics.
+    let clock = Date.parse('2026-11-21T00:00:00Z');
+    const t = await startTestGateway({ now: () => clock });
+    try {
+      const absurd = { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1e308, completion_tokens: 1e308, total_tokens: 1e308 } };
+      t.upstream.queue.push(respond.json(200, absurd), respond.json(200, absurd));
+      const ask = () => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+      // Two at once, so both settle their absurd figures into the same minute.
+      const answers = await Promise.all([ask(), ask()]);
+      assert.deepEqual(answers.map((r) => r.status), [200, 200]);
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+      await wait(20);
+      const metrics = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.adminKey}` } })).text();
+      const tokensIn = Number(/llmux_tokens_total\{direction="in"\} (\S+)/.exec(metrics)?.[1]);
+      assert.ok(Number.isSafeInteger(tokensIn) && tokensIn <= 2 * 100_000_000, `tokens in: ${tokensIn}`);
+      assert.equal((await ask()).status, 429, 'the figures count against tokens/min for their minute');
+      clock += 62_000;
+      const later = await ask();
+      assert.equal(later.status, 200, 'and leave it like any other');
+    } finally {
+      await t.close();
+    }
+  });
 });
