@@ -10,7 +10,8 @@
  *   requests in flight.
  * - Admin keys are not created here (only with `llmux keys create --admin`), so a stolen session
  *   cannot mint lasting admin access.
- * - A new key is shown once: it is kept on the session only until the next page view.
+ * - A new key is shown once: it is kept on the session only until the next page view (a GET, not
+ *   a HEAD, which shows nothing).
  * - After each POST the browser is sent back to `/dashboard` (303), so a reload never repeats it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -246,7 +247,9 @@ ${createForm(csrf)}
     }
     record.keyId = signed.key.id;
     const flash = signed.session.flash;
-    signed.session.flash = undefined;
+    // A HEAD (a link preview, a prefetch, a monitor) gets no body: it must not use up a new key's
+    // one showing.
+    if (req.method !== 'HEAD') signed.session.flash = undefined;
     sendPage(res, 200, layout({ title: 'Dashboard', body: dashboardPage(signed, flash), signedIn: { csrf: signed.session.csrf, keyId: signed.key.id } }));
   });
 
