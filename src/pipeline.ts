@@ -52,6 +52,8 @@ export interface PipelineContext {
   limiter: Limiter;
   /** Request bodies held at once, per key and in all (src/http/body-budget.ts). */
   bodies: BodyBudget;
+  /** Registers an open stream to be cut with an in-stream error when the gateway stops; returns the unregistering function. */
+  registerStream(cut: (message: string) => void): () => void;
   attempts: AttemptContext;
   now(): number;
 }
@@ -236,6 +238,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     idleTimeoutMs: limits.streamIdleTimeoutMs,
     now: ctx.now,
     onStart: onFirstByte,
+    register: ctx.registerStream,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error };
 }
