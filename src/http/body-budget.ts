@@ -33,9 +33,6 @@ export interface BodyBudget {
   held(): number;
 }
 
-/** A claim that takes nothing, for callers without a budget. */
-export const UNBOUNDED_CLAIM: BodyClaim = { take: () => undefined, release: () => {} };
-
 export function createBodyBudget(options: BodyBudgetOptions): BodyBudget {
   const { totalBytes, perOwnerBytes } = options;
   let total = 0;

@@ -328,15 +328,17 @@ test('a reservation larger than tokens/min is admitted only when nothing is in u
 test('reservations of parallel requests never add up past tokens/min', () => {
   const limiter = createLimiter({ now: () => 0 });
   // Issue 14: 10 parallel streams on a 90,000-tpm key used 500,100 tokens, since output counted
-  // only once a request ended. Each now reserves its input and its max_tokens up front.
-  const held = Array.from({ length: 9 }, () => admitted(limiter.admit('key_a', BASIC, 10_000)));
-  const tenth = refused(limiter.admit('key_a', BASIC, 10_000));
-  assert.deepEqual([tenth.reason, tenth.retryAfterSeconds], ['tokens', 1]);
-  assert.equal(limiter.peek('key_a', BASIC).tokens, 90_000);
+  // only once a request ended, and a key under its limit admitted any request. Each now reserves
+  // its input and its max_tokens up front, and must fit.
+  const held = Array.from({ length: 3 }, () => admitted(limiter.admit('key_a', BASIC, 25_000)));
+  const fourth = refused(limiter.admit('key_a', BASIC, 25_000));
+  assert.deepEqual([fourth.reason, fourth.retryAfterSeconds], ['tokens', 1]);
+  assert.equal(limiter.peek('key_a', BASIC).tokens, 75_000);
   held[0]!.settle(4_000);
   held[0]!.release();
-  admitted(limiter.admit('key_a', BASIC, 6_000));
-  assert.equal(refused(limiter.admit('key_a', BASIC, 1)).reason, 'tokens');
+  admitted(limiter.admit('key_a', BASIC, 11_000));
+  assert.equal(limiter.peek('key_a', BASIC).tokens, 65_000, 'the settled 4,000 and three reservations');
+  assert.equal(refused(limiter.admit('key_a', BASIC, 30_000)).reason, 'tokens');
 });
 
 test('a reservation that does not fit in what is left is refused while the key is still under its limit', () => {
