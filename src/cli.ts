@@ -46,6 +46,9 @@ Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux)
 
 class UsageError extends Error {}
 
+/** A command, unlike a server, may wait for another process writing the key store. */
+const CLI_LOCK_WAIT_MS = 10_000;
+
 
 function parse<const O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, allowPositionals = false) {
   try {
@@ -127,15 +130,48 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   io.stdout(`llmux listening on ${url}\n`);
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
+    let stopWatchingParent = (): void => {};
+    // The first signal drains (bounded by limits.shutdown_timeout_ms); a second one, of either
+    // kind, cuts the streams still open with an in-stream error and stops at once.
+    const stop = (why: string): void => {
+      if (stopping) {
+        io.stderr(`llmux: ${why} again: cutting the streams still open and stopping now\n`);
+        void gateway.close({ now: true });
+        return;
+      }
       stopping = true;
-      io.stderr(`llmux: ${signal}: finishing in-flight requests (at most ${Math.round(gateway.config.limits.shutdownTimeoutMs / 1000)} s)\n`);
-      gateway.close().then(() => resolve(0), () => resolve(1));
+      stopWatchingParent();
+      io.stderr(`llmux: ${why}: finishing in-flight requests (at most ${Math.round(gateway.config.limits.shutdownTimeoutMs / 1000)} s)\n`);
+      gateway.close().then(() => done(0), () => done(1));
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    const onTerm = (): void => stop('SIGTERM');
+    const onInt = (): void => stop('SIGINT');
+    const done = (code: number): void => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      resolve(code);
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    // npm does not pass a SIGTERM on to the script it runs (its shell dies and leaves llmux
+    // running, orphaned): under npm, the launcher going away is taken as the signal.
+    if (io.env['npm_lifecycle_event'] !== undefined) stopWatchingParent = watchParent(() => stop('SIGTERM (the npm process that started llmux has gone)'));
   });
+}
+
+/** How often a server started by npm checks that its launcher is still there. */
+const PARENT_CHECK_MS = 500;
+
+/** Calls `onGone` once when this process's parent changes (it died; we were re-parented). Returns the stop function. */
+function watchParent(onGone: () => void): () => void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onGone();
+  }, PARENT_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 function describeLimits(record: KeyRecord, tiers: Record<TierName, TierLimits>, tierBudgets: Partial<Record<TierName, Budget>>): string {
@@ -195,7 +231,7 @@ function keys(args: string[], io: CliIo): number {
       const models = values.models === undefined ? null : values.models.split(',').map((m) => m.trim()).filter((m) => m !== '');
       if (models !== null && models.length === 0) throw new UsageError('--models: give at least one model id');
       const budget = parseBudgetFlags(values['budget-usd'], values['budget-period']);
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const { key, record } = store.create({ name: values.name, tier, limits, budget, models, admin: values.admin === true, expiresInMs });
       io.stdout(`${key}\n`);
       const config = safeConfig(io);
@@ -204,7 +240,7 @@ function keys(args: string[], io: CliIo): number {
     }
     case 'list': {
       const { values } = parse(rest, { json: { type: 'boolean' }, home: { type: 'string' } });
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const list = store.list().map(({ hash: _hash, ...visible }) => visible);
       if (values.json === true) {
         io.stdout(`${JSON.stringify(list, null, 2)}\n`);
@@ -222,7 +258,7 @@ function keys(args: string[], io: CliIo): number {
       const { positionals } = parse(rest, { home: { type: 'string' } }, true);
       const target = positionals[0];
       if (target === undefined || positionals.length !== 1) throw new UsageError('keys revoke needs one key id or name');
-      const store = createKeyStore(home(rest));
+      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
       const revoked = store.revoke(target);
       if (revoked === undefined) {
         io.stderr(`llmux: no key with id or name "${target}"\n`);

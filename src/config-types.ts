@@ -113,6 +113,8 @@ export interface LimitsConfig {
   headersTimeoutMs: number;
   /** ...and its whole request (headers and body) within this. */
   requestTimeoutMs: number;
+  /** Longest silence between two reads of a request body. */
+  bodyTimeoutMs: number;
 }
 
 export interface RetryConfig {

@@ -29,6 +29,7 @@ export const DEFAULT_LIMITS: Readonly<LimitsConfig> = Object.freeze({
   shutdownTimeoutMs: 30_000,
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
+  bodyTimeoutMs: 60_000,
 });
 
 export const DEFAULT_RETRY: Readonly<RetryConfig> = Object.freeze({
@@ -193,6 +194,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     shutdown_timeout_ms: 'shutdownTimeoutMs',
     headers_timeout_ms: 'headersTimeoutMs',
     request_timeout_ms: 'requestTimeoutMs',
+    body_timeout_ms: 'bodyTimeoutMs',
   }, fail, () => positiveInt);
   const retry = readNumbers(obj['retry'], 'retry', DEFAULT_RETRY, {
     attempts: 'attempts',

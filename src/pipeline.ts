@@ -1,7 +1,9 @@
 /**
  * One model request, top to bottom:
  *
- *   authenticate -> budget -> format headers -> body -> validate -> model -> permission -> limits
+ *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
+ *     the body budget) -> validate -> model -> permission -> context length -> limits with its
+ *     reservation
  *     -> provider (retries, fallbacks: src/providers/attempts.ts)
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
  *     -> usage settled against tokens/min and priced -> the log record (the gateway then writes
@@ -9,25 +11,31 @@
  *
  * The route gives the client's format; the provider gives the upstream's. What differs between
  * formats is looked up in the dialect table (src/dialects/), never branched on here.
+ *
+ * A request whose body was read but that is refused before admission is charged to the key's
+ * budget for unadmitted work (src/limits/limiter.ts), so refused bodies cannot cost the process
+ * CPU without bound; a key out of that budget is refused before its next body is read.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from './config-types.ts';
+import type { Config, ModelEntry } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { authenticate, checkModelAllowed } from './auth/authenticate.ts';
-import { budgetFor, limitsFor } from './auth/key-record.ts';
 import type { KeyRecord } from './auth/key-record.ts';
-import type { Limiter } from './limits/limiter.ts';
+import { budgetFor, limitsFor } from './auth/key-record.ts';
+import type { Admission, Limiter } from './limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from './formats/wire.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
 import { dialects } from './dialects/index.ts';
+import type { Dialect } from './dialects/index.ts';
 import { translationFor } from './translate/index.ts';
 import { totalTokens } from './translate/usage.ts';
 import { costOf } from './usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
 import type { UsageLedger } from './usage/ledger.ts';
-import { modelNotFound, upstreamFailed } from './errors.ts';
+import { GatewayError, modelNotFound, upstreamFailed } from './errors.ts';
 import { parseJsonBody, readBody } from './http/body.ts';
+import type { BodyBudget } from './http/body-budget.ts';
 import { onClose } from './http/respond.ts';
 import { rateLimitError, setRateLimitHeaders } from './http/rate-limit.ts';
 import { createCancellation } from './providers/upstream.ts';
@@ -46,6 +54,10 @@ export interface PipelineContext {
   catalog: Catalog;
   keys: KeyStore;
   limiter: Limiter;
+  /** Request bodies held at once, per key and in all (src/http/body-budget.ts). */
+  bodies: BodyBudget;
+  /** Registers an open stream to be cut with an in-stream error when the gateway stops; returns the unregistering function. */
+  registerStream(cut: (message: string) => void): () => void;
   attempts: AttemptContext;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
@@ -88,19 +100,7 @@ export async function handleModelRequest<F extends WireFormat>(
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
   checkBudget(ctx, key, res);
-  const dialect = dialects[format];
-  const forwarded = dialect.readHeaders(req.headers);
-  const request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded);
-  record.model = request.body.model;
-  record.stream = request.body.stream === true;
-  const model = ctx.catalog.get(request.body.model);
-  if (model === undefined) throw modelNotFound(request.body.model);
-  record.requestedModel = model.id;
-  checkModelAllowed(key, model.id);
-
-  const estimate = estimateRequestTokens(request.body);
-  const admission = ctx.limiter.admit(key.id, limitsFor(key, ctx.config.tiers), estimate);
-  if (!admission.ok) throw rateLimitError(admission);
+  const { request, model, estimate, admission } = await readAndAdmit(ctx, dialects[format], key, req, res, record);
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -157,12 +157,79 @@ function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse):
   res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
 }
 
+/** A request read, validated and admitted, with what its admission counted. */
+interface Admitted<F extends WireFormat> {
+  request: ClientRequestOf<F>;
+  model: ModelEntry;
+  /** Input tokens estimated before any upstream counted them. */
+  estimate: number;
+  admission: Admission;
+}
+
+/**
+ * Reads the body (held against the body budget until the answer ends), validates it, finds the
+ * model and admits the request with its reservation. A key at a limit no body can change is
+ * refused before its body is read; a body read and then refused is charged as unadmitted work.
+ */
+async function readAndAdmit<F extends WireFormat>(
+  ctx: PipelineContext,
+  dialect: Dialect<F>,
+  key: KeyRecord,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RequestRecord,
+): Promise<Admitted<F>> {
+  const forwarded = dialect.readHeaders(req.headers);
+  const limits = limitsFor(key, ctx.config.tiers);
+  const early = ctx.limiter.check(key.id, limits, 'model');
+  if (early !== undefined) throw rateLimitError(early);
+  const claim = ctx.bodies.claim(key.id);
+  onClose(res, () => claim.release());
+  const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
+  try {
+    const request = dialect.readRequest(parseJsonBody(bytes), forwarded);
+    record.model = request.body.model;
+    record.stream = request.body.stream === true;
+    const model = ctx.catalog.get(request.body.model);
+    if (model === undefined) throw modelNotFound(request.body.model);
+    record.requestedModel = model.id;
+    checkModelAllowed(key, model.id);
+    const estimate = estimateRequestTokens(request.body);
+    if (estimate > model.context_length) throw contextTooLong(model, estimate);
+    const admission = ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
+    if (!admission.ok) throw rateLimitError(admission);
+    return { request, model, estimate, admission };
+  } catch (err) {
+    ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    throw err;
+  }
+}
+
+/**
+ * The output a request reserves against tokens/min: its `max_tokens` (or `max_completion_tokens`),
+ * else the model's output limit, which is all it may produce either way.
+ */
+function outputReservation(maxTokens: number | undefined, model: ModelEntry): number {
+  return Math.min(maxTokens ?? model.max_output_tokens, model.max_output_tokens);
+}
+
+/** 400 context_length_exceeded: the estimated input alone is more than the model can take. */
+function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
+  return new GatewayError(
+    400,
+    'invalid_request_error',
+    'context_length_exceeded',
+    `This request's input is about ${estimate} tokens (llmux's estimate, about 4 characters a token), more than the ${model.context_length}-token context length of model "${model.id}"; shorten the conversation or pick a model with a longer context`,
+  );
+}
+
 /** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
 async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
   const { request, answered, res } = exchange;
   const { response: upstream, provider } = answered;
   const { limits } = ctx.config;
-  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs);
+  const { redact } = ctx.attempts;
+  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs, redact);
   let ttfbMs: number | undefined;
   const onFirstByte = (): void => {
     ttfbMs = ctx.now() - exchange.startedMs;
@@ -184,19 +251,20 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const contentType = String(upstream.headers['content-type'] ?? '');
   if (!contentType.includes('text/event-stream')) {
     upstream.resume();
-    throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${contentType.slice(0, 60)}")`);
+    throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${redact(contentType).slice(0, 60)}")`);
   }
   const client = dialects[request.format];
   const includeUsage = client.wantsStreamUsage(request.body);
   const translation = translationFor(request.format, answered.format);
   const result = await relayStream(upstream, res, (write) => (translation === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage })
-    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }))), {
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, redact })
+    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,
     idleTimeoutMs: limits.streamIdleTimeoutMs,
     now: ctx.now,
     onStart: onFirstByte,
+    register: ctx.registerStream,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error };
 }

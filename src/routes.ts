@@ -12,8 +12,8 @@ import { validateMessagesRequest } from './formats/messages.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
 import { GatewayError, modelNotFound } from './errors.ts';
 import { parseJsonBody, readBody } from './http/body.ts';
-import { sendJson } from './http/respond.ts';
-import { setRateLimitHeaders } from './http/rate-limit.ts';
+import { onClose, sendJson } from './http/respond.ts';
+import { rateLimitError, setRateLimitHeaders } from './http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
 import { parseUsageParams } from './usage/usage-params.ts';
@@ -75,7 +75,15 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     peekHeaders(res, key);
-    const body = validateMessagesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
+    // count_tokens is never admitted: it spends the key's budget for unadmitted work instead.
+    const limits = limitsFor(key, config.tiers);
+    const early = limiter.check(key.id, limits, 'unadmitted');
+    if (early !== undefined) throw rateLimitError(early);
+    const claim = ctx.bodies.claim(key.id);
+    onClose(res, () => claim.release());
+    const bytes = await readBody(req, config.limits.maxBodyBytes, { idleTimeoutMs: config.limits.bodyTimeoutMs, claim });
+    limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body) }));

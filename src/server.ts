@@ -20,7 +20,10 @@ import { createLimiter } from './limits/limiter.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { createUpstreamClient } from './providers/upstream.ts';
 import { ECHO_PROVIDER, createEchoTransport } from './providers/echo.ts';
+import { createRedactor, credentialsOf } from './providers/redact.ts';
 import { createRouter, pathOf } from './http/router.ts';
+import { createBodyBudget } from './http/body-budget.ts';
+import { limitUnreadBody, mayOutgrowDiscard } from './http/body.ts';
 import { ClientClosedError, GatewayError, notFound } from './errors.ts';
 import { errorBody, pickRequestId, sendError } from './http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
@@ -43,6 +46,10 @@ export type { Feature, GatewayInternals, RouteRegistry } from './feature.ts';
 
 /** The log's status for a request whose client left before any answer (nginx's convention). */
 const CLIENT_CLOSED_STATUS = 499;
+/** The in-stream error of a stream still open when the gateway stops. */
+const STREAM_CUT_AT_SHUTDOWN = 'llmux is shutting down; this answer was cut before it was complete';
+/** How long the in-stream errors of cut streams get to reach their clients before the sockets close. */
+const LAST_FRAMES_MS = 200;
 
 export interface GatewayOptions extends Omit<ConfigInput, 'file'> {
   /** A config object in the config file's shape; when absent, the file named by configPath/env/home is read. */
@@ -64,8 +71,13 @@ export interface Gateway {
   /** The request handler, to mount on any `node:http` server. */
   handler(req: IncomingMessage, res: ServerResponse): void;
   listen(port?: number, host?: string): Promise<{ port: number; host: string; url: string }>;
-  /** Stops accepting, lets in-flight requests finish (bounded), then closes everything. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, lets in-flight requests finish (at most `limits.shutdown_timeout_ms`), cuts
+   * the streams still open with an in-stream error, then closes everything. `{ now: true }` does
+   * not wait (and ends the wait of a close already under way); calling it again otherwise gives
+   * the same promise.
+   */
+  close(options?: { now?: boolean }): Promise<void>;
   readonly config: Config;
   readonly catalog: Catalog;
   readonly keys: KeyStore;
@@ -85,7 +97,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const now = options.now ?? Date.now;
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
   const keys = options.keyStore ?? createKeyStore(config.home, { now });
-  const limiter = createLimiter({ now });
+  // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
+  // key's refused or count_tokens bodies may total four of the largest a minute.
+  const { maxBodyBytes } = config.limits;
+  const limiter = createLimiter({ now, unadmittedBytes: 4 * maxBodyBytes });
+  const bodies = createBodyBudget({ totalBytes: 4 * maxBodyBytes, perOwnerBytes: maxBodyBytes });
   const upstream = createUpstreamClient(createEchoTransport());
   const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
@@ -102,11 +118,17 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     keys,
     limiter,
     usage,
+    bodies,
     now,
+    registerStream(cut) {
+      openStreams.add(cut);
+      return () => openStreams.delete(cut);
+    },
     attempts: {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
       apiKey: (provider) => resolveApiKey(provider, config.env),
+      redact: createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env))),
       transport: upstream,
       retry: config.retry,
       connectTimeoutMs: config.limits.connectTimeoutMs,
@@ -119,6 +141,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const router = createRouter<RouteHandler>();
   const routes = { add: (method: string, path: string, handler: RouteHandler) => router.add(method, path, handler) };
   const inFlight = new Set<ServerResponse>();
+  /** How to cut each open stream: its relay's in-stream error, then the end. */
+  const openStreams = new Set<(message: string) => void>();
   let server: Server | undefined;
   let closing = false;
 
@@ -155,6 +179,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       closed = true;
       if (handled) writeLog();
     });
+    // Whatever the answer, a body left unread is discarded only up to a bound.
+    res.once('finish', () => limitUnreadBody(req));
     const handlerDone = (): void => {
       handled = true;
       if (closed) writeLog();
@@ -179,11 +205,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       }
       record.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
       handlerDone();
+      // Refused before its body was read (401, 404, 413, 429, ...): when the rest may be more than
+      // is discarded (see limitUnreadBody), the client is told the connection ends with this answer.
+      if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
       });
-      // Don't leave an unread request body on a keep-alive connection.
-      if (!req.complete) req.resume();
     });
   }
 
@@ -218,15 +245,33 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     return { port: address.port, host: address.address, url: `http://${shownHost}:${address.port}` };
   }
 
-  async function close(): Promise<void> {
+  let closed: Promise<void> | undefined;
+  /** Ends the wait of a close under way. */
+  let stopWaiting: (() => void) | undefined;
+
+  function close(options: { now?: boolean } = {}): Promise<void> {
+    if (options.now === true) stopWaiting?.();
+    closed ??= shutDown(options.now === true ? 0 : config.limits.shutdownTimeoutMs);
+    return closed;
+  }
+
+  async function shutDown(graceMs: number): Promise<void> {
     closing = true;
     keys.close();
     const srv = server;
     if (srv !== undefined) {
-      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+      const allClosed = new Promise<void>((resolve) => srv.close(() => resolve()));
       srv.closeIdleConnections();
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, config.limits.shutdownTimeoutMs).unref());
-      await Promise.race([closed, deadline]);
+      const deadline = new Promise<void>((resolve) => {
+        stopWaiting = resolve;
+        setTimeout(resolve, graceMs).unref();
+      });
+      await Promise.race([allClosed, deadline]);
+      if (openStreams.size > 0) {
+        // Streams still open are told why they end, so their clients can tell the answer is cut.
+        for (const cut of [...openStreams]) cut(STREAM_CUT_AT_SHUTDOWN);
+        await Promise.race([allClosed, new Promise((resolve) => setTimeout(resolve, LAST_FRAMES_MS).unref())]);
+      }
       srv.closeAllConnections();
     }
     upstream.close();

@@ -313,7 +313,8 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
     }
     writeFileAtomic(configPath, `${JSON.stringify(next, null, 2)}\n`, 0o600);
 
-    const store = createKeyStore(home);
+    // A command may wait for another process writing the store; a server never does.
+    const store = createKeyStore(home, { lockWaitMs: 10_000 });
     const nowMs = Date.now();
     const hasAdmin = store.list().some((k) => k.admin && keyStatus(k, nowMs) === 'active');
     const client = store.create({ name: keyName, tier });

@@ -80,8 +80,10 @@ describe('per-key limits end to end', () => {
     const t = await startTestGateway();
     try {
       const key = t.gateway.keys.create({ name: 'burst', limits: { rpm: 25, concurrency: 1000 } }).key;
+      // A small max_tokens, so the reservations of 25 requests in flight at once fit in tokens/min
+      // (without one each reserves the echo model's 4,096-token output limit): this is about rpm.
       const results = await Promise.all(Array.from({ length: 80 }, () =>
-        fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo() }).then(async (r) => { await r.arrayBuffer(); return r.status; })));
+        fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo({ max_tokens: 16 }) }).then(async (r) => { await r.arrayBuffer(); return r.status; })));
       assert.equal(results.filter((s) => s === 200).length, 25);
       assert.equal(results.filter((s) => s === 429).length, 55);
       const capped = t.gateway.keys.create({ name: 'capped', limits: { concurrency: 3 } }).key;
@@ -113,6 +115,45 @@ describe('per-key limits end to end', () => {
       assert.equal(second.status, 429);
       assert.equal(second.headers.get('x-ratelimit-remaining-tokens'), '0');
       assert.match((await second.json() as { error: { message: string } }).error.message, /token/i);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('refuses up front, with a 400 naming the numbers, a request whose estimated input passes the model\'s context length', async () => {
+    const t = await startTestGateway();
+    try {
+      // Issue 14: a 31 MB request was admitted. The echo model's context is 32,768 tokens.
+      const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: echo({ messages: [{ role: 'user', content: 'word '.repeat(40_000) }] }) });
+      assert.equal(res.status, 400);
+      const body = await res.json() as { error: Record<string, string> };
+      assert.equal(body.error['code'], 'context_length_exceeded');
+      assert.match(body.error['message'] ?? '', /about 500\d\d tokens .*32768-token context length of model "llmux-echo"/);
+      const after = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: echo() });
+      assert.equal(after.headers.get('x-ratelimit-remaining-requests'), '59', 'the refused request counted nothing against requests/min');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('holds parallel streams to tokens/min: each reserves its input and max_tokens at admission', async () => {
+    const t = await startTestGateway();
+    try {
+      // Issue 14: 10 parallel streams on a 90,000-tpm key used 500,100 tokens in 3 s.
+      const body = JSON.stringify({ model: 'llmux-echo', max_tokens: 20_000, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'w '.repeat(20_000) }] });
+      const results = await Promise.all(Array.from({ length: 10 }, async () => {
+        const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body });
+        const text = await res.text();
+        const usage = /"usage":\{"prompt_tokens":(\d+),"completion_tokens":(\d+)/.exec(text);
+        return { status: res.status, tokens: usage === null ? 0 : Number(usage[1]) + Number(usage[2]) };
+      }));
+      const admitted = results.filter((r) => r.status === 200);
+      // Each reserves its ~10,000 input tokens and 4,096 output (the echo model's limit, below the
+      // max_tokens asked for), and uses as much: six fit in 90,000, the other four are refused.
+      assert.equal(admitted.length, 6);
+      assert.equal(results.filter((r) => r.status === 429).length, 4);
+      const used = admitted.reduce((sum, r) => sum + r.tokens, 0);
+      assert.ok(used > 0 && used <= 90_000, `used ${used} tokens`);
     } finally {
       await t.close();
     }

@@ -11,6 +11,9 @@
  *   polls hear `invalid_grant`. Memory is therefore bounded by about twice the cap.
  * - A redeemed grant is forgotten at once: the key is handed out exactly once, and a second poll
  *   hears `invalid_grant`, as for a code never issued.
+ * - A grant remembers the party (client address, see src/web/device-routes.ts) that started it, so
+ *   the routes can hold one party to a few live grants of the cap: one party must not be able to
+ *   fill it for everyone else.
  * - `slow_down` applies to pending grants only (a decided grant ends the polling anyway) and
  *   allows `POLL_TOLERANCE_MS` of jitter, since two polls sent `interval` apart can arrive a
  *   little closer together. The first poll may come at any time.
@@ -84,8 +87,8 @@ export interface DeviceFlow {
   readonly intervalSeconds: number;
   readonly expiresInMs: number;
   readonly maxPending: number;
-  /** Starts a grant, or returns undefined when `maxPending` live grants exist. */
-  start(clientName: string): StartedGrant | undefined;
+  /** Starts a grant for `party` (who asked: a client address), or returns undefined when `maxPending` live grants exist. */
+  start(clientName: string, party?: string): StartedGrant | undefined;
   /** One poll of the token endpoint. An `approved` answer is final only after `redeem`. */
   poll(deviceCode: string): PollResult;
   /** Forgets an approved grant once its key has been created. */
@@ -96,11 +99,12 @@ export interface DeviceFlow {
   deny(userCode: string): DecideResult;
   /** Live pending grants, oldest first. */
   pending(): GrantView[];
-  /** Live grants (pending or approved, not expired). */
-  liveCount(): number;
+  /** Live grants (pending or approved, not expired), all or those `party` started. */
+  liveCount(party?: string): number;
 }
 
 interface Grant extends GrantView {
+  party: string;
   intervalSeconds: number;
   lastPollAt: number | undefined;
   approval: Approval | undefined;
@@ -119,11 +123,21 @@ export function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
 
-/** A client name fit to show and store: control characters removed, trimmed, at most 100 characters. */
+/**
+ * Characters that change how the text around them is shown without showing themselves: the
+ * bidirectional controls (a right-to-left override makes "evil\u202Egnp.exe" read "evilexe.png")
+ * and zero-width spaces. An approver must see the name as it is.
+ */
+const INVISIBLE_FORMATTING = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+
+/**
+ * A client name fit to show and store: control characters removed, bidirectional controls and
+ * zero-width spaces dropped, trimmed, at most 100 characters.
+ */
 export function cleanClientName(raw: unknown): string | undefined {
   if (typeof raw !== 'string') return undefined;
   // eslint-disable-next-line no-control-regex
-  const name = raw.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').replace(/\s+/g, ' ').trim();
+  const name = raw.replace(INVISIBLE_FORMATTING, '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').replace(/\s+/g, ' ').trim();
   if (name === '') return undefined;
   return [...name].slice(0, MAX_CLIENT_NAME).join('');
 }
@@ -165,10 +179,10 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
     for (const [hash, g] of byHash) if (t >= g.expiresAt + expiresInMs) forget(hash, g);
   }
 
-  function liveCount(): number {
+  function liveCount(party?: string): number {
     const t = now();
     let n = 0;
-    for (const g of byHash.values()) if (isLive(g, t)) n++;
+    for (const g of byHash.values()) if (isLive(g, t) && (party === undefined || g.party === party)) n++;
     return n;
   }
 
@@ -192,7 +206,7 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
     intervalSeconds,
     expiresInMs,
     maxPending,
-    start(clientName) {
+    start(clientName, party = '') {
       const t = now();
       sweep(t);
       if (liveCount() >= maxPending) return undefined;
@@ -205,6 +219,7 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
         id: `dev_${randomBytes(6).toString('hex')}`,
         userCode,
         clientName,
+        party,
         createdAt: t,
         expiresAt: t + expiresInMs,
         status: 'pending',

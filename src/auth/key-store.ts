@@ -1,8 +1,8 @@
 /**
  * The key store: `$LLMUX_HOME/keys.json`, holding only a SHA-256 of each key (llmux.md section 1).
- * Writes are atomic (temp file, fsync, rename, directory fsync) under a lock file, so the CLI and a
- * running server can change it side by side; a running server re-reads it when it changes (checked
- * every 500 ms, so a change is seen within 1 s). A corrupt or half-written file is reported with a
+ * Writes are atomic (temp file, fsync, rename, directory fsync) under a lock file
+ * (./key-store-lock.ts), so the CLI and a running server can change it side by side; a running
+ * server re-reads it when it changes (checked every 500 ms, so a change is seen within 1 s). A corrupt or half-written file is reported with a
  * clear message and never silently replaced.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -14,6 +14,7 @@ import type { Budget, TierLimits, TierName } from '../config-types.ts';
 import { isBudget, isLimit, isTierName } from '../config-types.ts';
 import type { KeyRecord } from './key-record.ts';
 import { writeFileAtomic } from '../files.ts';
+import { withLock } from './key-store-lock.ts';
 
 export type { KeyRecord } from './key-record.ts';
 
@@ -110,48 +111,34 @@ export function parseKeyFile(text: string, path: string): KeyRecord[] {
     }
     if (k.models !== null && !Array.isArray(k.models)) bad(`keys.${i}.models`);
     if (k.budget !== undefined && !isBudget(k.budget)) bad(`keys.${i}.budget: must be {"usd": a number >= 0, "period": "day" or "month"}`);
+    // A hand-edited expiry that does not parse would otherwise never expire.
+    if (k.expires_at !== null && (typeof k.expires_at !== 'string' || Number.isNaN(Date.parse(k.expires_at)))) {
+      bad(`keys.${i}.expires_at: ${JSON.stringify(k.expires_at)?.slice(0, 60) ?? 'undefined'} is not a date; write it like 2026-12-31T00:00:00Z, or null for no expiry`);
+    }
+    if (k.revoked_at !== null && typeof k.revoked_at !== 'string') bad(`keys.${i}.revoked_at: must be a date string or null`);
   });
   return keys;
 }
 
 export { writeFileAtomic } from '../files.ts';
 
-const LOCK_STALE_MS = 10_000;
-
-/** Runs `fn` holding `${path}.lock` (O_EXCL), so two writers never interleave read-modify-write. */
-function withLock<T>(path: string, fn: () => T): T {
-  const lock = `${path}.lock`;
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const started = Date.now();
-  for (;;) {
-    try {
-      const fd = openSync(lock, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      try {
-        if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) unlinkSync(lock);
-      } catch { /* raced with its owner */ }
-      if (Date.now() - started > LOCK_STALE_MS * 2) throw new KeyStoreError(`key store lock ${lock} is held by another process; try again`);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-    }
-  }
-  try {
-    return fn();
-  } finally {
-    try { unlinkSync(lock); } catch { /* removed as stale by someone else */ }
-  }
+export interface KeyStoreOptions {
+  now?: () => number;
+  /**
+   * How long a write may block the thread waiting for another process's live lock (default 0:
+   * never; refused with 503 key_store_busy). Only for callers that may block, like the CLI.
+   */
+  lockWaitMs?: number;
 }
 
 /**
  * Opens (or starts) the key store at `$home/keys.json`. Throws KeyStoreError when the file is
  * corrupt.
  */
-export function createKeyStore(home: string, options: { now?: () => number } = {}): KeyStore {
+export function createKeyStore(home: string, options: KeyStoreOptions = {}): KeyStore {
   const path = join(home, 'keys.json');
   const now = options.now ?? Date.now;
+  const lockWaitMs = options.lockWaitMs ?? 0;
   let records: KeyRecord[] = [];
   // Hash (hex) -> record and the hash's bytes, so a lookup decodes nothing per request.
   let byHash = new Map<string, { record: KeyRecord; hash: Buffer }>();
@@ -220,7 +207,7 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
         expires_at: options.expiresInMs === undefined ? null : new Date(t + options.expiresInMs).toISOString(),
         revoked_at: null,
       };
-      withLock(path, () => {
+      withLock(path, lockWaitMs, () => {
         signature = '';
         load();
         save([...records, record]);
@@ -229,7 +216,7 @@ export function createKeyStore(home: string, options: { now?: () => number } = {
     },
     revoke(idOrName) {
       let revoked: KeyRecord | undefined;
-      withLock(path, () => {
+      withLock(path, lockWaitMs, () => {
         signature = '';
         load();
         const target = find(idOrName);

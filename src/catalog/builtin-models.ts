@@ -99,7 +99,12 @@ const DEEPSEEK_THINKING = { reasoning: true, replayReasoning: true } as const;
 const K = 1_000;
 const M = 1_000_000;
 
-/** The model that echoes the request back; always listed, no upstream, no cost. */
+/**
+ * The model that echoes the request back; always listed, no upstream, no cost. Its limits are a
+ * small model's, so its input and output are bounded like any model's: the context length refuses
+ * a larger request up front, and the output cap (src/providers/echo.ts `ECHO_MAX_WORDS`)
+ * is what a request without `max_tokens` reserves against tokens/min.
+ */
 export const ECHO_MODEL: ModelEntry = {
   id: 'llmux-echo',
   provider: 'llmux',
@@ -108,8 +113,8 @@ export const ECHO_MODEL: ModelEntry = {
   owned_by: 'llmux',
   type: 'chat',
   created_at: '2026-01-01T00:00:00Z',
-  context_length: 1_000_000,
-  max_output_tokens: 1_000_000,
+  context_length: 32_768,
+  max_output_tokens: 4_096,
   capabilities: {
     supports_function_calling: false,
     supports_vision: false,

@@ -50,7 +50,7 @@ export const chatDialect: Dialect<'chat'> = {
   textStream: chatTextStream,
 };
 
-function* chatTextStream({ model, words, cut, usage, includeUsage }: TextAnswer & { words: readonly string[]; includeUsage: boolean }): Generator<string> {
+function* chatTextStream({ model, words, cut, usage, includeUsage }: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Generator<string> {
   const chunkId = newId('chatcmpl-');
   const created = Math.floor(Date.now() / 1000);
   const chunk = (delta: unknown, finish: string | null): string =>

@@ -54,6 +54,6 @@ export interface Dialect<F extends WireFormat> {
 
   /** A whole answer with one text block (the echo model). */
   textAnswer(answer: TextAnswer): string;
-  /** The same answer as this format's stream events, one per word, each a complete SSE frame. */
-  textStream(answer: TextAnswer & { words: readonly string[]; includeUsage: boolean }): Iterable<string>;
+  /** The same answer as this format's stream events, one per word (made as they are read), each a complete SSE frame. */
+  textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }

@@ -76,7 +76,7 @@ export const messagesDialect: Dialect<'messages'> = {
   textStream: messagesTextStream,
 };
 
-function* messagesTextStream({ model, words, cut, usage }: TextAnswer & { words: readonly string[] }): Generator<string> {
+function* messagesTextStream({ model, words, cut, usage }: TextAnswer & { words: Iterable<string> }): Generator<string> {
   const ev = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   yield ev('message_start', {
     type: 'message_start',

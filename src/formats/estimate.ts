@@ -1,49 +1,95 @@
 /**
- * Token estimates without a tokenizer: about four characters of text per token, the ratio the
- * providers themselves quote for English text, and a flat cost per image. Used for
- * `count_tokens`, for the input tokens a request in flight holds against tokens/min, and for the
- * echo model's usage.
+ * Token estimates without a tokenizer: about four characters a token, the ratio the providers
+ * themselves quote for English text. Used for `count_tokens`, for the input a request reserves
+ * against tokens/min and checks against the model's context length, and for the echo model's usage.
+ *
+ * The count is the size of the compact JSON of what a model reads (`system`, `messages`, `tools`):
+ * every string and key, the quotes, commas and brackets, and every number, so it is bounded below
+ * by the body's size whatever its shape. Empty text parts, long keys, fields no model reads and
+ * deep nesting all cost what they weigh; nothing stops counting early, since a walk that stopped
+ * after a budget of nodes let a body of empty parts followed by megabytes of text cost 4 tokens.
+ * Visiting every node costs about what `JSON.parse` already spent building them.
+ *
+ * Binary payloads are the exception, since providers price them by pixels or pages, not bytes: an
+ * image costs a flat {@link IMAGE_TOKENS}; base64 data (`source: {type: "base64", data}`, a PDF
+ * for instance) and `data:` URLs in `url` / `file_data` cost one token per
+ * {@link BASE64_CHARS_PER_TOKEN} characters. None of these reach the echo model's answer.
  */
 
 const CHARS_PER_TOKEN = 4;
 /** Anthropic prices a ~1000x1000 image at about (w*h)/750 = 1,334 tokens; we don't decode images. */
 const IMAGE_TOKENS = 1_600;
-/** Per-message framing overhead (role markers), as both providers add a few tokens per turn. */
-const MESSAGE_OVERHEAD = 4;
+/**
+ * A page of PDF costs 1,500 to 3,000 tokens and weighs from about 20 KB (text) to a few hundred
+ * (scans): one token per 32 base64 characters sits between, and errs high for text documents.
+ */
+const BASE64_CHARS_PER_TOKEN = 32;
+
+/** Object types that carry a picture or a sound, not text: one flat price each. */
+const FLAT_PRICED_TYPES: ReadonlySet<unknown> = new Set(['image', 'image_url', 'input_image', 'input_audio']);
+/** Keys whose `data:` URL values are binary payloads. */
+const URL_KEYS: ReadonlySet<string> = new Set(['url', 'file_data']);
+
+interface Tally {
+  /** Characters of compact JSON. */
+  chars: number;
+  flatPriced: number;
+  binaryChars: number;
+}
 
 /**
- * Estimated input tokens of a request in either format: every string in messages, system and
- * tools counted as text, images at a flat rate. Walks at most `budget` nodes so a hostile body
- * can't make it slow.
+ * Estimated input tokens of a request in either format. Never less than a quarter of the compact
+ * JSON size of its `system`, `messages` and `tools`, binary payloads aside (see the file header).
  */
 export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown }): number {
-  let chars = 0;
-  let images = 0;
-  let nodes = 0;
-  const budget = 200_000;
-  const walk = (value: unknown, depth: number): void => {
-    if (++nodes > budget || depth > 64) return;
+  const tally: Tally = { chars: 0, flatPriced: 0, binaryChars: 0 };
+  for (const part of [body.system, body.messages, body.tools]) {
+    if (part !== undefined) addJsonSize(part, tally);
+  }
+  return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.flatPriced * IMAGE_TOKENS + Math.ceil(tally.binaryChars / BASE64_CHARS_PER_TOKEN);
+}
+
+/**
+ * Adds the compact JSON size of `root` to the tally, with an explicit stack: a parsed body may be
+ * nested as deeply as the body reader allows, and this must not depend on the call stack.
+ */
+function addJsonSize(root: unknown, tally: Tally): void {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
     if (typeof value === 'string') {
-      chars += value.length;
+      tally.chars += value.length + 2;
+    } else if (typeof value === 'number') {
+      tally.chars += String(value).length;
+    } else if (typeof value === 'boolean') {
+      tally.chars += value ? 4 : 5;
+    } else if (value === null) {
+      tally.chars += 4;
     } else if (Array.isArray(value)) {
-      for (const item of value) walk(item, depth + 1);
-    } else if (typeof value === 'object' && value !== null) {
+      // Brackets and the commas between items.
+      tally.chars += 1 + Math.max(1, value.length);
+      for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
+    } else if (typeof value === 'object') {
       const obj = value as Record<string, unknown>;
-      if (obj['type'] === 'image' || obj['type'] === 'image_url') {
-        images++;
-        return;
+      if (FLAT_PRICED_TYPES.has(obj['type'])) {
+        tally.flatPriced++;
+        continue;
       }
+      const base64 = obj['type'] === 'base64';
+      let fields = 0;
       for (const key in obj) {
         if (!Object.hasOwn(obj, key)) continue;
-        // Structure, not content: these don't reach the model as text.
-        if (key === 'type' || key === 'cache_control' || key === 'role' || key === 'id' || key === 'tool_use_id' || key === 'tool_call_id' || key === 'signature') continue;
-        if (typeof obj[key] === 'string' || typeof obj[key] === 'object') walk(obj[key], depth + 1);
+        const field = obj[key];
+        fields++;
+        // The key with its quotes and colon.
+        tally.chars += key.length + 3;
+        if (typeof field === 'string' && ((base64 && key === 'data') || (URL_KEYS.has(key) && field.startsWith('data:')))) {
+          tally.binaryChars += field.length;
+          continue;
+        }
+        stack.push(field);
       }
+      tally.chars += 1 + Math.max(1, fields);
     }
-  };
-  walk(body['system'], 0);
-  walk(body['messages'], 0);
-  walk(body['tools'], 0);
-  const messages = Array.isArray(body['messages']) ? body['messages'].length : 0;
-  return Math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS + messages * MESSAGE_OVERHEAD;
+  }
 }

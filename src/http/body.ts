@@ -1,41 +1,107 @@
 /**
  * A bounded request-body reader: bytes are counted while they arrive, and past the limit the
- * request is answered with 413 without reading further.
+ * request is answered with 413 without reading further. A body that stalls between two reads for
+ * longer than its idle bound (`limits.body_timeout_ms`, 60 s like nginx's `client_body_timeout`)
+ * is answered with 408, so a client dripping a body byte by byte cannot hold a socket for the
+ * whole request timeout. Bodies of keyed requests are also held against a {@link BodyClaim}
+ * (./body-budget.ts), so what all requests hold in memory at once is bounded.
  */
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, invalidParameters, tooLarge } from '../errors.ts';
+import type { BodyClaim } from './body-budget.ts';
+
+/** Longest silence between two reads of a body when the caller gives none (nginx's default). */
+export const DEFAULT_BODY_TIMEOUT_MS = 60_000;
+/** Deepest nesting of arrays and objects accepted in a JSON body (README "Errors"). */
+export const MAX_JSON_DEPTH = 200;
+
+export interface ReadBodyOptions {
+  /** Longest silence between two reads (default {@link DEFAULT_BODY_TIMEOUT_MS}). */
+  idleTimeoutMs?: number | undefined;
+  /** Where the body's bytes are held while the request runs; refused when it has no room. */
+  claim?: BodyClaim | undefined;
+}
+
+/** 408 request_timeout: the body stopped arriving. */
+function bodyTimedOut(idleTimeoutMs: number): GatewayError {
+  return new GatewayError(
+    408,
+    'invalid_request_error',
+    'request_timeout',
+    `The request body stopped arriving for ${idleTimeoutMs} ms (limits.body_timeout_ms); send it without pauses`,
+  );
+}
 
 /**
  * Reads the whole body into one Buffer. Rejects with a 413 GatewayError as soon as the declared
- * `content-length` or the bytes received pass `maxBodyBytes`, and with a 400 if the client stops
- * sending midway. A body that stalls is the server's `requestTimeout` to end (a 408 from the
- * server's clientError handler), so no timer is set here per request.
+ * `content-length` or the bytes received pass `maxBodyBytes`, with a 408 when the body stalls for
+ * `idleTimeoutMs`, with the claim's refusal when the budget has no room for it, and with a 400 if
+ * the client stops sending midway. Whatever rejects, the rest of the body is not read: the caller's
+ * error answer closes the connection.
  */
-export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBodyBytes: number, options: ReadBodyOptions = {}): Promise<Buffer> {
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  const claim = options.claim;
   return new Promise((resolve, reject) => {
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > maxBodyBytes) {
+    const declaredHeader = req.headers['content-length'];
+    const declared = declaredHeader === undefined ? undefined : Number(declaredHeader);
+    if (declared !== undefined && declared > maxBodyBytes) {
       reject(tooLarge(maxBodyBytes));
       return;
+    }
+    // A declared length is held before a byte is read, so a body with no room is never read.
+    let claimed = 0;
+    if (claim !== undefined && declared !== undefined && declared > 0) {
+      const refusal = claim.take(declared);
+      if (refusal !== undefined) {
+        reject(refusal);
+        return;
+      }
+      claimed = declared;
     }
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    // One timer for the whole body, re-armed only when it fires: a chunk just notes the time.
+    let lastData = Date.now();
+    let timer: NodeJS.Timeout | undefined;
     const cleanup = (): void => {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('aborted', onAborted);
     };
+    const stop = (err: GatewayError): void => {
+      settled = true;
+      cleanup();
+      // Stop reading: the rest is never buffered. The socket is closed after the error is sent.
+      req.pause();
+      reject(err);
+    };
+    const onTimer = (): void => {
+      if (settled) return;
+      const quietMs = Date.now() - lastData;
+      if (quietMs < idleTimeoutMs) {
+        timer = setTimeout(onTimer, idleTimeoutMs - quietMs);
+        return;
+      }
+      stop(bodyTimedOut(idleTimeoutMs));
+    };
     const onData = (chunk: Buffer): void => {
+      lastData = Date.now();
       size += chunk.length;
       if (size > maxBodyBytes) {
-        settled = true;
-        cleanup();
-        // Stop reading: the rest is never buffered. The socket is closed after the 413 is sent.
-        req.pause();
-        reject(tooLarge(maxBodyBytes));
+        stop(tooLarge(maxBodyBytes));
         return;
+      }
+      if (claim !== undefined && size > claimed) {
+        const refusal = claim.take(size - claimed);
+        if (refusal !== undefined) {
+          stop(refusal);
+          return;
+        }
+        claimed = size;
       }
       chunks.push(chunk);
     };
@@ -56,17 +122,72 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Bu
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
+    if (!req.complete) timer = setTimeout(onTimer, idleTimeoutMs);
   });
 }
 
+/** Most of an unread body discarded after its answer, before the connection is closed instead. */
+export const MAX_DISCARDED_BODY_BYTES = 64 * 1024;
+/** Longest the rest of an unread body is waited for after its answer. */
+const DISCARD_TIMEOUT_MS = 5_000;
+
+/** Whether the rest of `req`'s body may be more than {@link limitUnreadBody} discards. */
+export function mayOutgrowDiscard(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const declared = req.headers['content-length'];
+  return declared === undefined || !(Number(declared) <= MAX_DISCARDED_BODY_BYTES);
+}
+
 /**
- * Parses a JSON body. Refuses invalid UTF-8 and non-object bodies with 400 invalid_parameters;
- * never throws anything but GatewayError. V8's JSON.parse is iterative, so deep nesting can't
- * overflow the stack here; the one recursive step that follows (serialising the upstream body)
- * answers a too-deep body with a 400 of its own.
+ * Called once a request's answer is sent: a body not read to its end (the request was refused
+ * before it, or the route reads none) is discarded up to {@link MAX_DISCARDED_BODY_BYTES} within
+ * a few seconds, so a small one leaves the connection reusable; past that the connection is
+ * closed rather than read on. Node would otherwise read and discard any amount (one connection
+ * pushed 16.5 GB in 20 s past a 401). The bytes are counted on the socket: Node discards a body
+ * nobody read without emitting it.
+ */
+export function limitUnreadBody(req: IncomingMessage): void {
+  if (req.complete) return;
+  const socket = req.socket;
+  let discarded = 0;
+  const stopWatching = (): void => {
+    clearTimeout(timer);
+    socket.off('data', onData);
+  };
+  const close = (): void => {
+    stopWatching();
+    socket.destroy();
+  };
+  const onData = (chunk: Buffer): void => {
+    if (req.complete) {
+      stopWatching();
+      return;
+    }
+    discarded += chunk.length;
+    if (discarded > MAX_DISCARDED_BODY_BYTES) close();
+  };
+  const timer = setTimeout(() => {
+    if (req.complete) stopWatching();
+    else close();
+  }, DISCARD_TIMEOUT_MS);
+  timer.unref();
+  socket.on('data', onData);
+  req.once('end', stopWatching);
+  // A body left paused by a reader that gave up on it flows again, to be counted.
+  req.resume();
+}
+
+/**
+ * Parses a JSON body. Refuses invalid UTF-8, nesting deeper than {@link MAX_JSON_DEPTH} and
+ * non-object bodies with 400 invalid_parameters; never throws anything but GatewayError. The depth
+ * is checked on the bytes before parsing, so a deep body never becomes deep objects that later
+ * recursive steps (validation, translation, serialising the upstream body) would have to survive.
  */
 export function parseJsonBody(body: Buffer): Record<string, unknown> {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw invalidParameters(`the request body nests too deeply (more than ${MAX_JSON_DEPTH} levels of arrays and objects); flatten the request`);
+  }
   const text = body.toString('utf8');
   // A replacement character that wasn't in the bytes means the bytes weren't UTF-8.
   if (text.includes('\uFFFD') && !body.includes(REPLACEMENT_BYTES)) throw invalidParameters('the request body is not valid UTF-8');
@@ -81,3 +202,44 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
 }
 
 const REPLACEMENT_BYTES = Buffer.from('\uFFFD', 'utf8');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * Whether the JSON text in `bytes` opens more than `maxDepth` arrays and objects at once. Strings
+ * are skipped from quote to quote with `indexOf` (most of a body's bytes are text), so this costs
+ * far less than the parse it protects. Malformed JSON is left for the parser to name.
+ */
+export function nestsDeeperThan(bytes: Buffer, maxDepth: number): boolean {
+  let depth = 0;
+  let i = 0;
+  const length = bytes.length;
+  while (i < length) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      let end = i;
+      for (;;) {
+        end = bytes.indexOf(QUOTE, end + 1);
+        if (end === -1) return false;
+        // The quote ends the string unless an odd number of backslashes escapes it.
+        let backslashes = 0;
+        while (bytes[end - 1 - backslashes] === BACKSLASH) backslashes++;
+        if (backslashes % 2 === 0) break;
+      }
+      i = end + 1;
+      continue;
+    }
+    if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
+      depth++;
+      if (depth > maxDepth) return true;
+    } else if (byte === CLOSE_BRACKET || byte === CLOSE_BRACE) {
+      depth--;
+    }
+    i++;
+  }
+  return false;
+}

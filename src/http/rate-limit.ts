@@ -37,13 +37,34 @@ export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState):
   }
 }
 
-/** "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". */
+/**
+ * "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". A tokens refusal of
+ * a request whose body was read says what it reserved, so the client knows whether a smaller
+ * `max_tokens` would have gone through.
+ */
 export function refusalMessage(refusal: Refusal): string {
   const perWindow = refusal.windowMs === 60_000 ? 'per minute' : `per ${String(refusal.windowMs / 1000)} s`;
-  const what = refusal.reason === 'requests'
-    ? `${String(refusal.limit)} requests ${perWindow}`
-    : refusal.reason === 'tokens' ? `${String(refusal.limit)} tokens ${perWindow}` : `${String(refusal.limit)} concurrent requests`;
-  return `Rate limit exceeded: ${what} for this key; retry after ${String(refusal.retryAfterSeconds)} s`;
+  const limit = String(refusal.limit);
+  let what: string;
+  switch (refusal.reason) {
+    case 'requests':
+      what = `${limit} requests ${perWindow} for this key`;
+      break;
+    case 'tokens':
+      what = `${limit} tokens ${perWindow} for this key`;
+      if (refusal.reservation > 0) what += ` (this request reserves ${String(refusal.reservation)}: its estimated input plus its max_tokens, or the model's output limit without one)`;
+      break;
+    case 'concurrency':
+      what = `${limit} concurrent requests for this key`;
+      break;
+    case 'unadmitted_requests':
+      what = `${limit} requests ${perWindow} for this key that were refused or only counted tokens`;
+      break;
+    case 'unadmitted_bytes':
+      what = `${limit} bytes ${perWindow} of bodies for this key of requests that were refused or only counted tokens`;
+      break;
+  }
+  return `Rate limit exceeded: ${what}; retry after ${String(refusal.retryAfterSeconds)} s`;
 }
 
 /** The 429 `rate_limit_error` / `rate_limit_exceeded` for a refusal, with the state's headers and `retry-after`. */

@@ -48,8 +48,8 @@ export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unkno
     return;
   }
   if (gatewayError.headers !== undefined) for (const k in gatewayError.headers) res.setHeader(k, gatewayError.headers[k] as string);
-  // A 413 or a refused body: don't keep a connection whose request body we stopped reading.
-  if (gatewayError.status === 413) res.setHeader('connection', 'close');
+  // A body too large or too slow: don't keep a connection whose request body we stopped reading.
+  if (gatewayError.status === 413 || gatewayError.status === 408) res.setHeader('connection', 'close');
   sendJson(res, gatewayError.status, errorBody(gatewayError));
 }
 

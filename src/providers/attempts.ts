@@ -13,6 +13,7 @@ import type { Attempt } from '../request-record.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
 import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
 import { upstreamErrorOf } from './upstream-errors.ts';
+import type { Redact } from './redact.ts';
 
 /** Upstream statuses worth another try before the client has a byte. */
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504, 529]);
@@ -32,6 +33,8 @@ export interface AttemptContext {
   firstByteTimeoutMs: number;
   /** Idle bound while reading an error answer's body. */
   idleTimeoutMs: number;
+  /** Takes every configured credential out of upstream text (./redact.ts). */
+  redact: Redact;
   now(): number;
   /** Random in [0, 1), for the jitter. */
   random(): number;
@@ -121,7 +124,7 @@ export async function sendWithFallbacks<F extends WireFormat>(
       options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
       if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, format };
       const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
-      lastError = await upstreamErrorOf(response, provider, ctx.idleTimeoutMs);
+      lastError = await upstreamErrorOf(response, provider, ctx.idleTimeoutMs, ctx.redact);
       if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait
       if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, cancellation);
     }

@@ -5,8 +5,11 @@
  * word with the events a real provider sends. It makes a fresh install work end to end, and it is
  * what the smoke tests talk to.
  *
- * One word is one output token here; the request's output cap cuts the answer like a real model
- * (`max_tokens` / `length`).
+ * One word is one output token here; the request's output cap, and the model's own of 4,096 words,
+ * cut the answer like a real model's (`max_tokens` / `length`). Its input is bounded: it answers with at
+ * most the first 65,536 characters of the last user text (cut there, with the same stop reason), and
+ * it makes each word only when the stream asks for it, so an open echo stream holds at most that
+ * text and one event, whatever the request's size.
  */
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config-types.ts';
@@ -26,49 +29,100 @@ export const ECHO_PROVIDER: ProviderConfig = {
   headers: {},
 };
 
-/** The text the echo model answers with: the last user message's text. */
+/**
+ * The longest text the echo model answers with: the last user text is cut here, so a request's
+ * size never becomes the size of what the echo model holds or sends.
+ */
+export const ECHO_MAX_TEXT_CHARS = 65_536;
+/** Most words in an answer, fewer when the request's output cap says so: the catalog's `max_output_tokens` for `llmux-echo`. */
+export const ECHO_MAX_WORDS = 4_096;
+
+/** The text the echo model answers with: the last user message's text, at most {@link ECHO_MAX_TEXT_CHARS}. */
 export function echoText(body: { messages: ReadonlyArray<{ role: string; content?: unknown }> }): string {
+  return lastUserText(body, ECHO_MAX_TEXT_CHARS);
+}
+
+/** The last user message's text, at most `limit` characters of it. */
+function lastUserText(body: { messages: ReadonlyArray<{ role: string; content?: unknown }> }, limit: number): string {
   const messages = body.messages;
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
     if (m === undefined || m.role !== 'user') continue;
-    const text = textOf(m.content);
+    const text = textOf(m.content, limit);
     if (text !== '') return text;
   }
   return '(no text to echo)';
 }
 
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
+/** The text parts joined by newlines, stopping once `limit` characters are gathered. */
+function textOf(content: unknown, limit: number): string {
+  if (typeof content === 'string') return content.slice(0, limit);
   if (!Array.isArray(content)) return '';
   const parts: string[] = [];
-  for (const part of content as Array<Record<string, unknown>>) {
-    if (part !== null && typeof part === 'object' && part['type'] === 'text' && typeof part['text'] === 'string') parts.push(part['text']);
+  let length = 0;
+  for (const part of content as unknown[]) {
+    if (length >= limit) break;
+    if (part === null || typeof part !== 'object') continue;
+    const { type, text } = part as Record<string, unknown>;
+    // Empty parts add nothing, not even a newline: a body of many empty parts stays an empty text.
+    if (type !== 'text' || typeof text !== 'string' || text === '') continue;
+    const piece = text.slice(0, limit - length);
+    parts.push(piece);
+    length += piece.length + 1;
   }
-  return parts.join('\n');
+  return parts.join('\n').slice(0, limit);
 }
 
-/** Splits text into words, each keeping the whitespace before it, so joining gives the text back. */
-export function splitWords(text: string): string[] {
-  return text.match(/\s*\S+|\s+$/g) ?? [text];
+/** A word, with the whitespace before it; or the whitespace that ends the text. */
+const WORD = /\s*\S+|\s+$/y;
+
+/** Where the answer ends in `text` when it may hold at most `maxWords` words, and how many it holds. */
+export function measureWords(text: string, maxWords: number): { end: number; words: number; cut: boolean } {
+  WORD.lastIndex = 0;
+  let words = 0;
+  let end = 0;
+  while (end < text.length) {
+    if (words === maxWords) return { end, words, cut: true };
+    if (WORD.exec(text) === null) break;
+    end = WORD.lastIndex;
+    words++;
+  }
+  return { end, words, cut: false };
 }
 
-/** The echo answer to one request, in the request's own format. */
+/** The words of `text` up to `end`, made one at a time as the stream asks for them. */
+export function* wordsOf(text: string, end: number): Generator<string> {
+  let at = 0;
+  const word = new RegExp(WORD.source, 'y');
+  while (at < end) {
+    word.lastIndex = at;
+    if (word.exec(text) === null) return;
+    const next = Math.min(word.lastIndex, end);
+    yield text.slice(at, next);
+    at = next;
+  }
+}
+
+/**
+ * The echo answer to one request, in the request's own format. What it holds while streaming is
+ * the (bounded) text and the event being written: words are cut from the text as they are sent.
+ */
 function answer<F extends WireFormat>(request: ClientRequestOf<F>): UpstreamResponse {
   const dialect = dialects[request.format];
   const body = request.body;
-  const maxTokens = dialect.maxTokens(body);
-  let words = splitWords(echoText(body));
-  const cut = maxTokens !== undefined && words.length > maxTokens;
-  if (cut) words = words.slice(0, maxTokens);
-  const usage: TokenUsage = { inputTokens: estimateRequestTokens(body), outputTokens: words.length, cacheReadTokens: 0, cacheCreationTokens: 0 };
-  const text = { model: body.model, text: words.join(''), cut, usage };
+  // One character past the bound tells whether the text was cut there.
+  const whole = lastUserText(body, ECHO_MAX_TEXT_CHARS + 1);
+  const text = whole.slice(0, ECHO_MAX_TEXT_CHARS);
+  const { end, words, cut } = measureWords(text, Math.min(dialect.maxTokens(body) ?? ECHO_MAX_WORDS, ECHO_MAX_WORDS));
+  const usage: TokenUsage = { inputTokens: estimateRequestTokens(body), outputTokens: words, cacheReadTokens: 0, cacheCreationTokens: 0 };
+  // Cut at the output cap, or at the text bound when the whole last user text did not fit.
+  const answerText = { model: body.model, text: text.slice(0, end), cut: cut || whole.length > text.length, usage };
   if (body.stream !== true) {
-    return respond(Readable.from([dialect.textAnswer(text)]), 'application/json');
+    return respond(Readable.from([dialect.textAnswer(answerText)]), 'application/json');
   }
   // Like an upstream asked for usage (the pass-through body always asks): the relay drops the
   // usage chunk when the client did not ask for it.
-  const events = dialect.textStream({ ...text, words, includeUsage: true })[Symbol.iterator]();
+  const events = dialect.textStream({ ...answerText, words: wordsOf(text, end), includeUsage: true })[Symbol.iterator]();
   const stream = new Readable({
     read() {
       // One word per event-loop turn, like a model producing tokens.

@@ -1,12 +1,14 @@
 /**
  * An upstream's error answer as llmux's error (llmux.md section 3): its status kept for 4xx (429
- * becomes our rate_limit_exceeded), 5xx as 502 upstream_error, the upstream's message quoted.
+ * becomes our rate_limit_exceeded), 5xx as 502 upstream_error, the upstream's message quoted, with
+ * every configured credential taken out of what it said (./redact.ts).
  */
 import type { ProviderConfig } from '../config-types.ts';
 import { GatewayError, UpstreamError } from '../errors.ts';
 import type { ErrorType } from '../errors.ts';
 import { readUpstreamBody } from './upstream.ts';
 import type { UpstreamResponse } from './upstream.ts';
+import type { Redact } from './redact.ts';
 
 /** Largest upstream error body read for its message. */
 const MAX_ERROR_BODY_BYTES = 1024 * 1024;
@@ -30,11 +32,11 @@ function readError(text: string): { message: string; type: string | undefined; c
   }
 }
 
-export async function upstreamErrorOf(response: UpstreamResponse, provider: ProviderConfig, idleTimeoutMs: number): Promise<GatewayError> {
+export async function upstreamErrorOf(response: UpstreamResponse, provider: ProviderConfig, idleTimeoutMs: number, redact: Redact): Promise<GatewayError> {
   const status = response.statusCode ?? 502;
   let said = { message: '', type: undefined as string | undefined, code: undefined as string | undefined };
   try {
-    said = readError((await readUpstreamBody(response, MAX_ERROR_BODY_BYTES, idleTimeoutMs)).toString('utf8'));
+    said = readError(redact((await readUpstreamBody(response, MAX_ERROR_BODY_BYTES, idleTimeoutMs)).toString('utf8')));
   } catch {
     // The body could not be read: the status alone says what happened.
   }

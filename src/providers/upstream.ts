@@ -6,12 +6,18 @@
  *
  * A provider is reached by its base URL's scheme: `http:` and `https:` over the network, and
  * `llmux:` for the built-in echo model (./echo.ts), which answers in-process.
+ *
+ * Upstream bodies are read as they come (streams pass through byte for byte), so llmux asks for
+ * them uncompressed (`accept-encoding: identity`); a server that compresses anyway (gzip, deflate,
+ * br) is decoded, and one that uses an encoding llmux cannot read is a 502. Otherwise its
+ * compressed bytes would reach clients under llmux's own headers, unreadable.
  */
 import http from 'node:http';
 import type https from 'node:https';
 import { createRequire } from 'node:module';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
+import type zlib from 'node:zlib';
 import type { ProviderConfig } from '../config-types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { ClientClosedError, UpstreamError } from '../errors.ts';
@@ -118,6 +124,51 @@ function loadHttps(): typeof https {
   return createRequire(import.meta.url)('node:https') as typeof https;
 }
 
+/** `node:zlib` is loaded on the first compressed answer (most upstreams honour `identity`). */
+function loadZlib(): typeof zlib {
+  const getBuiltin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
+  if (typeof getBuiltin === 'function') return getBuiltin('node:zlib') as typeof zlib;
+  return createRequire(import.meta.url)('node:zlib') as typeof zlib;
+}
+
+/** A decoder for a `content-encoding`, undefined when there is nothing to decode, or `unknown`. */
+function decoderFor(encoding: string): Transform | 'unknown' | undefined {
+  switch (encoding) {
+    case '':
+    case 'identity':
+      return undefined;
+    case 'gzip':
+    case 'x-gzip':
+      return loadZlib().createGunzip();
+    case 'deflate':
+      return loadZlib().createInflate();
+    case 'br':
+      return loadZlib().createBrotliDecompress();
+    default:
+      return 'unknown';
+  }
+}
+
+/**
+ * The upstream's answer as its plain bytes: itself, or a decoder of its compressed body that
+ * carries its status and headers (without `content-encoding` and `content-length`). Failures of
+ * the answer become the decoder's errors; destroying the decoder stops the answer.
+ */
+function decoded(res: http.IncomingMessage, decoder: Transform): UpstreamResponse {
+  const headers: IncomingHttpHeaders = { ...res.headers };
+  delete headers['content-encoding'];
+  delete headers['content-length'];
+  res.on('error', (err) => decoder.destroy(err));
+  res.on('aborted', () => decoder.destroy(new Error('the answer was cut off')));
+  decoder.once('close', () => {
+    if (!res.complete) res.destroy();
+  });
+  res.pipe(decoder);
+  const answer = Object.assign(decoder, { statusCode: res.statusCode, headers });
+  Object.defineProperty(answer, 'complete', { get: () => res.complete });
+  return answer;
+}
+
 const AGENT_OPTIONS = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' } as const;
 
 /** Creates the client; `inProcess` answers providers whose base URL starts with `llmux:`. */
@@ -153,6 +204,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       if (req.provider.baseUrl.startsWith(IN_PROCESS_SCHEME)) return inProcess.send(req);
       const target = targetFor(req.provider.baseUrl);
       const headers: Record<string, string | number> = {
+        'accept-encoding': 'identity',
         ...req.provider.headers,
         host: target.hostHeader,
         'content-type': 'application/json',
@@ -218,7 +270,14 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           // closure (and the request body it holds) be collected while a long stream is open.
           outgoing.off('error', onError);
           outgoing.on('error', ignoreError);
-          resolve(res);
+          const encoding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+          const decoder = decoderFor(encoding);
+          if (decoder === 'unknown') {
+            res.destroy();
+            reject(new UpstreamError(502, 'upstream_error', `Provider "${req.provider.id}" answered with content-encoding "${encoding.slice(0, 40)}", which llmux cannot read`, false));
+            return;
+          }
+          resolve(decoder === undefined ? res : decoded(res, decoder));
         });
         outgoing.on('error', onError);
         req.cancellation.listen(onAbort);

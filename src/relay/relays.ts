@@ -2,12 +2,18 @@
  * What a stream relay does with an upstream's bytes, behind one interface: pass them through as
  * they are (same format; usage read on the side by the usage tap) or translate them event by event
  * (formats differ). src/relay/stream.ts drives either the same way.
+ *
+ * An upstream's in-stream error event is the one piece of a stream whose text llmux vouches for
+ * rather than the model: both relays pass it through `redact` (src/providers/redact.ts), so an
+ * upstream that echoes its credential there does not hand it to the client or the log.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
 import { createUsageTap } from '../translate/usage-tap.ts';
 import type { StreamTranslator } from '../translate/index.ts';
+import type { SseEvent } from '../sse/parser.ts';
+import type { Redact } from '../providers/redact.ts';
 
 export interface Relay {
   /** Upstream bytes, in whatever pieces they came; what the client gets is written at once. */
@@ -25,7 +31,8 @@ export interface Relay {
 }
 
 /** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
-export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean }): Relay {
+export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean; redact: Redact }): Relay {
+  const { redact } = options;
   const tap = createUsageTap(format, options);
   const { errorFrame } = dialects[format];
   let finished = false;
@@ -42,21 +49,22 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
     feed(chunk) {
       if (finished) return;
       const out = tap.feed(chunk);
-      if (out !== undefined && out.length > 0) write(out);
+      // The piece that holds an upstream error event (the last one forwarded) is redacted.
+      if (out !== undefined && out.length > 0) write(tap.upstreamError === undefined ? out : redactBytes(out, redact));
       if (!tap.stopped) return;
       if (tap.overflowed) {
         fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
         return;
       }
       // The upstream's error reached the client; nothing after it is forwarded.
-      error = tap.upstreamError;
+      error = tap.upstreamError === undefined ? undefined : redact(tap.upstreamError);
       finished = true;
     },
     end() {
       if (finished) return;
       const rest = tap.end();
-      if (rest !== undefined && rest.length > 0) write(rest);
-      if (tap.upstreamError !== undefined) error = tap.upstreamError;
+      if (rest !== undefined && rest.length > 0) write(tap.upstreamError === undefined ? rest : redactBytes(rest, redact));
+      if (tap.upstreamError !== undefined) error = redact(tap.upstreamError);
       else if (!tap.completed) {
         fail('The provider ended the stream before it was complete');
         return;
@@ -74,11 +82,23 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
   };
 }
 
+/** Bytes with every credential taken out; the same bytes when there was none. */
+function redactBytes(bytes: Buffer, redact: Redact): Buffer | string {
+  const text = bytes.toString('utf8');
+  const clean = redact(text);
+  return clean === text ? bytes : clean;
+}
+
+/** Whether an upstream event carries an error: `event: error`, or a chat chunk with an `"error"` key. */
+function isErrorEvent(event: SseEvent): boolean {
+  return event.event === 'error' || event.data.includes('"error"');
+}
+
 /** A stream in another format: each upstream event is parsed once and translated at once. */
-export function createTranslatedRelay(upstreamFormat: WireFormat, translator: StreamTranslator): Relay {
+export function createTranslatedRelay(upstreamFormat: WireFormat, translator: StreamTranslator, redact: Redact): Relay {
   let failure: string | undefined;
   const parser = createSseParser({
-    onEvent: (event) => translator.push(event),
+    onEvent: (event) => translator.push(isErrorEvent(event) ? { ...event, data: redact(event.data) } : event),
     // Invalid UTF-8 is decoded with U+FFFD and the stream goes on; only an oversized event ends it.
     onError: (problem) => {
       if (problem.code === 'buffer_overflow') fail(`The provider's stream could not be read: ${problem.message}`);

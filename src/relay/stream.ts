@@ -19,6 +19,11 @@ export interface StreamOptions {
   now(): number;
   /** Called when the head of the stream is written (time to first byte). */
   onStart(): void;
+  /**
+   * Registers a way to cut this stream from outside (the gateway shutting down): the relay's
+   * in-stream error with the message, then the end. Returns the unregistering function.
+   */
+  register?(cut: (message: string) => void): () => void;
 }
 
 /** How the stream ended. */
@@ -53,11 +58,13 @@ export function relayStream(
       }
     };
     const relay = createRelay(write);
+    let unregister: (() => void) | undefined;
 
     const finish = (): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      unregister?.();
       upstream.off('data', onData);
       if (!res.writableEnded) res.end();
       resolve({ usage: relay.usage(), error: clientGone ? 'client closed the stream' : relay.error });
@@ -102,6 +109,7 @@ export function relayStream(
     timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs));
     timer.unref();
 
+    unregister = options.register?.(fail);
     upstream.on('data', onData);
     upstream.once('end', onEnd);
     upstream.once('error', () => fail('The connection to the provider was lost mid-stream'));

@@ -12,8 +12,17 @@ export const ZERO_USAGE: Readonly<TokenUsage> = Object.freeze({
   cacheCreationTokens: 0,
 });
 
+/**
+ * The largest token figure taken from an upstream: far above any model's context and output
+ * (10 million tokens is the longest context advertised today), and small enough that sums of
+ * many stay exact. An upstream reporting `1e308` would otherwise lock its key out of tokens/min
+ * for good (the window's sums turn to Infinity) and poison `/metrics`.
+ */
+export const MAX_REPORTED_TOKENS = 100_000_000;
+
+/** A token figure from an upstream: a whole number from 0 to {@link MAX_REPORTED_TOKENS}; anything else is 0. */
 function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(MAX_REPORTED_TOKENS, Math.floor(value)) : 0;
 }
 
 /** Reads a messages-format `usage` object (any subset of its fields). */

@@ -12,7 +12,8 @@
  *   requests in flight.
  * - Admin keys are not created here (only with `llmux keys create --admin`), so a stolen session
  *   cannot mint lasting admin access.
- * - A new key is shown once: it is kept on the session only until the next page view.
+ * - A new key is shown once: it is kept on the session only until the next page view (a GET, not
+ *   a HEAD, which shows nothing).
  * - After each POST the browser is sent back to `/dashboard` (303), so a reload never repeats it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -275,12 +276,14 @@ ${createForm(csrf)}
     }
     record.keyId = signed.key.id;
     const flash = signed.session.flash;
-    signed.session.flash = undefined;
+    // A HEAD (a link preview, a prefetch, a monitor) gets no body: it must not use up a new key's
+    // one showing.
+    if (req.method !== 'HEAD') signed.session.flash = undefined;
     sendPage(res, 200, layout({ title: 'Dashboard', body: dashboardPage(signed, flash), signedIn: { csrf: signed.session.csrf, keyId: signed.key.id } }));
   });
 
   routes.add('POST', '/dashboard/sign-in', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     if (!isSameOrigin(req, rootUrl(req, ctx.config)) || !tokensEqual(form['csrf'], parseCookies(req)[CSRF_COOKIE])) {
       sendSignIn(req, res, 403, notice('bad', 'This form expired or came from another site.', ' Try signing in again.'));
       return;
@@ -302,7 +305,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/sign-out', async (req: IncomingMessage, res: ServerResponse) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const id = parseCookies(req)[SESSION_COOKIE];
     const signed = currentSession(req, sessions, ctx.keys, ctx.now());
     if (signed !== undefined && (!isSameOrigin(req, rootUrl(req, ctx.config)) || !tokensEqual(form['csrf'], signed.session.csrf))) {
@@ -314,7 +317,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/keys', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;
@@ -329,7 +332,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/keys/revoke', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;
@@ -346,7 +349,7 @@ ${createForm(csrf)}
   });
 
   routes.add('POST', '/dashboard/device', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const signed = signedPost(req, res, form);
     if (signed === undefined) return;
     record.keyId = signed.key.id;

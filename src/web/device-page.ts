@@ -9,7 +9,7 @@ import type { TierName } from '../config-types.ts';
 import { TIER_NAMES, isTierName } from '../config-types.ts';
 import { formatUserCode, normalizeUserCode } from '../auth/device-flow.ts';
 import type { DeviceFlow, GrantView } from '../auth/device-flow.ts';
-import { decide, decisionError, rootUrl } from './device-routes.ts';
+import { addressParty, createAddressLimiter, decide, decisionError, rootUrl } from './device-routes.ts';
 import type { GatewayInternals } from '../feature.ts';
 import type { RequestRecord } from '../request-record.ts';
 import { formatAgo, formatTime, html, isSameOrigin, layout, readForm, sendPage } from './html.ts';
@@ -23,6 +23,11 @@ export interface DevicePageOptions {
 }
 
 const CSRF_COOKIE_SECONDS = 3600;
+/**
+ * User codes one address may look up a minute, on this page without a key. A person types a few;
+ * at this pace a guesser needs years to hit one of 1,000 pending codes among 20^8.
+ */
+export const LOOKUPS_PER_MINUTE = 30;
 
 /** The tier picker shared by the device page and the dashboard. */
 export function tierSelect(selected: TierName = 'basic'): Raw {
@@ -115,9 +120,21 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     return { token, setCookie: cookie(CSRF_COOKIE, token, { maxAgeSeconds: CSRF_COOKIE_SECONDS, secure: rootUrl(req, ctx.config).startsWith('https:') }) };
   }
 
-  function send(res: ServerResponse, status: number, title: string, body: Raw, signed: ReturnType<typeof currentSession>, setCookie?: string): void {
+  function send(res: ServerResponse, status: number, title: string, body: Raw, signed: ReturnType<typeof currentSession>, setCookie?: string, headers: Record<string, string> = {}): void {
     const signedIn = signed === undefined ? undefined : { csrf: signed.session.csrf, keyId: signed.key.id };
-    sendPage(res, status, layout({ title, body, signedIn }), setCookie === undefined ? {} : { 'set-cookie': setCookie });
+    sendPage(res, status, layout({ title, body, signedIn }), setCookie === undefined ? headers : { ...headers, 'set-cookie': setCookie });
+  }
+
+  const lookups = createAddressLimiter(LOOKUPS_PER_MINUTE, ctx.now);
+  /** Counts a user-code lookup for the request's address; sends the 429 page and returns false when over. */
+  function mayLookUp(req: IncomingMessage, res: ServerResponse, signed: ReturnType<typeof currentSession>): boolean {
+    // A signed-in admin is not guessing.
+    if (signed !== undefined) return true;
+    const wait = lookups.take(addressParty(req.socket.remoteAddress));
+    if (wait === undefined) return true;
+    const message = notice('bad', 'Too many codes tried from this address.', ` Wait ${wait} s, then enter the code shown on your device.`);
+    send(res, 429, 'Connect a device', enterCodePage(message), signed, undefined, { 'retry-after': String(wait) });
+    return false;
   }
 
   routes.add('GET', '/device', (req: IncomingMessage, res: ServerResponse) => {
@@ -129,6 +146,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
       send(res, 200, 'Connect a device', enterCodePage(), signed, csrf.setCookie);
       return;
     }
+    if (!mayLookUp(req, res, signed)) return;
     const code = normalizeUserCode(given);
     const grant = code === undefined ? undefined : flow.find(code);
     if (grant === undefined || grant.status !== 'pending') {
@@ -140,7 +158,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
   });
 
   routes.add('POST', '/device', async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
-    const form = await readForm(req);
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
     const nowMs = ctx.now();
     const signed = currentSession(req, sessions, ctx.keys, nowMs);
     const expected = signed?.session.csrf ?? parseCookies(req)[CSRF_COOKIE];
@@ -149,6 +167,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
       send(res, 403, 'Connect a device', enterCodePage(message), signed);
       return;
     }
+    if (!mayLookUp(req, res, signed)) return;
     const grant = flow.find(form['user_code'] ?? '');
     if (grant === undefined || grant.status !== 'pending') {
       const message = notice('bad', 'No pending request has this code.', ' It may have expired or been decided already; start again from your device.');

@@ -11,9 +11,13 @@
  * - An unknown, already redeemed or long-expired device code is `invalid_grant`.
  * - None of these count against any key's requests/min: the start and token endpoints have no key,
  *   and approve/deny are admin operations like `/metrics`. Starting a grant is limited per client
- *   address instead (default 10 a minute, `LLMUX_DEVICE_STARTS_PER_MINUTE`): with grants living
- *   15 minutes, one address can hold at most 150 of the 1,000 pending grants
- *   (`LLMUX_DEVICE_MAX_PENDING`). Past the cap the answer is 503 `overloaded_error`.
+ *   address instead: 10 starts a minute (`LLMUX_DEVICE_STARTS_PER_MINUTE`) and 5 live grants at
+ *   once (`LLMUX_DEVICE_PENDING_PER_ADDRESS`; then 429), so one address holds at most 5 of the
+ *   1,000 pending grants (`LLMUX_DEVICE_MAX_PENDING`; past it 503 `overloaded_error`) and cannot
+ *   fill them for everyone else. An "address" is an IPv4 address, or an IPv6 /64 (one host gets a
+ *   whole /64, so counting its addresses one by one would give it 2^64 budgets). Many parties
+ *   together can still fill the cap: that is for a reverse proxy in front to stop (README,
+ *   Security).
  * - The issued key is created when the client redeems the approved grant, not at approval: a
  *   client that never comes back leaves no key behind, and the secret never sits in memory.
  * - Only grant and key ids are logged, never codes, client names or keys.
@@ -38,6 +42,7 @@ import type { DecideResult, DeviceFlow, PollResult } from '../auth/device-flow.t
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEFAULT_STARTS_PER_MINUTE = 10;
+export const DEFAULT_PENDING_PER_ADDRESS = 5;
 const MAX_DEVICE_BODY_BYTES = 16 * 1024;
 const DEFAULT_CLIENT_NAME = 'unnamed device client';
 /** Beyond this many tracked addresses, idle ones are dropped before adding another. */
@@ -49,6 +54,8 @@ export interface DeviceRoutesOptions {
   maxPending?: number;
   /** Grants one client address may start per minute. */
   startsPerMinute?: number;
+  /** Live grants one client address may have at once. */
+  pendingPerAddress?: number;
 }
 
 export interface Decision {
@@ -79,8 +86,8 @@ export function rootUrl(req: IncomingMessage, config: Pick<Config, 'host' | 'por
  * Reads a small body as JSON or as `application/x-www-form-urlencoded` (what RFC 8628 clients
  * send). An empty body is an empty object.
  */
-export async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readBody(req, MAX_DEVICE_BODY_BYTES);
+export async function readParams(req: IncomingMessage, idleTimeoutMs?: number): Promise<Record<string, unknown>> {
+  const body = await readBody(req, MAX_DEVICE_BODY_BYTES, { idleTimeoutMs });
   if (body.length === 0) return {};
   const type = (req.headers['content-type'] ?? '').toLowerCase();
   if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(body.toString('utf8')));
@@ -140,20 +147,36 @@ function pollError(result: Exclude<PollResult, { outcome: 'approved' }>): Gatewa
   }
 }
 
-/** A per-address counter of grant starts over a sliding minute. */
-function createStartLimiter(perMinute: number, now: () => number) {
+/**
+ * Who is asking, for per-address budgets: an IPv4 address (IPv4-mapped IPv6 included), or the /64
+ * of an IPv6 address, the block one host or one customer is given.
+ */
+export function addressParty(address: string | undefined): string {
+  if (address === undefined || address === '') return 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1] as string;
+  if (!address.includes(':')) return address;
+  const [head = '', tail] = address.split('%')[0]!.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase()).join(':')}::/64`;
+}
+
+/** Per-address counters over a sliding minute, for the device flow's starts and the device page's lookups. */
+export function createAddressLimiter(perMinute: number, now: () => number) {
   const windows = createSlidingWindows({ windowMs: 60_000, now });
   const byAddress = new Map<string, WindowState>();
   return {
-    /** Counts a start for `address`, or returns the seconds to wait when over the limit. */
-    take(address: string): number | undefined {
-      let state = byAddress.get(address);
+    /** Counts one for `party`, or returns the seconds to wait when it is over the limit. */
+    take(party: string): number | undefined {
+      let state = byAddress.get(party);
       if (state === undefined) {
         if (byAddress.size >= MAX_TRACKED_ADDRESSES) {
           for (const [a, s] of byAddress) if (windows.isEmpty(s)) byAddress.delete(a);
         }
         state = windows.create();
-        byAddress.set(address, state);
+        byAddress.set(party, state);
       }
       if (windows.total(state, 0) >= perMinute) return Math.max(1, Math.ceil(windows.msUntilBelow(state, 0, perMinute) / 1000));
       windows.add(state, 0, 1);
@@ -175,18 +198,25 @@ function adminKey(req: IncomingMessage, keys: KeyStore, now: number) {
 export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRoutesOptions = {}): DeviceFlow {
   const { ctx, log, routes } = internals;
   const flow = options.flow ?? createDeviceFlow({ now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) });
-  const starts = createStartLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
+  const starts = createAddressLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
+  const pendingPerAddress = options.pendingPerAddress ?? DEFAULT_PENDING_PER_ADDRESS;
 
   routes.add('POST', '/auth/device', async (req: IncomingMessage, res: ServerResponse) => {
-    const params = await readParams(req);
-    const wait = starts.take(req.socket.remoteAddress ?? 'unknown');
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
+    const party = addressParty(req.socket.remoteAddress);
+    const wait = starts.take(party);
     if (wait !== undefined) {
       throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Too many device requests from this address; retry after ${wait} s`, {
         headers: { 'retry-after': String(wait) },
       });
     }
+    if (flow.liveCount(party) >= pendingPerAddress) {
+      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `${pendingPerAddress} device requests from this address are already waiting; have one approved or denied, or wait until one expires`, {
+        headers: { 'retry-after': '60' },
+      });
+    }
     const clientName = cleanClientName(params['client_name']) ?? cleanClientName(params['client_id']) ?? DEFAULT_CLIENT_NAME;
-    const grant = flow.start(clientName);
+    const grant = flow.start(clientName, party);
     if (grant === undefined) {
       throw new GatewayError(503, 'overloaded_error', 'too_many_pending_devices', `${flow.maxPending} device requests are already pending; retry in a minute`, {
         headers: { 'retry-after': '60' },
@@ -206,7 +236,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   });
 
   routes.add('POST', '/auth/device/token', async (req: IncomingMessage, res: ServerResponse) => {
-    const params = await readParams(req);
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const grantType = params['grant_type'];
     if (grantType !== undefined && grantType !== DEVICE_GRANT_TYPE) {
       throw tokenError('unsupported_grant_type', `grant_type: must be ${DEVICE_GRANT_TYPE}`);
@@ -225,7 +255,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   const decideRoute = (action: Decision['action']) => async (req: IncomingMessage, res: ServerResponse, _params: Record<string, string>, record: RequestRecord) => {
     const admin = adminKey(req, ctx.keys, ctx.now());
     record.keyId = admin.id;
-    const params = await readParams(req);
+    const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const userCode = params['user_code'];
     if (typeof userCode !== 'string' || userCode === '') throw invalidParameters('user_code: required; the XXXX-XXXX code the device shows');
     const tier = action === 'approve' ? parseTier(params['tier']) : undefined;
@@ -246,7 +276,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
   return flow;
 }
 
-/** Options from the environment: `LLMUX_DEVICE_MAX_PENDING`, `LLMUX_DEVICE_STARTS_PER_MINUTE`. */
+/** Options from the environment: `LLMUX_DEVICE_MAX_PENDING`, `LLMUX_DEVICE_STARTS_PER_MINUTE`, `LLMUX_DEVICE_PENDING_PER_ADDRESS`. */
 export function deviceOptionsFromEnv(env: Record<string, string | undefined>): DeviceRoutesOptions {
   const options: DeviceRoutesOptions = {};
   const int = (name: string): number | undefined => {
@@ -257,7 +287,9 @@ export function deviceOptionsFromEnv(env: Record<string, string | undefined>): D
   };
   const maxPending = int('LLMUX_DEVICE_MAX_PENDING');
   const startsPerMinute = int('LLMUX_DEVICE_STARTS_PER_MINUTE');
+  const pendingPerAddress = int('LLMUX_DEVICE_PENDING_PER_ADDRESS');
   if (maxPending !== undefined) options.maxPending = maxPending;
   if (startsPerMinute !== undefined) options.startsPerMinute = startsPerMinute;
+  if (pendingPerAddress !== undefined) options.pendingPerAddress = pendingPerAddress;
   return options;
 }

@@ -105,9 +105,9 @@ export function redirect(res: ServerResponse, location: string, headers: Record<
 }
 
 /** Reads an `application/x-www-form-urlencoded` body (what a plain HTML form posts). */
-export async function readForm(req: IncomingMessage): Promise<Record<string, string>> {
+export async function readForm(req: IncomingMessage, idleTimeoutMs?: number): Promise<Record<string, string>> {
   const type = (req.headers['content-type'] ?? '').toLowerCase();
-  const body = await readBody(req, MAX_FORM_BYTES);
+  const body = await readBody(req, MAX_FORM_BYTES, { idleTimeoutMs });
   if (!type.startsWith('application/x-www-form-urlencoded')) {
     throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type', 'Send this form as application/x-www-form-urlencoded');
   }

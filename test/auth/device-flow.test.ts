@@ -105,6 +105,22 @@ test('pending lists undecided live grants oldest first', () => {
   assert.deepEqual(flow.pending().map((g) => g.clientName), ['a', 'd']);
 });
 
+test('client names lose bidirectional overrides and zero-width characters, so the approver sees the name as it is', () => {
+  // Issue 14: "evil\u202Egnp.exe" is shown as "evilexe.png".
+  assert.equal(cleanClientName('evil\u202Egnp.exe'), 'evilgnp.exe');
+  assert.equal(cleanClientName('\u2066a\u2067b\u2068c\u2069 \u200Ed\u200F\u061Ce\u202A\u202B\u202C\u202D\u200B\uFEFF'), 'abc de');
+  assert.equal(cleanClientName('\u202E'), undefined, 'nothing visible is no name');
+  assert.equal(cleanClientName('café 🧑‍💻 工具'), 'café 🧑‍💻 工具', 'letters of any script, and emoji joiners, stay');
+});
+
+test('live grants are counted per party as well as in all', () => {
+  const flow = createDeviceFlow({ now: () => 0 });
+  flow.start('a', '10.0.0.1');
+  flow.start('b', '10.0.0.1');
+  flow.start('c', '10.0.0.2');
+  assert.deepEqual([flow.liveCount('10.0.0.1'), flow.liveCount('10.0.0.2'), flow.liveCount('10.0.0.3'), flow.liveCount()], [2, 1, 0, 3]);
+});
+
 test('client names lose control characters and are cut to 100 characters', () => {
   assert.equal(cleanClientName('  my\u0000 cli\n\t tool '), 'my cli tool');
   assert.equal(cleanClientName(''), undefined);

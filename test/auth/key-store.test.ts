@@ -1,10 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { KEY_PREFIX, KeyStoreError, createKeyStore, hashKey, parseDuration, writeFileAtomic } from '../../src/auth/key-store.ts';
+import { GatewayError } from '../../src/errors.ts';
 
 const home = () => mkdtempSync(join(tmpdir(), 'llmux-keys-'));
 
@@ -62,6 +63,17 @@ describe('key store', () => {
     }
   });
 
+  it('refuses at load a hand-edited expiry that is not a date, instead of never expiring the key', () => {
+    const dir = home();
+    const good = createKeyStore(dir).create({ name: 'a', expiresInMs: 60_000 }).record;
+    for (const expires_at of ['next tuesday', '', 17, {}]) {
+      writeFileSync(join(dir, 'keys.json'), JSON.stringify({ version: 1, keys: [{ ...good, expires_at }] }));
+      assert.throws(() => createKeyStore(dir), (err: unknown) => err instanceof KeyStoreError && /keys\.0\.expires_at: .* is not a date; write it like 2026-12-31T00:00:00Z/.test(err.message), String(expires_at));
+    }
+    writeFileSync(join(dir, 'keys.json'), JSON.stringify({ version: 1, keys: [{ ...good, expires_at: '2030-01-01' }] }));
+    assert.equal(createKeyStore(dir).list().length, 1, 'a date without a time is a date');
+  });
+
   it('revokes by id or by name', () => {
     const store = createKeyStore(home());
     const a = store.create({ name: 'alpha' });
@@ -115,7 +127,7 @@ describe('key store', () => {
   it('loses no key when two processes create keys at the same time', async () => {
     const dir = home();
     const script = `import { createKeyStore } from ${JSON.stringify(new URL('../../src/auth/key-store.ts', import.meta.url).pathname)};
-      const s = createKeyStore(process.argv[1]); for (let i = 0; i < 15; i++) s.create({ name: 'p' + process.pid + '-' + i });`;
+      const s = createKeyStore(process.argv[1], { lockWaitMs: 10000 }); for (let i = 0; i < 15; i++) s.create({ name: 'p' + process.pid + '-' + i });`;
     const run = () => new Promise<number>((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dir], { stdio: 'inherit' });
       child.on('exit', (code) => resolve(code ?? 1));
@@ -129,7 +141,7 @@ describe('key store', () => {
     const dir = home();
     createKeyStore(dir).create({ name: 'first' });
     const script = `import { createKeyStore } from ${JSON.stringify(new URL('../../src/auth/key-store.ts', import.meta.url).pathname)};
-      const s = createKeyStore(process.argv[1]); for (let i = 0; ; i++) s.create({ name: 'loop-' + i });`;
+      const s = createKeyStore(process.argv[1], { lockWaitMs: 10000 }); for (let i = 0; ; i++) s.create({ name: 'loop-' + i });`;
     for (let round = 0; round < 3; round++) {
       const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dir], { stdio: 'ignore' });
       await new Promise((r) => setTimeout(r, 700 + round * 150));
@@ -139,6 +151,48 @@ describe('key store', () => {
       const store = createKeyStore(dir);
       assert.ok(store.get('first'));
     }
+  });
+
+  it('breaks at once a lock whose owner is gone, an empty one, and one older than 10 s', async () => {
+    const dead = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.on('exit', () => resolve(child.pid ?? 0));
+    });
+    const dir = home();
+    const lock = join(dir, 'keys.json.lock');
+    const store = createKeyStore(dir);
+    const cases: Array<[string, () => void]> = [
+      ['owner gone', () => writeFileSync(lock, `${dead}\n${hostname()}\n`)],
+      ['written by this process', () => writeFileSync(lock, `${process.pid}\n`)],
+      ['empty for over a second', () => { writeFileSync(lock, ''); utimesSync(lock, new Date(Date.now() - 2_000), new Date(Date.now() - 2_000)); }],
+      ['older than 10 s, owner alive', () => { writeFileSync(lock, `${process.ppid}\n`); utimesSync(lock, new Date(Date.now() - 20_000), new Date(Date.now() - 20_000)); }],
+    ];
+    for (const [what, makeLock] of cases) {
+      makeLock();
+      const started = Date.now();
+      store.create({ name: what });
+      assert.ok(Date.now() - started < 200, `${what}: took ${Date.now() - started} ms`);
+      assert.equal(existsSync(lock), false, `${what}: the lock was released`);
+    }
+    assert.equal(store.list().length, 4);
+  });
+
+  it('never waits for a live lock unless asked to: a server is refused at once with 503 key_store_busy', async () => {
+    const dir = home();
+    const lock = join(dir, 'keys.json.lock');
+    // A live owner: the test runner's parent process, on this host, lock just written.
+    writeFileSync(lock, `${process.ppid}\n${hostname()}\n`);
+    const started = Date.now();
+    assert.throws(() => createKeyStore(dir).create({ name: 'x' }), (err: unknown) => err instanceof GatewayError && err.status === 503 && err.code === 'key_store_busy');
+    assert.ok(Date.now() - started < 100, `took ${Date.now() - started} ms`);
+    assert.equal(readFileSync(lock, 'utf8'), `${process.ppid}\n${hostname()}\n`, 'a live lock is left alone');
+    // A command waits for it (here the owner is a child that lets go after 300 ms).
+    const child = spawn(process.execPath, ['-e', `require('fs').writeFileSync(${JSON.stringify(lock)}, process.pid + '\\n'); setTimeout(() => require('fs').unlinkSync(${JSON.stringify(lock)}), 300)`]);
+    await new Promise((r) => setTimeout(r, 150));
+    const waiting = Date.now();
+    createKeyStore(dir, { lockWaitMs: 5_000 }).create({ name: 'patient' });
+    assert.ok(Date.now() - waiting >= 100, 'it waited for the owner');
+    await new Promise((r) => child.on('exit', r));
   });
 
   it('writes atomically with no temp file left behind', () => {

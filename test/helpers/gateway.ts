@@ -26,6 +26,8 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Extra config merged over the test config. */
   config?: Record<string, unknown>;
+  /** Extra config that needs the fake upstream's address, merged after `config`. */
+  configFor?: (upstreamUrl: string) => Record<string, unknown>;
   env?: Record<string, string | undefined>;
   now?: () => number;
   random?: () => number;
@@ -48,6 +50,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     retry: { attempts: 3, base_delay_ms: 1, max_delay_ms: 5, max_retry_after_ms: 2000 },
     limits: { shutdown_timeout_ms: 2000 },
     ...(options.config ?? {}),
+    ...(options.configFor?.(upstream.url) ?? {}),
   };
   const logs: TestGateway['logs'] = [];
   const gatewayOptions: GatewayOptions = {

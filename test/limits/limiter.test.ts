@@ -205,7 +205,7 @@ test('a refusal carries the current headers plus retry-after, and peek counts no
   assert.equal(limiter.peek('key_a', BASIC).requests, 60);
 });
 
-test('an estimate counts while the request runs and settle replaces it by the real usage', () => {
+test('a reservation counts while the request runs and settle replaces it by the real usage', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const admission = admitted(limiter.admit('key_a', BASIC, 1_000));
@@ -222,7 +222,7 @@ test('an estimate counts while the request runs and settle replaces it by the re
   );
 });
 
-test('a settle in a later granule, even after the admission has left the window, replaces the estimate exactly once', () => {
+test('a settle in a later granule, even after the admission has left the window, replaces the reservation exactly once', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const admission = admitted(limiter.admit('key_a', BASIC, 1_000));
@@ -238,7 +238,7 @@ test('a settle in a later granule, even after the admission has left the window,
   assert.equal(limiter.peek('key_a', BASIC).tokens, 0);
 });
 
-test('a request running longer than the window keeps holding its estimate until it settles', () => {
+test('a request running longer than the window keeps holding its reservation until it settles', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const admission = admitted(limiter.admit('key_a', BASIC, 5_000));
@@ -248,7 +248,7 @@ test('a request running longer than the window keeps holding its estimate until 
   assert.equal(limiter.peek('key_a', BASIC).tokens, 100);
 });
 
-test('a request released without settle keeps its estimate counted for a window from its release', () => {
+test('a request released without settle counts its reservation for a window from its release', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const admission = admitted(limiter.admit('key_a', BASIC, 1_000));
@@ -261,7 +261,7 @@ test('a request released without settle keeps its estimate counted for a window 
   assert.equal(limiter.peek('key_a', BASIC).tokens, 0);
 });
 
-test('a settle after release replaces the estimate where it was counted', () => {
+test('a settle after release replaces the reservation where it was counted', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const admission = admitted(limiter.admit('key_a', BASIC, 1_000));
@@ -288,13 +288,13 @@ test('tokens are refused once real usage reaches the limit, until that usage lea
   const refusal = refused(limiter.admit('key_a', BASIC, 100));
   assert.equal(refusal.reason, 'tokens');
   assert.equal(refusal.retryAfterSeconds, 33);
-  assert.equal(refusal.message, 'Rate limit exceeded: 90000 tokens per minute for this key; retry after 33 s');
+  assert.equal(refusal.message, "Rate limit exceeded: 90000 tokens per minute for this key (this request reserves 100: its estimated input plus its max_tokens, or the model's output limit without one); retry after 33 s");
   assert.equal(refusal.headers['x-ratelimit-remaining-tokens'], '0');
   clock.set(63_000);
   admitted(limiter.admit('key_a', BASIC, 100));
 });
 
-test('tokens held by requests in flight refuse new ones, and their retry-after is the shortest', () => {
+test('tokens reserved by requests in flight refuse new ones, and their retry-after is the shortest', () => {
   const clock = fakeClock();
   const limiter = createLimiter({ now: clock.now });
   const held = admitted(limiter.admit('key_a', BASIC, 90_000));
@@ -306,11 +306,54 @@ test('tokens held by requests in flight refuse new ones, and their retry-after i
   admitted(limiter.admit('key_a', BASIC, 10));
 });
 
-test('one admitted request may take tokens past the limit; the next one waits', () => {
-  const limiter = createLimiter({ now: () => 0 });
-  const admission = admitted(limiter.admit('key_a', BASIC, 200_000));
-  assert.equal(admission.headers['x-ratelimit-remaining-tokens'], '0');
+test('a reservation larger than tokens/min is admitted only when nothing is in use, and then runs alone', () => {
+  const clock = fakeClock();
+  const limiter = createLimiter({ now: clock.now });
+  // Issue 14: a request larger than the whole allowance can never fit; it waits until the key is
+  // idle instead of being refused for good, and holds the key while it runs.
+  const small = admitted(limiter.admit('key_a', BASIC, 10));
+  const waiting = refused(limiter.admit('key_a', BASIC, 200_000));
+  assert.deepEqual([waiting.reason, waiting.retryAfterSeconds], ['tokens', 1]);
+  small.settle(10);
+  small.release();
+  clock.set(5_000);
+  const stillCounted = refused(limiter.admit('key_a', BASIC, 200_000));
+  assert.equal(stillCounted.retryAfterSeconds, 56, 'the 10 tokens used at 0 s leave at 61 s');
+  clock.set(61_000);
+  const big = admitted(limiter.admit('key_a', BASIC, 200_000));
+  assert.equal(big.headers['x-ratelimit-remaining-tokens'], '0');
   assert.equal(refused(limiter.admit('key_a', BASIC, 1)).reason, 'tokens');
+});
+
+test('reservations of parallel requests never add up past tokens/min', () => {
+  const limiter = createLimiter({ now: () => 0 });
+  // Issue 14: 10 parallel streams on a 90,000-tpm key used 500,100 tokens, since output counted
+  // only once a request ended, and a key under its limit admitted any request. Each now reserves
+  // its input and its max_tokens up front, and must fit.
+  const held = Array.from({ length: 3 }, () => admitted(limiter.admit('key_a', BASIC, 25_000)));
+  const fourth = refused(limiter.admit('key_a', BASIC, 25_000));
+  assert.deepEqual([fourth.reason, fourth.retryAfterSeconds], ['tokens', 1]);
+  assert.equal(limiter.peek('key_a', BASIC).tokens, 75_000);
+  held[0]!.settle(4_000);
+  held[0]!.release();
+  admitted(limiter.admit('key_a', BASIC, 11_000));
+  assert.equal(limiter.peek('key_a', BASIC).tokens, 65_000, 'the settled 4,000 and three reservations');
+  assert.equal(refused(limiter.admit('key_a', BASIC, 30_000)).reason, 'tokens');
+});
+
+test('a reservation that does not fit in what is left is refused while the key is still under its limit', () => {
+  const clock = fakeClock();
+  const limiter = createLimiter({ now: clock.now });
+  const used = admitted(limiter.admit('key_a', BASIC, 100));
+  used.settle(85_000);
+  used.release();
+  clock.set(10_000);
+  const refusal = refused(limiter.admit('key_a', BASIC, 10_000));
+  assert.equal(refusal.reason, 'tokens');
+  assert.equal(refusal.retryAfterSeconds, 51, 'the 85,000 tokens counted at 0 s leave at 61 s');
+  assert.equal(refusal.headers['x-ratelimit-remaining-tokens'], '5000');
+  assert.match(refusal.message, /this request reserves 10000/);
+  admitted(limiter.admit('key_a', BASIC, 5_000));
 });
 
 test('the concurrency cap refuses the 11th request in flight until one is released', () => {
@@ -416,7 +459,58 @@ test('invalid limits are a programming error (keys and tiers are checked at load
   admitted(limiter.admit('key_a', BASIC, 10.2)).settle(Number.POSITIVE_INFINITY);
   assert.equal(limiter.peek('key_a', BASIC).tokens, 0);
   admitted(limiter.admit('key_a', BASIC, 10.2));
-  assert.equal(limiter.peek('key_a', BASIC).tokens, 11, 'a fractional estimate rounds up');
+  assert.equal(limiter.peek('key_a', BASIC).tokens, 11, 'a fractional reservation rounds up');
+});
+
+test('an absurd usage figure counts as 2^32 and leaves the window like any other', () => {
+  const clock = fakeClock();
+  const limiter = createLimiter({ now: clock.now });
+  const absurd = admitted(limiter.admit('key_a', ROOMY, 10));
+  absurd.settle(1e308);
+  absurd.release();
+  assert.equal(limiter.peek('key_a', ROOMY).tokens, 2 ** 32);
+  clock.set(61_000);
+  assert.equal(limiter.peek('key_a', ROOMY).tokens, 0, 'nothing is left behind once it leaves');
+  admitted(limiter.admit('key_a', BASIC, 10));
+});
+
+test('check, before a body is read, refuses a model request at any limit and counts nothing', () => {
+  const clock = fakeClock();
+  const limiter = createLimiter({ now: clock.now });
+  const limits: LimitSet = { rpm: 2, tpm: 1_000, concurrency: 1 };
+  assert.equal(limiter.check('key_a', limits, 'model'), undefined);
+  const running = admitted(limiter.admit('key_a', limits, 10));
+  assert.equal(limiter.check('key_a', limits, 'model')?.reason, 'concurrency');
+  assert.equal(limiter.check('key_a', limits, 'unadmitted'), undefined, 'count_tokens needs no slot');
+  running.settle(1_000);
+  running.release();
+  const full = limiter.check('key_a', limits, 'model');
+  assert.deepEqual([full?.reason, full?.retryAfterSeconds, full?.reservation], ['tokens', 61, 0]);
+  clock.set(61_000);
+  oneRequest(limiter, 'key_a', limits);
+  oneRequest(limiter, 'key_a', limits);
+  assert.equal(limiter.check('key_a', limits, 'model')?.reason, 'requests');
+  assert.deepEqual([limiter.peek('key_a', limits).requests, limiter.peek('key_a', limits).concurrent], [2, 0]);
+});
+
+test('requests that are never admitted have a budget of their own: the key\'s rpm in requests, and bytes', () => {
+  const clock = fakeClock();
+  const limiter = createLimiter({ now: clock.now, unadmittedBytes: 1_000_000 });
+  // Issue 14: a 1-rpm key sent 191 count_tokens bodies of 29 MB in 20 s, all parsed.
+  const oneRpm: LimitSet = { rpm: 1, tpm: 90_000, concurrency: 10 };
+  limiter.chargeUnadmitted('key_a', oneRpm, 100);
+  const byCount = limiter.check('key_a', oneRpm, 'unadmitted');
+  assert.deepEqual([byCount?.reason, byCount?.retryAfterSeconds], ['unadmitted_requests', 61]);
+  assert.equal(limiter.check('key_a', oneRpm, 'model')?.reason, 'unadmitted_requests', 'a model request would read its body too');
+  assert.equal(refusalMessage(byCount!), 'Rate limit exceeded: 1 requests per minute for this key that were refused or only counted tokens; retry after 61 s');
+  assert.equal(limiter.admit('key_a', oneRpm, 10).ok, true, 'a body already read is not refused for the budget it spent');
+  clock.set(30_000);
+  for (let i = 0; i < 3; i++) limiter.chargeUnadmitted('key_b', ROOMY, 400_000);
+  const byBytes = limiter.check('key_b', ROOMY, 'unadmitted');
+  assert.deepEqual([byBytes?.reason, byBytes?.limit, byBytes?.retryAfterSeconds], ['unadmitted_bytes', 1_000_000, 61]);
+  assert.equal(limiter.peek('key_b', ROOMY).requests, 0, 'nothing counts against requests/min');
+  clock.set(91_000);
+  assert.equal(limiter.check('key_b', ROOMY, 'unadmitted'), undefined);
 });
 
 test('rateLimitError turns a refusal into the 429 rate_limit_error with its headers', () => {

@@ -77,6 +77,9 @@ test('a key created in the dashboard is shown once, works against the API, and o
     const { web, csrf } = await signIn(g);
     const created = await web.post('/dashboard/keys', { csrf, name: 'ci <bot>', tier: 'pro', rpm: '7', tpm: '', concurrency: '', models: '', expires_in: '30d' });
     assert.equal(created.status, 303);
+    // Issue 14: a HEAD /dashboard (a link preview, a prefetch) used up the one showing.
+    const head = await fetch(`${g.url}/dashboard`, { method: 'HEAD', headers: { cookie: [...web.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    assert.equal(head.status, 200);
     const shown = await web.get('/dashboard');
     const m = /id="new-key" readonly[^>]*>(sk-llmux-[A-Za-z0-9_-]{43})<\/textarea>/.exec(shown.text);
     assert.ok(m, 'the new key is on the page');

@@ -139,3 +139,35 @@ test('denying on the page means the client hears access_denied', async () => {
     await g.close();
   }
 });
+
+test('looking up user codes without a key is limited to 30 a minute per address', async () => {
+  // Issue 14: GET /device?user_code= allowed about 4,000 guesses a second without a key.
+  const g = await startTestGateway();
+  try {
+    for (let i = 0; i < 30; i++) {
+      const res = await fetch(`${g.url}/device?user_code=BCDF-GHJK`);
+      assert.equal(res.status, 404, `lookup ${i}`);
+      await res.arrayBuffer();
+    }
+    const limited = await fetch(`${g.url}/device?user_code=BCDF-GHJK`);
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.match(await limited.text(), /Too many codes tried from this address/);
+    // The plain code form is still served, and a real code still needs no guessing.
+    assert.equal((await fetch(`${g.url}/device`)).status, 200);
+  } finally {
+    await g.close();
+  }
+});
+
+test('shows the client name without the direction overrides it was sent with', async () => {
+  const g = await startTestGateway();
+  try {
+    const grant = await startGrant(g, 'invoice\u202Efdp.exe');
+    const page = await (await fetch(grant.verification_uri_complete)).text();
+    assert.ok(page.includes('invoicefdp.exe'));
+    assert.ok(!page.includes('\u202E'));
+  } finally {
+    await g.close();
+  }
+});

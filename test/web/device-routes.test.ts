@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { DEVICE_GRANT_TYPE, rootUrl } from '../../src/web/device-routes.ts';
+import { DEVICE_GRANT_TYPE, addressParty, rootUrl } from '../../src/web/device-routes.ts';
 
 function clock(start = 1_700_000_000_000) {
   let t = start;
@@ -233,7 +233,8 @@ test('pending grants are capped: past the cap POST /auth/device is a 503 with ou
 
 test('one address may start only so many grants a minute', async () => {
   const c = clock();
-  const g = await startTestGateway({ now: c.now });
+  // The cap on grants waiting at once per address is lifted here: this is about the start rate.
+  const g = await startTestGateway({ now: c.now, env: { LLMUX_DEVICE_PENDING_PER_ADDRESS: '100' } });
   try {
     for (let i = 0; i < 10; i++) assert.equal((await post(g, '/auth/device', {})).status, 200);
     const limited = await post(g, '/auth/device', {});
@@ -254,4 +255,42 @@ test('the verification address follows the Host header and a TLS-terminating pro
   assert.equal(rootUrl(req({ host: '[::1]:9000' }), config), 'http://[::1]:9000');
   assert.equal(rootUrl(req({ host: 'evil/<x>' }), config), 'http://127.0.0.1:8686');
   assert.equal(rootUrl(req({}), { host: '::1', port: 1 }), 'http://[::1]:1');
+});
+
+/** POST /auth/device from a given loopback address (all of 127/8 is loopback on Linux). */
+function startFrom(g: TestGateway, localAddress: string): Promise<number> {
+  const u = new URL(g.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: '/auth/device', method: 'POST', localAddress }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('one address holds at most 5 waiting device requests, so it cannot fill the cap for everyone else', { skip: process.platform !== 'linux' && 'needs 127.0.0.2' }, async () => {
+  // Issue 14: 1,000 pending grants from a few addresses denied everyone for 15 minutes.
+  const g = await startTestGateway({ env: { LLMUX_DEVICE_STARTS_PER_MINUTE: '100' } });
+  try {
+    for (let i = 0; i < 5; i++) assert.equal(await startFrom(g, '127.0.0.1'), 200);
+    const refused = await post(g, '/auth/device');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.match(refused.body['error']['message'], /5 device requests from this address are already waiting/);
+    assert.equal(await startFrom(g, '127.0.0.2'), 200, 'another address is not held up');
+  } finally {
+    await g.close();
+  }
+});
+
+test('per-address budgets count an IPv6 /64 as one address, and IPv4-mapped addresses as IPv4', () => {
+  assert.equal(addressParty('2001:db8::1'), addressParty('2001:0db8:0000:0000:ffff::2'));
+  assert.notEqual(addressParty('2001:db8::1'), addressParty('2001:db8:0:1::1'));
+  assert.equal(addressParty('2001:db8:0:0:1:2:3:4'), '2001:db8:0:0::/64');
+  assert.equal(addressParty('::ffff:10.0.0.1'), '10.0.0.1');
+  assert.equal(addressParty('10.0.0.1'), '10.0.0.1');
+  assert.equal(addressParty('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.equal(addressParty(undefined), 'unknown');
 });

@@ -1,0 +1,203 @@
+/**
+ * Issue 14's attacks by clients, each bounded and on loopback: slow bodies, bodies pushed past an
+ * early refusal, floods of work that is never admitted, and more body bytes than the process holds.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
+import type { TestGateway } from '../helpers/gateway.ts';
+import { respond } from '../helpers/fake-upstream.ts';
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Sends `head`, then writes 256 KiB pieces of body as fast as the server takes them, up to
+ * `maxBytes`, until the server closes the connection. Resolves with the answer and the bytes the
+ * server took (written and acknowledged by the socket).
+ */
+function push(url: string, head: string, maxBytes: number): Promise<{ answer: string; written: number; closed: boolean }> {
+  return new Promise((resolve) => {
+    const u = new URL(url);
+    const socket = net.connect(Number(u.port), u.hostname);
+    const piece = Buffer.alloc(256 * 1024, 'x');
+    let answer = '';
+    let written = 0;
+    let done = false;
+    const finish = (closed: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ answer, written: written - socket.writableLength, closed });
+    };
+    const timer = setTimeout(() => finish(false), 8_000);
+    socket.on('data', (c: Buffer) => { answer += c.toString(); });
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(true));
+    const pump = (): void => {
+      while (!done && written < maxBytes) {
+        written += piece.length;
+        if (!socket.write(piece)) {
+          socket.once('drain', pump);
+          return;
+        }
+      }
+      if (written >= maxBytes) finish(false);
+    };
+    socket.on('connect', () => {
+      socket.write(head);
+      pump();
+    });
+  });
+}
+
+describe('clients that hold or flood the server', () => {
+  let t: TestGateway;
+  before(async () => {
+    t = await startTestGateway({ config: { limits: { body_timeout_ms: 300, shutdown_timeout_ms: 500 } } });
+  });
+  after(async () => { await t.close(); });
+
+  it('answers a body dripped to /auth/device with 408 once it pauses for body_timeout_ms, and closes the socket', async () => {
+    // Issue 14: such a body held its socket for the 300 s request timeout; 20,000 of them exhausted the file limit.
+    const u = new URL(t.url);
+    const socket = net.connect(Number(u.port), u.hostname);
+    await new Promise((r) => socket.once('connect', r));
+    let received = '';
+    socket.on('data', (c: Buffer) => { received += c.toString(); });
+    const started = Date.now();
+    socket.write('POST /auth/device HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"cli');
+    const closed = await Promise.race([new Promise<boolean>((r) => socket.once('close', () => r(true))), wait(3_000).then(() => false)]);
+    socket.destroy();
+    assert.ok(closed, 'the server kept the dripping socket');
+    assert.ok(Date.now() - started < 2_000);
+    assert.match(received, /^HTTP\/1\.1 408 [\s\S]*"code":"request_timeout"/);
+  });
+
+  for (const [what, head] of [
+    ['a 401 (no key)', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n'],
+    ['a 404 (no such path)', 'POST /v1/nothing-here HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n'],
+    ['a 200 of a route that reads no body', 'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n'],
+  ] as const) {
+    it(`after ${what} reads at most a bounded part of the rest of the body, then closes the connection`, async () => {
+      // Issue 14: after a 401 the server read and discarded whatever came: 16.5 GB in 20 s on one connection.
+      const { answer, written, closed } = await push(t.url, head, 64 * 1024 * 1024);
+      assert.ok(closed, `the server read all ${written} bytes`);
+      assert.match(answer, /^HTTP\/1\.1 (401|404|200) /);
+      // Loopback socket buffers take a few MB whatever the server does; the server itself stops at 64 KiB.
+      assert.ok(written < 24 * 1024 * 1024, `the server took ${(written / 1e6).toFixed(1)} MB`);
+    });
+  }
+
+  it('keeps the connection of a refused request whose small body had arrived whole', async () => {
+    const agentless = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"x"}' });
+    assert.equal(agentless.status, 401);
+    assert.notEqual(agentless.headers.get('connection'), 'close');
+  });
+});
+
+describe('work that is never admitted', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway(); });
+  after(async () => { await t.close(); });
+
+  it('gives count_tokens a budget of its own per key, and refuses past it before reading the body', async () => {
+    // Issue 14: 191 count_tokens bodies of 29 MB in 20 s on a 1-rpm key, every one parsed.
+    const key = t.gateway.keys.create({ name: 'one-rpm', limits: { rpm: 1 } }).key;
+    const count = () => fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(key), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal((await count()).status, 200);
+    const { answer } = await push(t.url, `POST /v1/messages/count_tokens HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\nanthropic-version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: 30000000\r\n\r\n`, 30_000_000);
+    assert.match(answer, /^HTTP\/1\.1 429 [\s\S]*retry-after: \d+[\s\S]*refused or only counted tokens/i);
+    // A model request is not held up by it... unless its body would be read for nothing: it is, too.
+    const model = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'llmux-echo', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }) });
+    assert.equal(model.status, 429);
+  });
+
+  it('charges model requests refused after their body was read, and then refuses before reading another', async () => {
+    const key = t.gateway.keys.create({ name: 'three-rpm', limits: { rpm: 3 } }).key;
+    const bad = () => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }) });
+    for (let i = 0; i < 3; i++) assert.equal((await bad()).status, 404);
+    const refused = await bad();
+    assert.equal(refused.status, 429);
+    assert.match((await refused.json() as { error: { message: string } }).error.message, /3 requests per minute for this key that were refused/);
+    const other = t.gateway.keys.create({ name: 'other' }).key;
+    assert.equal((await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(other), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'x' }] }) })).status, 200);
+  });
+});
+
+describe('request bodies held at once', () => {
+  it('holds one key to max_body_bytes of bodies in progress, and all keys to four times that', async () => {
+    const t = await startTestGateway({ config: { limits: { max_body_bytes: 4096, shutdown_timeout_ms: 500 } } });
+    try {
+      t.upstream.fallback = respond.hang();
+      const body = (size: number) => JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'x'.repeat(size) }] });
+      const aborts: AbortController[] = [];
+      const start = (key: string, size: number) => {
+        const abort = new AbortController();
+        aborts.push(abort);
+        return fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: body(size), signal: abort.signal }).catch(() => undefined);
+      };
+      void start(t.key, 3_000);
+      await wait(100);
+      const second = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: body(2_000) });
+      assert.equal(second.status, 429);
+      assert.match((await second.json() as { error: { message: string } }).error.message, /at most 4096 are held per key/);
+      const keys = Array.from({ length: 4 }, (_, i) => t.gateway.keys.create({ name: `k${i}` }).key);
+      for (const key of keys.slice(0, 3)) void start(key, 3_500);
+      await wait(100);
+      const full = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(keys[3]!), body: body(3_500) });
+      assert.equal(full.status, 503);
+      assert.equal((await full.json() as { error: { code: string } }).error.code, 'server_busy');
+      for (const abort of aborts) abort.abort();
+      await wait(100);
+      const freed = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(keys[3]!), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'x' }] }) });
+      assert.equal(freed.status, 200, 'bodies are given back when their requests end');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('a stale key-store lock', () => {
+  it('does not freeze the server: a key is created at once while other requests keep their pace', async () => {
+    // Issue 14: a stale keys.json.lock froze the server for about 10 s (a synchronous wait).
+    const t = await startTestGateway();
+    try {
+      const dead = await new Promise<number>((resolve) => {
+        const child = spawn(process.execPath, ['-e', '']);
+        child.on('exit', () => resolve(child.pid ?? 0));
+      });
+      const started = await (await fetch(`${t.url}/auth/device`, { method: 'POST' })).json() as { device_code: string; user_code: string };
+      const approve = await fetch(`${t.url}/auth/device/approve`, { method: 'POST', headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_code: started.user_code }) });
+      assert.equal(approve.status, 200);
+      writeFileSync(join(t.home, 'keys.json.lock'), `${dead}\n${hostname()}\n`);
+      let slowest = 0;
+      let probing = true;
+      const probe = (async () => {
+        while (probing) {
+          const before = Date.now();
+          await (await fetch(`${t.url}/healthz`)).arrayBuffer();
+          slowest = Math.max(slowest, Date.now() - before);
+          await wait(5);
+        }
+      })();
+      await wait(30);
+      const before = Date.now();
+      const token = await fetch(`${t.url}/auth/device/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code: started.device_code }) });
+      const tookMs = Date.now() - before;
+      await wait(30);
+      probing = false;
+      await probe;
+      assert.equal(token.status, 200);
+      assert.ok(tookMs < 500, `the key took ${tookMs} ms`);
+      assert.ok(slowest < 250, `a /healthz took ${slowest} ms`);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * Issue 14's attacks by a misbehaving upstream, on loopback: one that echoes the credential llmux
+ * sends it, one that compresses what it was not asked to, one that reports absurd usage.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
+import type { TestGateway } from '../helpers/gateway.ts';
+import { gzipSync, brotliCompressSync } from 'node:zlib';
+import { fixture, respond } from '../helpers/fake-upstream.ts';
+import type { Responder } from '../helpers/fake-upstream.ts';
+
+const SECRETS = ['upstream-openai-secret', 'upstream-anthropic-secret', 'header-credential-789'];
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An upstream that quotes back the credential it received, as some do in their error messages. */
+function echoCredential(status: number): Responder {
+  return (req, res) => {
+    const sent = String(req.headers['x-api-key'] ?? req.headers['authorization'] ?? '');
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${sent} (also ${String(req.headers['api-key'])})`, type: 'invalid_request_error', code: `bad_key_${sent}` } }));
+  };
+}
+
+function sseEchoingCredential(format: 'chat' | 'messages'): Responder {
+  return (req, res) => {
+    const sent = String(req.headers['x-api-key'] ?? req.headers['authorization'] ?? '').replace(/^Bearer /, '');
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (format === 'chat') {
+      res.write('data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n');
+      res.end(`data: {"error":{"message":"session for ${sent} revoked","type":"server_error","code":null}}\n\n`);
+    } else {
+      res.write('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}\n\n');
+      res.end(`event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"key ${sent} is overloaded"}}\n\n`);
+    }
+  };
+}
+
+function assertClean(text: string, where: string): void {
+  for (const secret of SECRETS) assert.ok(!text.includes(secret), `${where} carries ${secret}: ${text.slice(0, 300)}`);
+}
+
+describe('an upstream that echoes its credential', () => {
+  let t: TestGateway;
+  before(async () => {
+    t = await startTestGateway({
+      config: { retry: { attempts: 1, base_delay_ms: 0, max_delay_ms: 0, max_retry_after_ms: 0 } },
+      configFor: (url) => ({
+        providers: {
+          'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret', headers: { 'api-key': 'header-credential-789' } },
+          'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
+        },
+      }),
+    });
+  });
+  after(async () => { await t.close(); });
+
+  const chat = (extra: Record<string, unknown> = {}) => ({ method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
+  const messages = (extra: Record<string, unknown> = {}) => ({ method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
+
+  for (const status of [400, 401, 429, 500]) {
+    it(`keeps it out of the error answer to an upstream ${status}, message and code, and out of the log`, async () => {
+      t.upstream.queue.push(echoCredential(status));
+      const res = await fetch(`${t.url}/v1/chat/completions`, chat());
+      assert.ok(res.status >= 400);
+      const text = await res.text();
+      assertClean(text, 'the answer');
+      assert.match(text, /\[redacted\]/);
+      await wait(20);
+      assertClean(JSON.stringify(t.logs), 'the log');
+    });
+  }
+
+  for (const [client, upstream, url, init] of [
+    ['chat', 'chat', '/v1/chat/completions', () => chat({ stream: true })],
+    ['messages', 'messages', '/v1/messages', () => messages({ stream: true })],
+    ['messages', 'chat', '/v1/messages', () => messages({ model: 'gpt-test', stream: true })],
+    ['chat', 'messages', '/v1/chat/completions', () => chat({ model: 'claude-test', stream: true })],
+  ] as const) {
+    it(`keeps it out of an in-stream error event, ${upstream} upstream to a ${client} client, and out of the log`, async () => {
+      t.upstream.queue.push(sseEchoingCredential(upstream));
+      const res = await fetch(`${t.url}${url}`, init());
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      assert.match(text, /error/);
+      assertClean(text, 'the stream');
+      assert.match(text, /\[redacted\]/);
+      await wait(20);
+      assertClean(JSON.stringify(t.logs), 'the log');
+    });
+  }
+});
+
+/** An upstream that compresses whatever it was asked for, in `encoding`, and notes what it was asked. */
+function compressing(asked: string[], encoding: string, body: Buffer, contentType: string): Responder {
+  return (req, res) => {
+    asked.push(String(req.headers['accept-encoding']));
+    const packed = encoding === 'gzip' ? gzipSync(body) : encoding === 'br' ? brotliCompressSync(body) : body;
+    res.writeHead(200, { 'content-type': contentType, 'content-encoding': encoding, 'content-length': String(packed.length) });
+    // In pieces, as a stream would come.
+    let at = 0;
+    const next = (): void => {
+      if (at >= packed.length) {
+        res.end();
+        return;
+      }
+      res.write(packed.subarray(at, at + 100));
+      at += 100;
+      setImmediate(next);
+    };
+    next();
+  };
+}
+
+describe('an upstream that compresses its answers', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway(); });
+  after(async () => { await t.close(); });
+
+  it('is asked for identity, and a gzip answer is decoded: whole, streamed, and translated', async () => {
+    // Issue 14: llmux sent no accept-encoding, so a compressing upstream's bytes reached clients raw.
+    const asked: string[] = [];
+    const whole = fixture('openai-nonstream-text.json');
+    t.upstream.queue.push(compressing(asked, 'gzip', whole, 'application/json'));
+    const json = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(json.status, 200);
+    assert.deepEqual(await json.json(), JSON.parse(whole.toString()));
+
+    const stream = fixture('openai-stream-text-include-usage.sse');
+    t.upstream.queue.push(compressing(asked, 'gzip', stream, 'text/event-stream'));
+    const passed = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(await passed.text(), stream.toString());
+
+    t.upstream.queue.push(compressing(asked, 'gzip', fixture('anthropic-stream-text.sse'), 'text/event-stream'));
+    const translated = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    const text = await translated.text();
+    assert.match(text, /"content":/);
+    assert.match(text, /data: \[DONE\]\n\n$/);
+    assert.deepEqual(asked, ['identity', 'identity', 'identity']);
+  });
+
+  it('decodes brotli too, and answers 502 for an encoding it cannot read', async () => {
+    const asked: string[] = [];
+    const whole = fixture('anthropic-nonstream-text.json');
+    t.upstream.queue.push(compressing(asked, 'br', whole, 'application/json'));
+    const br = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.deepEqual(await br.json(), JSON.parse(whole.toString()));
+    t.upstream.queue.push(compressing(asked, 'zstd', whole, 'application/json'));
+    const unknown = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(unknown.status, 502);
+    assert.match((await unknown.json() as { error: { message: string } }).error.message, /content-encoding "zstd", which llmux cannot read/);
+  });
+});
+
+describe('an upstream that reports absurd usage', () => {
+  it('is counted at a sane bound: /metrics stays finite and the key is usable again after the window', async () => {
+    // Issue 14: 1e308 tokens locked the key out and poisoned /metrics.
+    let clock = Date.parse('2026-11-21T00:00:00Z');
+    const t = await startTestGateway({ now: () => clock });
+    try {
+      const absurd = { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1e308, completion_tokens: 1e308, total_tokens: 1e308 } };
+      t.upstream.queue.push(respond.json(200, absurd), respond.json(200, absurd));
+      const ask = () => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+      // Two at once, so both settle their absurd figures into the same minute.
+      const answers = await Promise.all([ask(), ask()]);
+      assert.deepEqual(answers.map((r) => r.status), [200, 200]);
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+      await wait(20);
+      const metrics = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.adminKey}` } })).text();
+      const tokensIn = Number(/llmux_tokens_total\{model="gpt-test",direction="in"\} (\S+)/.exec(metrics)?.[1]);
+      assert.ok(Number.isSafeInteger(tokensIn) && tokensIn <= 2 * 100_000_000, `tokens in: ${tokensIn}`);
+      assert.equal((await ask()).status, 429, 'the figures count against tokens/min for their minute');
+      clock += 62_000;
+      const later = await ask();
+      assert.equal(later.status, 200, 'and leave it like any other');
+    } finally {
+      await t.close();
+    }
+  });
+});
