@@ -12,11 +12,11 @@ const IMAGE_TOKENS = 1_600;
 const MESSAGE_OVERHEAD = 4;
 
 /**
- * Estimated input tokens of a request in either format: every string in messages, system and
- * tools counted as text, images at a flat rate. Walks at most `budget` nodes so a hostile body
- * can't make it slow.
+ * Estimated input tokens of a request in any format: every string in messages, system and tools
+ * (a Responses request's input items and instructions) counted as text, images at a flat rate.
+ * Walks at most `budget` nodes so a hostile body can't make it slow.
  */
-export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown }): number {
+export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown; input?: unknown; instructions?: unknown }): number {
   let chars = 0;
   let images = 0;
   let nodes = 0;
@@ -29,21 +29,23 @@ export function estimateRequestTokens(body: { messages?: unknown; system?: unkno
       for (const item of value) walk(item, depth + 1);
     } else if (typeof value === 'object' && value !== null) {
       const obj = value as Record<string, unknown>;
-      if (obj['type'] === 'image' || obj['type'] === 'image_url') {
+      if (obj['type'] === 'image' || obj['type'] === 'image_url' || obj['type'] === 'input_image') {
         images++;
         return;
       }
       for (const key in obj) {
         if (!Object.hasOwn(obj, key)) continue;
         // Structure, not content: these don't reach the model as text.
-        if (key === 'type' || key === 'cache_control' || key === 'role' || key === 'id' || key === 'tool_use_id' || key === 'tool_call_id' || key === 'signature') continue;
+        if (key === 'type' || key === 'cache_control' || key === 'role' || key === 'id' || key === 'tool_use_id' || key === 'tool_call_id' || key === 'call_id' || key === 'status' || key === 'signature' || key === 'encrypted_content') continue;
         if (typeof obj[key] === 'string' || typeof obj[key] === 'object') walk(obj[key], depth + 1);
       }
     }
   };
   walk(body['system'], 0);
+  walk(body['instructions'], 0);
   walk(body['messages'], 0);
+  walk(body['input'], 0);
   walk(body['tools'], 0);
-  const messages = Array.isArray(body['messages']) ? body['messages'].length : 0;
+  const messages = (Array.isArray(body['messages']) ? body['messages'].length : 0) + (Array.isArray(body['input']) ? body['input'].length : typeof body['input'] === 'string' ? 1 : 0);
   return Math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS + messages * MESSAGE_OVERHEAD;
 }

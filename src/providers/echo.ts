@@ -19,31 +19,33 @@ import type { Transport, UpstreamResponse } from './upstream.ts';
 export const ECHO_PROVIDER: ProviderConfig = {
   id: 'llmux',
   format: 'chat',
-  serves: ['chat', 'messages'],
+  serves: ['chat', 'messages', 'responses'],
   baseUrl: 'llmux:echo',
   apiKey: undefined,
   keyless: true,
   headers: {},
 };
 
-/** The text the echo model answers with: the last user message's text. */
-export function echoText(body: { messages: ReadonlyArray<{ role: string; content?: unknown }> }): string {
-  const messages = body.messages;
+/** The text the echo model answers with: the last user message's text (a Responses request's `input`). */
+export function echoText(body: { messages?: unknown; input?: unknown }): string {
+  const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.messages ?? body.input;
+  if (!Array.isArray(messages)) return '(no text to echo)';
   for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (m === undefined || m.role !== 'user') continue;
-    const text = textOf(m.content);
+    const m: unknown = messages[i];
+    if (m === null || typeof m !== 'object' || (m as Record<string, unknown>)['role'] !== 'user') continue;
+    const text = textOf((m as Record<string, unknown>)['content']);
     if (text !== '') return text;
   }
   return '(no text to echo)';
 }
 
+/** Text parts of any format: `text`, and the Responses `input_text`. */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   const parts: string[] = [];
   for (const part of content as Array<Record<string, unknown>>) {
-    if (part !== null && typeof part === 'object' && part['type'] === 'text' && typeof part['text'] === 'string') parts.push(part['text']);
+    if (part !== null && typeof part === 'object' && (part['type'] === 'text' || part['type'] === 'input_text') && typeof part['text'] === 'string') parts.push(part['text']);
   }
   return parts.join('\n');
 }

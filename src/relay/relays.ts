@@ -7,7 +7,8 @@ import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
 import { createUsageTap } from '../translate/usage-tap.ts';
-import type { StreamTranslator } from '../translate/index.ts';
+import type { UsageTapOptions } from '../translate/usage-tap.ts';
+import type { AnsweringStreamTranslator } from '../translate/index.ts';
 
 export interface Relay {
   /** Upstream bytes, in whatever pieces they came; what the client gets is written at once. */
@@ -22,10 +23,12 @@ export interface Relay {
   readonly error: string | undefined;
   /** Usage as far as the upstream reported it. */
   usage(): TokenUsage | undefined;
+  /** The whole answer the client got, when the relay assembles one (Responses: the response object); else undefined. */
+  answer(): unknown;
 }
 
 /** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
-export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean }): Relay {
+export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: UsageTapOptions): Relay {
   const tap = createUsageTap(format, options);
   const { errorFrame } = dialects[format];
   let finished = false;
@@ -71,11 +74,12 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
       return error;
     },
     usage: () => tap.usage(),
+    answer: () => tap.answer(),
   };
 }
 
 /** A stream in another format: each upstream event is parsed once and translated at once. */
-export function createTranslatedRelay(upstreamFormat: WireFormat, translator: StreamTranslator): Relay {
+export function createTranslatedRelay(upstreamFormat: WireFormat, translator: AnsweringStreamTranslator): Relay {
   let failure: string | undefined;
   const parser = createSseParser({
     onEvent: (event) => translator.push(event),
@@ -106,5 +110,6 @@ export function createTranslatedRelay(upstreamFormat: WireFormat, translator: St
       return translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
     },
     usage: () => translator.usage(),
+    answer: () => translator.answer?.(),
   };
 }

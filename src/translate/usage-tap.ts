@@ -1,6 +1,9 @@
 /**
  * Usage tap for same-format pass-through: upstream bytes go to the client unchanged, while the
  * few events that matter to the gateway (usage, completion, in-stream errors) are read on the side.
+ * Responses streams are the exception that proves it: the events that carry the response object
+ * (`response.created`, `.in_progress` and the terminal one) name the model, which becomes the llmux
+ * id the client asked for, so those few events are rewritten; every delta passes as it came.
  *
  * Hot path: most chunks are only searched for candidate byte patterns, in one pass and without
  * allocating; only the events that hold a candidate are parsed. A chunk that ends on an event boundary
@@ -13,7 +16,7 @@
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
-import { foldMessagesUsage, fromChatUsage } from './usage.ts';
+import { foldMessagesUsage, fromChatUsage, fromResponsesUsage } from './usage.ts';
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
 import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, isLineEnd, nextEventEnd } from '../sse/lines.ts';
 import { isRecord } from '../json.ts';
@@ -37,6 +40,8 @@ export interface UsageTap {
   readonly stopped: boolean;
   /** A partial event outgrew `maxEventBytes`; the caller should send its own in-stream error. */
   readonly overflowed: boolean;
+  /** Responses streams: the response object of the terminal event, as forwarded; undefined before it. */
+  answer(): unknown;
 }
 
 export interface UsageTapOptions {
@@ -47,6 +52,8 @@ export interface UsageTapOptions {
   dropUsageChunk?: boolean;
   /** Largest partial event held back, default 16 MiB. */
   maxEventBytes?: number;
+  /** Responses streams: the model id written over the upstream's in every response object. */
+  clientModel?: string;
 }
 
 const SPACE = 0x20;
@@ -191,6 +198,11 @@ interface TapState {
   /** Set for the event just read. */
   sawUsageOnlyChunk: boolean;
   sawError: boolean;
+  /** Set for the event just read: what to forward instead of its bytes. */
+  replacement: string | undefined;
+  /** The terminal response object (Responses). */
+  answer: unknown;
+  clientModel: string | undefined;
 }
 
 /** How the tap finds and reads the events that matter in one wire format's stream. */
@@ -248,9 +260,55 @@ function readMessagesEvent(event: SseEvent, state: TapState): void {
   if (isRecord(payload['usage'])) state.reported = foldMessagesUsage(state.reported, payload['usage'], 'delta');
 }
 
+/*
+ * Responses candidates: an event whose JSON has a `"response"` key with an object value (the events
+ * that carry the response object), or holds `"error"` (an `error` event; a false candidate, such as
+ * an item's `error` field, costs one parse). Inside JSON strings every quote is escaped, so text
+ * that mentions either is never one.
+ */
+const RESPONSE_KEY = Buffer.from('"response"');
+const ERROR_WORD = Buffer.from('"error"');
+const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** Where the first Responses candidate at or after `from` starts, or -1. */
+function findResponsesCandidate(bytes: Buffer, from: number): number {
+  let response = bytes.indexOf(RESPONSE_KEY, from);
+  while (response !== -1 && !hasObjectValue(bytes, response, RESPONSE_KEY.length, false)) response = bytes.indexOf(RESPONSE_KEY, response + 1);
+  const error = bytes.indexOf(ERROR_WORD, from);
+  if (response === -1) return error;
+  return error === -1 ? response : Math.min(response, error);
+}
+
+function readResponsesEvent(event: SseEvent, state: TapState): void {
+  const payload = parseJson(event.data);
+  if (!isRecord(payload)) return;
+  const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;
+  if (type === 'error') {
+    state.upstreamError = errorMessage(isRecord(payload['error']) ? payload['error'] : payload);
+    state.sawError = true;
+    return;
+  }
+  const response = payload['response'];
+  if (!isRecord(response)) return;
+  if (state.clientModel !== undefined && response['model'] !== state.clientModel) {
+    response['model'] = state.clientModel;
+    state.replacement = `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${JSON.stringify(payload)}\n\n`;
+  }
+  if (type === undefined || !TERMINAL_TYPES.has(type)) return;
+  state.completed = true;
+  state.answer = response;
+  if (isRecord(response['usage'])) state.reported = fromResponsesUsage(response['usage']);
+  if (type === 'response.failed') {
+    // The client has the failure as the upstream wrote it; the log gets its message.
+    state.upstreamError = errorMessage(response['error']);
+    state.sawError = true;
+  }
+}
+
 const READERS: Record<WireFormat, TapReader> = {
   chat: { findCandidate: findChatCandidate, readEvent: readChatEvent },
   messages: { findCandidate: findMessagesCandidate, readEvent: readMessagesEvent, eventNames: MESSAGES_EVENT_NAMES },
+  responses: { findCandidate: findResponsesCandidate, readEvent: readResponsesEvent },
 };
 
 /**
@@ -271,7 +329,16 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
   let pendingCr = false;
   let pendingCrEndedBlank = false;
   const lines = createLineScanner();
-  const state: TapState = { reported: undefined, completed: false, upstreamError: undefined, sawUsageOnlyChunk: false, sawError: false };
+  const state: TapState = {
+    reported: undefined,
+    completed: false,
+    upstreamError: undefined,
+    sawUsageOnlyChunk: false,
+    sawError: false,
+    replacement: undefined,
+    answer: undefined,
+    clientModel: options.clientModel,
+  };
 
   // Made on the first candidate: most chunks of most streams never need one.
   let parser: SseParser | undefined;
@@ -297,19 +364,22 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       const end = nextEventEnd(bytes, start);
       state.sawUsageOnlyChunk = false;
       state.sawError = false;
-      // One event at a time, so one can be dropped without touching the others' bytes.
+      state.replacement = undefined;
+      // One event at a time, so one can be dropped or replaced without touching the others' bytes.
       parser.feed(bytes.subarray(start, end));
       if (end >= bytes.length && last) parser.end();
       else parser.reset();
       position = end;
+      const dropped = dropUsageChunk && state.sawUsageOnlyChunk;
+      if (dropped || state.replacement !== undefined) {
+        pieces ??= [];
+        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
+        if (state.replacement !== undefined) pieces.push(Buffer.from(state.replacement));
+        keptFrom = end;
+      }
       if (state.sawError) {
         stopped = true;
         break;
-      }
-      if (dropUsageChunk && state.sawUsageOnlyChunk) {
-        pieces ??= [];
-        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
-        keptFrom = end;
       }
       match = reader.findCandidate(bytes, end);
     }
@@ -416,6 +486,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     get overflowed() {
       return overflowed;
     },
+    answer: () => state.answer,
   };
 }
 
