@@ -175,18 +175,19 @@ function withSealedReasoning(answer: ResponsesResponse, thinking: ReadonlyMap<st
 
 /**
  * An error after a Responses stream has started (a pass-through stream cut off): `response.failed`
- * with a response object of its own, since the upstream's is not at hand.
+ * with the response the stream started (the SDKs refuse a terminal event naming another), or one
+ * of its own when none came. Its output is what the stream started with (nothing: what came after
+ * was only relayed); the client has the items it saw.
  */
 export function responsesErrorFrame(error: StreamErrorInfo): string {
+  const started = asRecord(error.answer);
   const response = {
-    id: newResponseId(),
-    object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
+    ...(started ?? { id: newResponseId(), object: 'response', created_at: Math.floor(Date.now() / 1000) }),
     status: 'failed',
     error: { code: failureCode(typeof error.type === 'string' ? error.type : undefined), message: error.message },
     incomplete_details: null,
     output: [],
-    usage: null,
+    usage: started?.['usage'] ?? null,
   };
   return `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', response })}\n\n`;
 }

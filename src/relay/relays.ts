@@ -37,7 +37,7 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', code: 'upstream_error' }));
+    write(errorFrame({ message, type: 'api_error', code: 'upstream_error', answer: tap.answer() }));
     finished = true;
   }
 

@@ -40,7 +40,10 @@ export interface UsageTap {
   readonly stopped: boolean;
   /** A partial event outgrew `maxEventBytes`; the caller should send its own in-stream error. */
   readonly overflowed: boolean;
-  /** Responses streams: the response object of the terminal event, as forwarded; undefined before it. */
+  /**
+   * Responses streams: the response object the stream carried last, as forwarded (`response.created`'s
+   * until the terminal event's); undefined before any.
+   */
   answer(): unknown;
 }
 
@@ -200,7 +203,7 @@ interface TapState {
   sawError: boolean;
   /** Set for the event just read: what to forward instead of its bytes. */
   replacement: string | undefined;
-  /** The terminal response object (Responses). */
+  /** The response object carried last (Responses). */
   answer: unknown;
   clientModel: string | undefined;
 }
@@ -294,9 +297,9 @@ function readResponsesEvent(event: SseEvent, state: TapState): void {
     response['model'] = state.clientModel;
     state.replacement = `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${JSON.stringify(payload)}\n\n`;
   }
+  state.answer = response;
   if (type === undefined || !TERMINAL_TYPES.has(type)) return;
   state.completed = true;
-  state.answer = response;
   if (isRecord(response['usage'])) state.reported = fromResponsesUsage(response['usage']);
   if (type === 'response.failed') {
     // The client has the failure as the upstream wrote it; the log gets its message.
