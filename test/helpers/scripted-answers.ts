@@ -6,6 +6,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Responder, SeenRequest } from './fake-upstream.ts';
 import { respond } from './fake-upstream.ts';
+import { createResponsesEmitter } from '../../src/translate/responses-events.ts';
+import { responseEcho, toResponsesUsage } from '../../src/translate/responses-output.ts';
+import { NO_TOOL_NAMES } from '../../src/translate/responses-tools.ts';
 
 export interface ScriptedCall {
   id: string;
@@ -150,4 +153,31 @@ export function toolRoundTrip(first: ScriptedAnswer, then: (result: string) => S
     const result = lastToolResult(seen.body);
     return answer(result === undefined ? first : then(result))(req, res, seen);
   };
+}
+
+/** The model id a scripted Responses upstream names in its answers (never the llmux id). */
+export const RESPONSES_UPSTREAM_MODEL = 'gpt-upstream-2026-01-01';
+
+/**
+ * A Responses stream as OpenAI writes one (`event:` lines, sequence numbers, the response object in
+ * created / in_progress / completed), naming the upstream's own model id; and the whole answer.
+ */
+export function responsesUpstream(scripted: ScriptedAnswer & { responseId?: string }): { stream: string; whole: Record<string, unknown> } {
+  const frames: string[] = [];
+  const emitter = createResponsesEmitter({
+    model: RESPONSES_UPSTREAM_MODEL,
+    echo: responseEcho({ model: RESPONSES_UPSTREAM_MODEL }),
+    toolNames: NO_TOOL_NAMES,
+    responseId: scripted.responseId ?? 'resp_upstream0001',
+    write: (frame) => frames.push(frame),
+  });
+  emitter.start();
+  for (const word of (scripted.text ?? '').match(/\s*\S+/g) ?? []) emitter.text(word);
+  for (const call of scripted.calls ?? []) {
+    emitter.openCall(call.id, call.name);
+    emitter.callArguments(JSON.stringify(call.input));
+  }
+  const usage = scripted.usage ?? USAGE;
+  emitter.complete(toResponsesUsage({ inputTokens: usage.input, outputTokens: usage.output, cacheReadTokens: 0, cacheCreationTokens: 0 }, 0));
+  return { stream: frames.join(''), whole: emitter.response() as unknown as Record<string, unknown> };
 }
