@@ -240,6 +240,16 @@ describe('Responses failures and refusals', () => {
     assert.equal(gw.upstream.requests.length, 0);
   });
 
+  test('a key\'s requests/min limit holds on /v1/responses as on the other formats, with the same 429 and headers', async () => {
+    const limited = gw.gateway.keys.create({ name: 'limited', tier: 'basic', limits: { rpm: 1 } }).key;
+    const sdk = new OpenAI({ apiKey: limited, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    gw.upstream.queue.push(answer({ text: 'First is fine.' }));
+    const { data, response } = await sdk.responses.create({ model: 'gpt-test', input: 'one' }).withResponse();
+    assert.equal(data.output_text, 'First is fine.');
+    assert.equal(response.headers.get('x-ratelimit-limit-requests'), '1');
+    await assert.rejects(sdk.responses.create({ model: 'gpt-test', input: 'two' }), (err: unknown) => err instanceof OpenAI.RateLimitError && err.code === 'rate_limit_exceeded');
+  });
+
   test('an unknown model is a 404 in the same error body as the other formats', async () => {
     await assert.rejects(client.responses.create({ model: 'no-such-model', input: 'x' }), (err: unknown) => err instanceof OpenAI.NotFoundError && err.code === 'model_not_found');
   });
