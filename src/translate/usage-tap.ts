@@ -13,6 +13,10 @@
  * occurrence of the pattern's first byte (`"`, dozens per chat chunk), about 640 ns per 264-byte
  * chunk. So the chat search is one JS loop that skips ahead (Horspool), and the messages search hops
  * between line ends with single-byte `indexOf` (memchr); bench/micro-stream.ts measures both.
+ *
+ * Longer than our usual file: the tap, its boundary tracking and each format's candidate search and
+ * reader share the byte-level helpers above, and are measured together; split, they would only
+ * pass those helpers around.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
