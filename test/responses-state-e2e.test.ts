@@ -6,7 +6,7 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { startTestGateway } from './helpers/gateway.ts';
@@ -267,4 +267,45 @@ test('the stored response is what the client got: ids, output and usage', async 
   assert.deepEqual(stored.usage, created.usage);
   assert.deepEqual(stored.metadata, { ticket: 'T-1' });
   assert.ok(isRecord(stored.reasoning));
+});
+
+describe('when the state itself fails', () => {
+  test('a store that fails after the answer was written costs a warning in the log line, not the answer', async () => {
+    const failing = await startTestGateway({
+      extra: {
+        responsesState: {
+          store: {
+            put: () => Promise.reject(new Error('the shared store is away')),
+            get: () => Promise.resolve(undefined),
+            delete: () => Promise.resolve(false),
+            findItem: () => Promise.resolve(undefined),
+          },
+          sealer: () => import('../src/responses/seal.ts').then(({ createSealer }) => createSealer(Buffer.alloc(32, 1))),
+        },
+      },
+    });
+    try {
+      failing.upstream.queue.push(answer({ text: 'Answered anyway.' }));
+      const sdk = new OpenAI({ apiKey: failing.key, baseURL: `${failing.url}/v1`, maxRetries: 0 });
+      assert.equal((await sdk.responses.create({ model: 'gpt-test', input: 'Hi' })).output_text, 'Answered anyway.');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const line = [...failing.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
+      assert.match(JSON.stringify(line['warnings']), /could not be stored: the shared store is away/);
+    } finally {
+      await failing.close();
+    }
+  });
+
+  test('a seal secret file that holds no secret fails Responses requests as a 500 that names no path, and the log has why', async () => {
+    const broken = await startTestGateway();
+    try {
+      writeFileSync(join(broken.home, 'responses-secret'), 'not a secret\n');
+      const sdk = new OpenAI({ apiKey: broken.key, baseURL: `${broken.url}/v1`, maxRetries: 0 });
+      await assert.rejects(sdk.responses.create({ model: 'gpt-test', input: 'Hi' }), (err: unknown) => err instanceof OpenAI.InternalServerError && !err.message.includes(broken.home));
+      assert.equal(broken.upstream.requests.length, 0);
+      assert.ok(broken.logs.some((entry) => JSON.stringify(entry).includes('does not hold a 32-byte seal secret')));
+    } finally {
+      await broken.close();
+    }
+  });
 });
