@@ -117,9 +117,9 @@ for (const upstream of UPSTREAMS) {
       assert.deepEqual(stored.output.map((item) => item.id), final.output.map((item) => item.id));
     });
 
-    test('a raw stream counts sequence numbers from 0, adds a message with empty content and ends with one terminal event carrying usage', async () => {
+    test('a raw stream (on /responses, for clients given the bare address) counts sequence numbers from 0, adds a message with empty content and ends with one terminal event carrying usage', async () => {
       gw.upstream.queue.push(answer({ text: 'Raw stream.', usage: { input: 9, output: 3 } }));
-      const res = await fetch(`${gw.url}/v1/responses`, {
+      const res = await fetch(`${gw.url}/responses`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` },
         body: JSON.stringify({ model: upstream.model, input: 'Go.', stream: true }),

@@ -206,6 +206,9 @@ describe('stored responses', () => {
     const ascending = await client.responses.inputItems.list(second.id, { order: 'asc' });
     assert.deepEqual(ascending.data.map((item) => item.id), all.map((item) => item.id).reverse());
     assert.equal(ascending.has_more, false);
+    const raw = await fetch(`${gw.url}/v1/responses/${second.id}/input_items?limit=2`, { headers: { authorization: `Bearer ${gw.key}` } });
+    const page = await raw.json() as Record<string, unknown>;
+    assert.deepEqual(page, { object: 'list', data: page['data'], first_id: all[0]?.id, last_id: all[1]?.id, has_more: true });
   });
 
   test('delete answers deleted: true, and the response is gone; store: false keeps nothing', async () => {
