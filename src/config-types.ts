@@ -2,14 +2,17 @@
  * The shapes of llmux's configuration, after loading (llmux.md section 2). Wire-facing records
  * (model records, pricing, capabilities) keep the description's snake_case spelling.
  */
-import type { WireFormat } from './formats/wire.ts';
+import type { ProviderFormat, WireFormat } from './formats/wire.ts';
 
 export interface ProviderConfig {
   /** The provider's name, the key in `providers`. */
   id: string;
   /** The wire format its `base_url` speaks. */
-  format: WireFormat;
-  /** Formats it also answers as they are, so a client of one of them needs no translation. */
+  format: ProviderFormat;
+  /**
+   * Formats it also answers as they are, so a client of one of them needs no translation
+   * (`"responses": true` in config: `POST {base_url}/responses`).
+   */
   serves?: readonly WireFormat[];
   /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
   baseUrl: string;
@@ -126,6 +129,14 @@ export interface RetryConfig {
   maxRetryAfterMs: number;
 }
 
+/** Stored Responses API answers (config `responses`, responses.md "State"). */
+export interface ResponsesConfig {
+  /** How long a stored response is kept. */
+  storeTtlMs: number;
+  /** The most bytes of stored responses kept; least recently used go first. */
+  storeMaxBytes: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -142,6 +153,7 @@ export interface Config {
   limits: LimitsConfig;
   retry: RetryConfig;
   telemetry: TelemetryConfig;
+  responses: ResponsesConfig;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
 }

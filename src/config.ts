@@ -6,11 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
+import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
-import type { WireFormat } from './formats/wire.ts';
+import type { ProviderFormat } from './formats/wire.ts';
 import { isRecord } from './json.ts';
 
 export const DEFAULT_TIERS: Readonly<Record<TierName, TierLimits>> = Object.freeze({
@@ -30,6 +30,11 @@ export const DEFAULT_LIMITS: Readonly<LimitsConfig> = Object.freeze({
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
   bodyTimeoutMs: 60_000,
+});
+
+export const DEFAULT_RESPONSES: Readonly<ResponsesConfig> = Object.freeze({
+  storeTtlMs: 86_400_000,
+  storeMaxBytes: 64 * 1024 * 1024,
 });
 
 export const DEFAULT_RETRY: Readonly<RetryConfig> = Object.freeze({
@@ -119,10 +124,10 @@ interface ParseContext {
  * The config file names a provider's wire format by vendor; the code by operation (see
  * src/formats/wire.ts). Both directions, so `llmux setup` writes what the file documents.
  */
-const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, WireFormat>> = { openai: 'chat', anthropic: 'messages' };
-export const CONFIG_NAME_OF_FORMAT: Readonly<Record<WireFormat, string>> = { chat: 'openai', messages: 'anthropic' };
+const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
+export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -222,6 +227,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     retry,
     tierBudgets,
     telemetry: parseTelemetry(obj['telemetry'], fail),
+    responses: parseResponses(obj['responses'], fail),
     env: ctx.env,
   };
 }
@@ -267,6 +273,15 @@ function parseTelemetry(raw: unknown, fail: Fail): TelemetryConfig {
 
 type Fail = (field: string, problem: string) => never;
 
+/** `responses`: `store_ttl_s` and `store_max_bytes`, whole numbers >= 1. */
+function parseResponses(raw: unknown, fail: Fail): ResponsesConfig {
+  const read = readNumbers(raw, 'responses', { storeTtlS: DEFAULT_RESPONSES.storeTtlMs / 1000, storeMaxBytes: DEFAULT_RESPONSES.storeMaxBytes }, {
+    store_ttl_s: 'storeTtlS',
+    store_max_bytes: 'storeMaxBytes',
+  }, fail, () => positiveInt);
+  return { storeTtlMs: read.storeTtlS * 1000, storeMaxBytes: read.storeMaxBytes };
+}
+
 /**
  * A config section of whole numbers (`limits`, `retry`): the defaults, with each field given in
  * the file (snake_case) replacing its camelCase counterpart; unknown fields are refused.
@@ -296,7 +311,7 @@ function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   if (!isRecord(raw)) fail(at, 'must be an object with format and base_url');
   const p = raw as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!['format', 'base_url', 'api_key', 'headers'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers)');
+    if (!['format', 'base_url', 'api_key', 'headers', 'responses'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers, responses)');
   }
   const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
   if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
@@ -317,10 +332,14 @@ function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
       headers[k.toLowerCase()] = v as string;
     }
   }
+  const serves = p['responses'];
+  if (serves !== undefined && typeof serves !== 'boolean') fail(`${at}.responses`, 'must be true or false: whether base_url also serves POST /responses');
+  if (serves === true && format !== 'chat') fail(`${at}.responses`, 'only an "openai" provider can serve /responses');
   const apiKey = p['api_key'] as string | undefined;
   return {
     id,
-    format: format as WireFormat,
+    format: format as ProviderFormat,
+    ...(serves === true ? { serves: ['responses'] as const } : {}),
     baseUrl: (p['base_url'] as string).replace(/\/+$/, ''),
     apiKey: apiKey === '' ? undefined : apiKey,
     keyless: apiKey === undefined || apiKey === '',

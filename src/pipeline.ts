@@ -2,12 +2,14 @@
  * One model request, top to bottom:
  *
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
- *     the body budget) -> validate -> model -> permission -> context length -> limits with its
- *     reservation
+ *     the body budget) -> validate -> model -> permission
+ *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
+ *     -> context length -> limits with its reservation
  *     -> provider (retries, fallbacks: src/providers/attempts.ts)
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
- *     -> usage settled against tokens/min and priced -> the log record (the gateway then writes
- *        the log line, the metrics and the usage ledger when the response closes)
+ *     -> usage settled against tokens/min and priced -> the answer kept (Responses' store) -> the
+ *        log record (the gateway then writes the log line, the metrics and the usage ledger when
+ *        the response closes)
  *
  * The route gives the client's format; the provider gives the upstream's. What differs between
  * formats is looked up in the dialect table (src/dialects/), never branched on here.
@@ -27,8 +29,7 @@ import type { Admission, Limiter } from './limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from './formats/wire.ts';
 import { estimateRequestTokens } from './formats/estimate.ts';
 import { dialects } from './dialects/index.ts';
-import type { Dialect } from './dialects/index.ts';
-import { translationFor } from './translate/index.ts';
+import type { Dialect, DialectServices, Turn } from './dialects/index.ts';
 import { totalTokens } from './translate/usage.ts';
 import { costOf } from './usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
@@ -42,6 +43,7 @@ import { createCancellation } from './providers/upstream.ts';
 import type { Cancellation } from './providers/upstream.ts';
 import { sendWithFallbacks } from './providers/attempts.ts';
 import type { Answered, AttemptContext } from './providers/attempts.ts';
+import { upstreamFormatFor } from './providers/upstream-body.ts';
 import { upstreamErrorOf } from './providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from './relay/relays.ts';
 import { relayStream } from './relay/stream.ts';
@@ -61,13 +63,15 @@ export interface PipelineContext {
   attempts: AttemptContext;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
+  /** What formats keep between requests (stored responses, the reasoning seal). */
+  state: DialectServices;
   now(): number;
 }
 
 /** The values that travel together from the provider's answer to the client's. */
 interface Exchange<F extends WireFormat> {
   request: ClientRequestOf<F>;
-  answered: Answered;
+  answered: Answered<F>;
   res: ServerResponse;
   cancellation: Cancellation;
   /** Input tokens estimated before any upstream counted them. */
@@ -83,11 +87,14 @@ interface Outcome {
   ttfbMs: number | undefined;
   /** Why a stream did not complete. */
   streamError: string | undefined;
+  /** The answer as the client got it, when it was assembled (see Turn.keep). */
+  answer: unknown;
 }
 
 /**
  * Handles a model operation of the client format `format` (`POST /v1/chat/completions`,
- * `POST /v1/messages`). Throws GatewayError for anything refused before the answer starts.
+ * `POST /v1/messages`, `POST /v1/responses`). Throws GatewayError for anything refused before the
+ * answer starts.
  */
 export async function handleModelRequest<F extends WireFormat>(
   ctx: PipelineContext,
@@ -100,7 +107,7 @@ export async function handleModelRequest<F extends WireFormat>(
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
   checkBudget(ctx, key, res);
-  const { request, model, estimate, admission } = await readAndAdmit(ctx, dialects[format], key, req, res, record);
+  const { request, model, estimate, admission, turn } = await readAndAdmit(ctx, dialects[format], key, req, res, record);
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -117,6 +124,7 @@ export async function handleModelRequest<F extends WireFormat>(
   try {
     const startedMs = ctx.now();
     const answered = await sendWithFallbacks(ctx.attempts, request, model, {
+      turn: turn.translation,
       cancellation,
       onAttempt: (attempt) => record.attempts.push(attempt),
       onWarning,
@@ -138,6 +146,8 @@ export async function handleModelRequest<F extends WireFormat>(
   }
   if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
   if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
+  // The client has its answer: a store that fails now costs the next request its history, not this one.
+  await turn.keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
 }
 
 /**
@@ -159,7 +169,9 @@ function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse):
 
 /** A request read, validated and admitted, with what its admission counted. */
 interface Admitted<F extends WireFormat> {
+  /** The request as it goes on: what it builds on resolved by its turn. */
   request: ClientRequestOf<F>;
+  turn: Turn<F>;
   model: ModelEntry;
   /** Input tokens estimated before any upstream counted them. */
   estimate: number;
@@ -187,18 +199,26 @@ async function readAndAdmit<F extends WireFormat>(
   onClose(res, () => claim.release());
   const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
   try {
-    const request = dialect.readRequest(parseJsonBody(bytes), forwarded);
-    record.model = request.body.model;
-    record.stream = request.body.stream === true;
-    const model = ctx.catalog.get(request.body.model);
-    if (model === undefined) throw modelNotFound(request.body.model);
+    const arrived = dialect.readRequest(parseJsonBody(bytes), forwarded);
+    record.model = arrived.body.model;
+    record.stream = arrived.body.stream === true;
+    const model = ctx.catalog.get(arrived.body.model);
+    if (model === undefined) throw modelNotFound(arrived.body.model);
     record.requestedModel = model.id;
     checkModelAllowed(key, model.id);
+    const provider = ctx.attempts.provider(model.provider);
+    const turn = await dialect.beginTurn(arrived, {
+      keyId: key.id,
+      services: ctx.state,
+      passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
+      now: ctx.now,
+    });
+    const request = turn.request;
     const estimate = estimateRequestTokens(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     const admission = ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
     if (!admission.ok) throw rateLimitError(admission);
-    return { request, model, estimate, admission };
+    return { request, turn, model, estimate, admission };
   } catch (err) {
     ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
     throw err;
@@ -235,17 +255,20 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     ttfbMs = ctx.now() - exchange.startedMs;
   };
   if (request.body.stream !== true) {
-    const usage = await relayWhole(res, {
+    const whole = await relayWhole(res, {
       upstream,
       provider,
       clientFormat: request.format,
       upstreamFormat: answered.format,
+      translated: answered.translated,
+      modelId: answered.model.id,
+      estimatedInputTokens: exchange.estimate,
       cancellation: exchange.cancellation,
       idleTimeoutMs: limits.streamIdleTimeoutMs,
       onWarning: exchange.onWarning,
       onArrived: onFirstByte,
     });
-    return { usage, ttfbMs, streamError: undefined };
+    return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
 
   const contentType = String(upstream.headers['content-type'] ?? '');
@@ -255,10 +278,10 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   }
   const client = dialects[request.format];
   const includeUsage = client.wantsStreamUsage(request.body);
-  const translation = translationFor(request.format, answered.format);
-  const result = await relayStream(upstream, res, (write) => (translation === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, redact })
-    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
+  const { translated } = answered;
+  const result = await relayStream(upstream, res, (write) => (translated === undefined
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, clientModel: answered.model.id, redact })
+    : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,
     idleTimeoutMs: limits.streamIdleTimeoutMs,
@@ -266,5 +289,5 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     onStart: onFirstByte,
     register: ctx.registerStream,
   });
-  return { usage: result.usage, ttfbMs, streamError: result.error };
+  return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
 }

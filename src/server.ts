@@ -39,6 +39,8 @@ import { whenOpen } from './usage/opening-ledger.ts';
 import { createSpanExporter } from './usage/otlp.ts';
 import type { SpanExporter } from './usage/otlp.ts';
 import { createUsageRecorder } from './usage/recorder.ts';
+import { createLocalResponsesState } from './responses/state.ts';
+import type { ResponsesState } from './responses/state.ts';
 import { VERSION } from './version.ts';
 
 export type { LogRecord, Logger } from './request-log.ts';
@@ -58,6 +60,8 @@ export interface GatewayOptions extends Omit<ConfigInput, 'file'> {
   keyStore?: KeyStore;
   /** A usage ledger to use instead of the files in `$LLMUX_HOME/usage/` (opened by the caller, closed by the gateway). */
   usageLedger?: UsageLedger;
+  /** Stored Responses API answers and the reasoning seal, instead of this process's memory and `$LLMUX_HOME/responses-secret`. */
+  responsesState?: ResponsesState;
   /** Where request log lines go; default: one JSON line each on stderr. `null` silences it. */
   logger?: Logger | null;
   /** Features to mount (the device flow and pages: `standardFeatures` from the package entry). */
@@ -112,6 +116,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }));
   const exporter = createExporter(config, log);
   const recorder = createUsageRecorder({ ledger: usage, exporter });
+  const responses = options.responsesState ?? createLocalResponsesState({
+    home: config.home,
+    ttlMs: config.responses.storeTtlMs,
+    maxBytes: config.responses.storeMaxBytes,
+    now,
+  });
   const ctx: PipelineContext = {
     config,
     catalog,
@@ -119,6 +129,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     limiter,
     usage,
     bodies,
+    state: { responses },
     now,
     registerStream(cut) {
       openStreams.add(cut);
@@ -188,6 +199,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
     const route = router.match(method, url);
     const run = async (): Promise<void> => {
+      // llmux serves no WebSockets. Refused at once with 426, Codex (and other Responses clients
+      // that try a WebSocket first) fall back to HTTP at once; other statuses make them retry.
+      if (isWebSocketUpgrade(req)) {
+        throw new GatewayError(426, 'invalid_request_error', 'websocket_not_supported', 'llmux does not serve WebSockets; send the same request over HTTP (POST /v1/responses streams with stream: true)', {
+          headers: { connection: 'close' },
+        });
+      }
       if (route.kind === 'not_found') throw notFound(`No route for ${method} ${pathOf(url).slice(0, 200)}; see the README for the operations llmux serves`);
       if (route.kind === 'method_not_allowed') {
         throw new GatewayError(405, 'invalid_request_error', 'method_not_allowed', `${method} is not allowed here; allowed: ${route.allow}`, { headers: { allow: route.allow } });
@@ -297,6 +315,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       return server;
     },
   };
+}
+
+/** Whether the request asks to become a WebSocket. */
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  const upgrade = req.headers.upgrade;
+  return typeof upgrade === 'string' && upgrade.toLowerCase().includes('websocket');
 }
 
 /** The client's `traceparent`, for a span to join its trace. */

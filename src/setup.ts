@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { CONFIG_NAME_OF_FORMAT, ConfigError, loadConfig, resolveHome } from './config.ts';
-import type { WireFormat } from './formats/wire.ts';
+import type { ProviderFormat } from './formats/wire.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { createKeyStore } from './auth/key-store.ts';
 import { writeFileAtomic } from './files.ts';
@@ -140,7 +140,7 @@ interface ProviderChoice {
   /** The config file's `api_key`: `env:NAME` or the literal key. */
   apiKey: string | undefined;
   baseUrl: string;
-  format: WireFormat;
+  format: ProviderFormat;
 }
 
 function optionsFor(ids: string[]): NonNullable<ParseArgsConfig['options']> {

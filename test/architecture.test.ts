@@ -27,7 +27,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'sse/': [],
   'formats/': ['errors', 'json'],
   'translate/': ['formats/', 'sse/', 'errors', 'json', 'ids'],
-  'dialects/': ['formats/', 'translate/', 'errors', 'json', 'ids'],
+  // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts).
+  'dialects/': ['formats/', 'translate/', 'responses/', 'errors', 'json', 'ids'],
   // State and rules: they answer in numbers and records; http/ renders them.
   'limits/': ['config-types', 'errors'],
   'auth/': ['config-types', 'errors', 'json', 'ids', 'files'],
@@ -51,13 +52,13 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'providers/', 'relay/', 'request-record',
   ],
   'feature': ['config-types', 'catalog/', 'auth/', 'limits/', 'usage/', 'metrics', 'request-log', 'request-record'],
-  'routes': ['pipeline', 'feature', 'auth/', 'catalog/', 'formats/', 'errors', 'http/', 'usage/', 'metrics', 'request-record', 'version'],
+  'routes': ['pipeline', 'feature', 'auth/', 'catalog/', 'formats/', 'responses/', 'errors', 'json', 'http/', 'usage/', 'metrics', 'request-record', 'version'],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
   'web/': ['auth/', 'config-types', 'errors', 'json', 'ids', 'feature', 'http/', 'limits/', 'usage/', 'request-log', 'request-record'],
   'features': ['feature', 'web/', 'auth/', 'errors', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'server': [
-    'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'http/', 'errors', 'pipeline', 'routes',
+    'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'http/', 'errors', 'pipeline', 'routes',
     'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'version',
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],

@@ -101,6 +101,11 @@ describe('config', () => {
     [{ telemetry: { otlp_endpoint: 4318 } }, /telemetry\.otlp_endpoint/],
     [{ telemetry: { headers: { 'x-token': 1 } } }, /telemetry\.headers\.x-token: must be a string/],
     [{ telemetry: { sampler: 'always' } }, /telemetry\.sampler: unknown field/],
+    [{ responses: { store_ttl_s: 0 } }, /responses\.store_ttl_s: must be a whole number >= 1/],
+    [{ responses: { store_max_bytes: '64MiB' } }, /responses\.store_max_bytes: must be a whole number >= 1/],
+    [{ responses: { store: true } }, /responses\.store: unknown field/],
+    [{ providers: { x: { format: 'openai', base_url: 'http://a', responses: 'yes' } } }, /providers\.x\.responses: must be true or false/],
+    [{ providers: { x: { format: 'anthropic', base_url: 'http://a', responses: true } } }, /providers\.x\.responses: only an "openai" provider/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
@@ -119,6 +124,19 @@ describe('config', () => {
     const c = load({ telemetry: { otlp_endpoint: 'http://127.0.0.1:4318/', headers: { 'X-Honeycomb-Team': 'abc' } } });
     assert.deepEqual(c.telemetry, { otlpEndpoint: 'http://127.0.0.1:4318', headers: { 'x-honeycomb-team': 'abc' } });
     assert.deepEqual(load({}).telemetry, { otlpEndpoint: undefined, headers: {} });
+  });
+
+  it('keeps stored responses a day and 64 MiB by default, and reads responses.store_ttl_s and store_max_bytes', () => {
+    assert.deepEqual(load({}).responses, { storeTtlMs: 86_400_000, storeMaxBytes: 64 * 1024 * 1024 });
+    assert.deepEqual(load({ responses: { store_ttl_s: 600, store_max_bytes: 1_000_000 } }).responses, { storeTtlMs: 600_000, storeMaxBytes: 1_000_000 });
+  });
+
+  it('marks a provider that serves /responses (and the built-in openai one) as serving the Responses format', () => {
+    const c = load({ providers: { proxy: { format: 'openai', base_url: 'http://a/v1', responses: true }, plain: { format: 'openai', base_url: 'http://b/v1' } } });
+    assert.deepEqual(c.providers['proxy']?.serves, ['responses']);
+    assert.equal(c.providers['plain']?.serves, undefined);
+    assert.deepEqual(c.providers['openai']?.serves, ['responses']);
+    assert.equal(c.providers['anthropic']?.serves, undefined);
   });
 
   it('names the file when it is unreadable or not JSON', () => {

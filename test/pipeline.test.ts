@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { FIXTURES, fixture, respond } from './helpers/fake-upstream.ts';
+import { assembleResponsesStream } from './helpers/responses-stream.ts';
 
 const messagesBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }], ...extra });
 const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'Hello' }], ...extra });
@@ -204,6 +205,22 @@ describe('the echo model', () => {
     assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'one two three');
     assert.equal(chunks.at(-2)?.choices[0]?.finish_reason, 'stop');
     assert.equal(chunks.at(-1)?.usage?.['completion_tokens'], 3);
+  });
+
+  it('answers a Responses request in its own format, streamed word by word and whole, cut at max_output_tokens', async () => {
+    const streamed = await fetch(`${t.url}/v1/responses`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'llmux-echo', stream: true, input: [{ role: 'user', content: [{ type: 'input_text', text: 'one two three' }] }] }) });
+    const { final, events } = assembleResponsesStream(await streamed.text());
+    assert.equal(final.status, 'completed');
+    assert.equal(final.model, 'llmux-echo');
+    assert.deepEqual(final.output[0]?.type === 'message' ? final.output[0].content : [], [{ type: 'output_text', text: 'one two three', annotations: [] }]);
+    assert.equal(events.filter((event) => event.data['type'] === 'response.output_text.delta').length, 3);
+    assert.equal(final.usage?.output_tokens, 3);
+
+    const whole = await fetch(`${t.url}/v1/responses`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'llmux-echo', input: 'one two three', max_output_tokens: 2 }) });
+    const body = await whole.json() as { status: string; incomplete_details: { reason: string }; output: Array<{ content: Array<{ text: string }> }> };
+    assert.equal(body.status, 'incomplete');
+    assert.deepEqual(body.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(body.output[0]?.content[0]?.text, 'one two');
   });
 
   it('cuts its answer at max_tokens like a model', async () => {

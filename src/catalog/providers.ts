@@ -6,7 +6,7 @@
  * accepts `/v1`), xAI, Together, Fireworks (`/inference/v1`), OpenRouter (`/api/v1`), Cerebras, and
  * Ollama's OpenAI-compatible `/v1`.
  */
-import type { WireFormat } from '../formats/wire.ts';
+import type { ProviderFormat } from '../formats/wire.ts';
 import type { ProviderConfig } from '../config-types.ts';
 
 const ENV_PREFIX = 'env:';
@@ -16,14 +16,15 @@ const LOOPBACK_V4 = '127.0.0.1';
 /** Where Ollama listens when OLLAMA_HOST is unset, with its OpenAI-compatible path. */
 export const OLLAMA_DEFAULT_BASE_URL = `http://${LOOPBACK_V4}:${OLLAMA_DEFAULT_PORT}/v1`;
 
-function keyed(id: string, format: WireFormat, baseUrl: string, envName: string): ProviderConfig {
+function keyed(id: string, format: ProviderFormat, baseUrl: string, envName: string): ProviderConfig {
   return { id, format, baseUrl, apiKey: `${ENV_PREFIX}${envName}`, keyless: false, headers: {} };
 }
 
 /** The built-in providers; `env` resolves OLLAMA_HOST. */
 export function builtinProviders(env: Record<string, string | undefined>): Record<string, ProviderConfig> {
   return {
-    openai: keyed('openai', 'chat', 'https://api.openai.com/v1', 'OPENAI_API_KEY'),
+    // OpenAI's base URL also serves the Responses API: Responses clients pass through.
+    openai: { ...keyed('openai', 'chat', 'https://api.openai.com/v1', 'OPENAI_API_KEY'), serves: ['responses'] },
     anthropic: keyed('anthropic', 'messages', 'https://api.anthropic.com/v1', 'ANTHROPIC_API_KEY'),
     // Google's OpenAI-compatible surface, so Gemini needs no third wire format.
     gemini: keyed('gemini', 'chat', 'https://generativelanguage.googleapis.com/v1beta/openai', 'GEMINI_API_KEY'),

@@ -7,6 +7,7 @@ import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../translate/usage.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
+import { statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 
 export const chatDialect: Dialect<'chat'> = {
@@ -18,6 +19,7 @@ export const chatDialect: Dialect<'chat'> = {
   readRequest: (body) => ({ format: 'chat', body: validateChatRequest(body) }),
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
+  beginTurn: statelessTurn,
 
   upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
   passThroughBody(body, upstreamId) {
@@ -27,6 +29,7 @@ export const chatDialect: Dialect<'chat'> = {
     if (body.stream === true) copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
     return JSON.stringify(copy);
   },
+  passThroughAnswer: (bytes) => ({ bytes, answer: undefined }),
   readUsage: (usage) => fromChatUsage(asRecord(usage)),
 
   pingFrame: COMMENT_PING_FRAME,

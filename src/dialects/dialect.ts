@@ -8,6 +8,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
+import type { TurnOf } from '../translate/index.ts';
+import type { ResponsesState } from '../responses/state.ts';
 
 /** The messages format's version and beta headers, as a client sent them. */
 export interface ForwardedHeaders {
@@ -22,6 +24,40 @@ export interface TextAnswer {
   /** The answer was cut at the request's output cap. */
   cut: boolean;
   usage: TokenUsage;
+}
+
+/** The gateway's state a format's requests may build on (only Responses keeps any). */
+export interface DialectServices {
+  responses: ResponsesState;
+}
+
+/** Who asks, and where the request may go, when a request begins. */
+export interface TurnScope {
+  /** The key that asked: stored answers are its own. */
+  keyId: string;
+  services: DialectServices;
+  /**
+   * The model's provider answers this format as it is, so what llmux does not know (a response id
+   * it never stored) may be the provider's to resolve.
+   */
+  passThrough: boolean;
+  /** Milliseconds since the epoch, like `Date.now`. */
+  now(): number;
+}
+
+/**
+ * One request of a format, between its arrival and its answer: the request as it is answered (with
+ * what it builds on resolved), what its translations need, and what is kept once it is answered.
+ * Stateless formats hand the request back as it came.
+ */
+export interface Turn<F extends WireFormat> {
+  request: ClientRequestOf<F>;
+  translation: TurnOf[F];
+  /**
+   * Keeps the answer the client got (a whole answer, or the one its stream assembled; undefined
+   * when there is none, say the client left). Called once the answer is written.
+   */
+  keep(answer: unknown): Promise<void>;
 }
 
 export interface Dialect<F extends WireFormat> {
@@ -39,6 +75,8 @@ export interface Dialect<F extends WireFormat> {
   maxTokens(body: RequestOf[F]): number | undefined;
   /** Whether a streamed answer should end with a usage report the client asked for. */
   wantsStreamUsage(body: RequestOf[F]): boolean;
+  /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
+  beginTurn(request: ClientRequestOf<F>, scope: TurnScope): Turn<F> | Promise<Turn<F>>;
 
   /** Headers for an upstream of this format: the provider's credential, and the format's version headers. */
   upstreamHeaders(apiKey: string | undefined, forwarded: ForwardedHeaders): Record<string, string>;
@@ -46,6 +84,11 @@ export interface Dialect<F extends WireFormat> {
   passThroughBody(body: RequestOf[F], upstreamId: string): string;
   /** Usage out of a whole answer's `usage` value (any shape; unknown fields count 0). */
   readUsage(usage: unknown): TokenUsage;
+  /**
+   * A same-format whole answer as the client gets it: the upstream's bytes, with the answering
+   * model's llmux id where the format names it; and the answer itself when the turn keeps it.
+   */
+  passThroughAnswer(bytes: Buffer, modelId: string): { bytes: Buffer; answer: unknown };
 
   /** Written during a long upstream silence so clients and proxies keep the stream open. */
   readonly pingFrame: string;
@@ -56,4 +99,13 @@ export interface Dialect<F extends WireFormat> {
   textAnswer(answer: TextAnswer): string;
   /** The same answer as this format's stream events, one per word (made as they are read), each a complete SSE frame. */
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
+}
+
+/** The turn of a format that keeps nothing between requests: the request as it came. */
+export function statelessTurn<F extends 'chat' | 'messages'>(request: ClientRequestOf<F>): Turn<F> {
+  return { request, translation: undefined, keep: keepNothing };
+}
+
+function keepNothing(): Promise<void> {
+  return Promise.resolve();
 }

@@ -6,10 +6,12 @@ import type { WireFormat } from '../formats/wire.ts';
 import type { Dialect } from './dialect.ts';
 import { chatDialect } from './chat.ts';
 import { messagesDialect } from './messages.ts';
+import { responsesDialect } from './responses.ts';
 
-export type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
+export type { Dialect, DialectServices, ForwardedHeaders, TextAnswer, Turn, TurnScope } from './dialect.ts';
 
 export const dialects: { readonly [F in WireFormat]: Dialect<F> } = {
   chat: chatDialect,
   messages: messagesDialect,
+  responses: responsesDialect,
 };

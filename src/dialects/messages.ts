@@ -10,6 +10,7 @@ import { fromMessagesUsage } from '../translate/usage.ts';
 import { invalidParameters } from '../errors.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
+import { statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
@@ -48,6 +49,7 @@ export const messagesDialect: Dialect<'messages'> = {
   }),
   maxTokens: (body) => body.max_tokens,
   wantsStreamUsage: () => true,
+  beginTurn: statelessTurn,
 
   upstreamHeaders(apiKey, forwarded) {
     const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };
@@ -56,6 +58,7 @@ export const messagesDialect: Dialect<'messages'> = {
     return headers;
   },
   passThroughBody: (body, upstreamId) => JSON.stringify({ ...body, model: upstreamId }),
+  passThroughAnswer: (bytes) => ({ bytes, answer: undefined }),
   readUsage: (usage) => fromMessagesUsage(asRecord(usage)),
 
   pingFrame: MESSAGES_PING_FRAME,

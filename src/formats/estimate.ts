@@ -38,12 +38,13 @@ interface Tally {
 }
 
 /**
- * Estimated input tokens of a request in either format. Never less than a quarter of the compact
- * JSON size of its `system`, `messages` and `tools`, binary payloads aside (see the file header).
+ * Estimated input tokens of a request in any format. Never less than a quarter of the compact
+ * JSON size of its `system`, `messages` and `tools` (a Responses request's `instructions` and
+ * `input` items), binary payloads aside (see the file header).
  */
-export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown }): number {
+export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown; input?: unknown; instructions?: unknown }): number {
   const tally: Tally = { chars: 0, flatPriced: 0, binaryChars: 0 };
-  for (const part of [body.system, body.messages, body.tools]) {
+  for (const part of [body.system, body.instructions, body.messages, body.input, body.tools]) {
     if (part !== undefined) addJsonSize(part, tally);
   }
   return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.flatPriced * IMAGE_TOKENS + Math.ceil(tally.binaryChars / BASE64_CHARS_PER_TOKEN);
@@ -83,7 +84,7 @@ function addJsonSize(root: unknown, tally: Tally): void {
         fields++;
         // The key with its quotes and colon.
         tally.chars += key.length + 3;
-        if (typeof field === 'string' && ((base64 && key === 'data') || (URL_KEYS.has(key) && field.startsWith('data:')))) {
+        if (typeof field === 'string' && ((base64 && key === 'data') || key === 'encrypted_content' || (URL_KEYS.has(key) && field.startsWith('data:')))) {
           tally.binaryChars += field.length;
           continue;
         }

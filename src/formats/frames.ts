@@ -11,6 +11,11 @@ export interface StreamErrorInfo {
   type?: ErrorType | string;
   /** Chat format only: `error.code`; null when there is none to give. */
   code?: string | null;
+  /**
+   * What the stream carried of the answer before it failed, when the writer knows it (a Responses
+   * pass-through: the response object `response.created` named), so the failure names the same response.
+   */
+  answer?: unknown;
 }
 
 /** Event names of the Anthropic messages stream, interned by the SSE parser. */

@@ -1,16 +1,25 @@
 /**
- * Wire types of the two request formats, spelled as the providers spell them (snake_case).
- * "messages" is the Anthropic-style format, "chat" the OpenAI-style chat-completions format.
- * These describe what a validated request looks like; unknown extra fields may be present and are
- * passed through on the same-format path.
+ * Wire types of the chat and messages request formats, spelled as the providers spell them
+ * (snake_case). "messages" is the Anthropic-style format, "chat" the OpenAI-style chat-completions
+ * format; the Responses format's types are in ./responses-types.ts. These describe what a validated
+ * request looks like; unknown extra fields may be present and are passed through on the
+ * same-format path.
  */
+import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
 
 /**
- * A wire format, named by its operation: `chat` (OpenAI chat-completions) and `messages`
- * (Anthropic messages). The config file names them by vendor (`"openai"`, `"anthropic"`);
- * src/config.ts maps those names to these.
+ * A wire format, named by its operation: `chat` (OpenAI chat-completions), `messages` (Anthropic
+ * messages) and `responses` (OpenAI's Responses API). The config file names the first two by vendor
+ * (`"openai"`, `"anthropic"`); src/config.ts maps those names to these.
  */
-export type WireFormat = 'chat' | 'messages';
+export type WireFormat = 'chat' | 'messages' | 'responses';
+
+/**
+ * The formats a provider's base URL speaks natively, the ones llmux translates to. A provider may
+ * serve `responses` too (`"responses": true`), but never only that: Responses clients are the only
+ * ones sent there, as they are.
+ */
+export type ProviderFormat = 'chat' | 'messages';
 
 // ---------- messages format ----------
 
@@ -189,12 +198,14 @@ export interface ChatResponse {
 export interface RequestOf {
   chat: ChatRequest;
   messages: MessagesRequest;
+  responses: ResponsesRequest;
 }
 
 /** The whole (non-streamed) answer of each format. */
 export interface AnswerOf {
   chat: ChatResponse;
   messages: MessagesResponse;
+  responses: ResponsesResponse;
 }
 
 /**
@@ -212,7 +223,7 @@ export interface ClientRequestOf<F extends WireFormat> {
 /** A client request of any format; functions generic over `F` take `ClientRequestOf<F>`. */
 export type ClientRequest = { [F in WireFormat]: ClientRequestOf<F> }[WireFormat];
 
-/** Token usage in one neutral shape, read from either format; what the limiter and the log use. */
+/** Token usage in one neutral shape, read from any format; what the limiter and the log use. */
 export interface TokenUsage {
   /** Input tokens not read from or written to a cache. */
   inputTokens: number;

@@ -10,8 +10,10 @@ import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../errors.ts';
 import type { Attempt } from '../request-record.ts';
+import type { TranslatedRequest, TurnOf } from '../translate/index.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
 import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
+import type { UpstreamBody } from './upstream-body.ts';
 import { upstreamErrorOf } from './upstream-errors.ts';
 import type { Redact } from './redact.ts';
 
@@ -41,15 +43,19 @@ export interface AttemptContext {
 }
 
 /** The answer that ended the attempts, and who gave it. */
-export interface Answered {
+export interface Answered<F extends WireFormat = WireFormat> {
   response: UpstreamResponse;
   model: ModelEntry;
   provider: ProviderConfig;
   /** The format the provider answered in. */
   format: WireFormat;
+  /** How the answer is translated back to the client's format; undefined when it passes through. */
+  translated: TranslatedRequest<F, WireFormat> | undefined;
 }
 
-export interface AttemptOptions {
+export interface AttemptOptions<F extends WireFormat> {
+  /** What the request's translations need (src/dialects/: the request's turn). */
+  turn: TurnOf[F];
   cancellation: Cancellation;
   onAttempt(attempt: Attempt): void;
   onWarning(message: string): void;
@@ -69,8 +75,8 @@ export async function sendWithFallbacks<F extends WireFormat>(
   ctx: AttemptContext,
   request: ClientRequestOf<F>,
   model: ModelEntry,
-  options: AttemptOptions,
-): Promise<Answered> {
+  options: AttemptOptions<F>,
+): Promise<Answered<F>> {
   const { cancellation } = options;
   const { retry } = ctx;
   let lastError: GatewayError | undefined;
@@ -78,15 +84,16 @@ export async function sendWithFallbacks<F extends WireFormat>(
     const provider = ctx.provider(candidate.provider);
     if (provider === undefined) continue;
     const format = upstreamFormatFor(provider, request.format);
-    let body: string;
+    let upstreamBody: UpstreamBody<F>;
     try {
-      body = buildUpstreamBody(request, format, candidate, options.onWarning);
+      upstreamBody = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning);
     } catch (err) {
       // A request this provider can't take (say n > 1 for a messages upstream): refuse it when it
       // is the model asked for, else try the next fallback.
       if (candidate === model) throw err;
       continue;
     }
+    const { body, translated } = upstreamBody;
     const dialect = dialects[format];
     const headers: Record<string, string> = {
       accept: request.body.stream === true ? 'text/event-stream' : 'application/json',
@@ -122,7 +129,7 @@ export async function sendWithFallbacks<F extends WireFormat>(
       }
       const status = response.statusCode ?? 502;
       options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
-      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, format };
+      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, format, translated };
       const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
       lastError = await upstreamErrorOf(response, provider, ctx.idleTimeoutMs, ctx.redact);
       if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait

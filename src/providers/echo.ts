@@ -22,7 +22,7 @@ import type { Transport, UpstreamResponse } from './upstream.ts';
 export const ECHO_PROVIDER: ProviderConfig = {
   id: 'llmux',
   format: 'chat',
-  serves: ['chat', 'messages'],
+  serves: ['chat', 'messages', 'responses'],
   baseUrl: 'llmux:echo',
   apiKey: undefined,
   keyless: true,
@@ -37,24 +37,28 @@ export const ECHO_MAX_TEXT_CHARS = 65_536;
 /** Most words in an answer, fewer when the request's output cap says so: the catalog's `max_output_tokens` for `llmux-echo`. */
 export const ECHO_MAX_WORDS = 4_096;
 
-/** The text the echo model answers with: the last user message's text, at most {@link ECHO_MAX_TEXT_CHARS}. */
-export function echoText(body: { messages: ReadonlyArray<{ role: string; content?: unknown }> }): string {
+/**
+ * The text the echo model answers with: the last user message's text (a Responses request's
+ * `input`), at most {@link ECHO_MAX_TEXT_CHARS}.
+ */
+export function echoText(body: { messages?: unknown; input?: unknown }): string {
   return lastUserText(body, ECHO_MAX_TEXT_CHARS);
 }
 
 /** The last user message's text, at most `limit` characters of it. */
-function lastUserText(body: { messages: ReadonlyArray<{ role: string; content?: unknown }> }, limit: number): string {
-  const messages = body.messages;
+function lastUserText(body: { messages?: unknown; input?: unknown }, limit: number): string {
+  const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.messages ?? body.input;
+  if (!Array.isArray(messages)) return '(no text to echo)';
   for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (m === undefined || m.role !== 'user') continue;
-    const text = textOf(m.content, limit);
+    const m: unknown = messages[i];
+    if (m === null || typeof m !== 'object' || (m as Record<string, unknown>)['role'] !== 'user') continue;
+    const text = textOf((m as Record<string, unknown>)['content'], limit);
     if (text !== '') return text;
   }
   return '(no text to echo)';
 }
 
-/** The text parts joined by newlines, stopping once `limit` characters are gathered. */
+/** Text parts of any format (`text`, the Responses `input_text`) joined by newlines, stopping once `limit` characters are gathered. */
 function textOf(content: unknown, limit: number): string {
   if (typeof content === 'string') return content.slice(0, limit);
   if (!Array.isArray(content)) return '';
@@ -65,7 +69,7 @@ function textOf(content: unknown, limit: number): string {
     if (part === null || typeof part !== 'object') continue;
     const { type, text } = part as Record<string, unknown>;
     // Empty parts add nothing, not even a newline: a body of many empty parts stays an empty text.
-    if (type !== 'text' || typeof text !== 'string' || text === '') continue;
+    if ((type !== 'text' && type !== 'input_text') || typeof text !== 'string' || text === '') continue;
     const piece = text.slice(0, limit - length);
     parts.push(piece);
     length += piece.length + 1;

@@ -6,8 +6,14 @@ import type { ModelEntry, ProviderConfig } from '../config-types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
-import type { UpstreamModel } from '../translate/index.ts';
+import type { TranslatedRequest, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../errors.ts';
+
+/** The upstream body, and (when the formats differ) how its answer is translated back. */
+export interface UpstreamBody<F extends WireFormat> {
+  body: string;
+  translated: TranslatedRequest<F, WireFormat> | undefined;
+}
 
 /** The format a provider is spoken to in for a client of `clientFormat`. */
 export function upstreamFormatFor(provider: ProviderConfig, clientFormat: WireFormat): WireFormat {
@@ -33,12 +39,14 @@ export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
   upstreamFormat: WireFormat,
   model: ModelEntry,
+  turn: TurnOf[F],
   onWarning: (message: string) => void,
-): string {
+): UpstreamBody<F> {
   try {
     const translation = translationFor(request.format, upstreamFormat);
-    if (translation === undefined) return dialects[request.format].passThroughBody(request.body, model.upstream_id);
-    return JSON.stringify(translation.request(request.body, upstreamModelOf(model), onWarning));
+    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id), translated: undefined };
+    const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
+    return { body: JSON.stringify(translated.body), translated };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;

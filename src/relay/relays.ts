@@ -11,7 +11,8 @@ import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
 import { createUsageTap } from '../translate/usage-tap.ts';
-import type { StreamTranslator } from '../translate/index.ts';
+import type { UsageTapOptions } from '../translate/usage-tap.ts';
+import type { AnsweringStreamTranslator } from '../translate/index.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { Redact } from '../providers/redact.ts';
 
@@ -28,10 +29,12 @@ export interface Relay {
   readonly error: string | undefined;
   /** Usage as far as the upstream reported it. */
   usage(): TokenUsage | undefined;
+  /** The whole answer the client got, when the relay assembles one (Responses: the response object); else undefined. */
+  answer(): unknown;
 }
 
 /** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
-export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean; redact: Redact }): Relay {
+export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: UsageTapOptions & { redact: Redact }): Relay {
   const { redact } = options;
   const tap = createUsageTap(format, options);
   const { errorFrame } = dialects[format];
@@ -41,7 +44,7 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', code: 'upstream_error' }));
+    write(errorFrame({ message, type: 'api_error', code: 'upstream_error', answer: tap.answer() }));
     finished = true;
   }
 
@@ -79,6 +82,7 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
       return error;
     },
     usage: () => tap.usage(),
+    answer: () => tap.answer(),
   };
 }
 
@@ -95,7 +99,7 @@ function isErrorEvent(event: SseEvent): boolean {
 }
 
 /** A stream in another format: each upstream event is parsed once and translated at once. */
-export function createTranslatedRelay(upstreamFormat: WireFormat, translator: StreamTranslator, redact: Redact): Relay {
+export function createTranslatedRelay(upstreamFormat: WireFormat, translator: AnsweringStreamTranslator, redact: Redact): Relay {
   let failure: string | undefined;
   const parser = createSseParser({
     onEvent: (event) => translator.push(isErrorEvent(event) ? { ...event, data: redact(event.data) } : event),
@@ -126,5 +130,6 @@ export function createTranslatedRelay(upstreamFormat: WireFormat, translator: St
       return translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
     },
     usage: () => translator.usage(),
+    answer: () => translator.answer?.(),
   };
 }

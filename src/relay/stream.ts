@@ -29,6 +29,8 @@ export interface StreamOptions {
 /** How the stream ended. */
 export interface StreamResult {
   usage: TokenUsage | undefined;
+  /** The whole answer the relay assembled, if it does (see Relay.answer). */
+  answer: unknown;
   /** Why it did not complete (upstream error, cut off, client gone), for the log. */
   error: string | undefined;
 }
@@ -67,7 +69,7 @@ export function relayStream(
       unregister?.();
       upstream.off('data', onData);
       if (!res.writableEnded) res.end();
-      resolve({ usage: relay.usage(), error: clientGone ? 'client closed the stream' : relay.error });
+      resolve({ usage: relay.usage(), answer: relay.answer(), error: clientGone ? 'client closed the stream' : relay.error });
     };
 
     const fail = (message: string): void => {

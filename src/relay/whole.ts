@@ -8,7 +8,7 @@ import type { ProviderConfig } from '../config-types.ts';
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { peekUsage } from '../formats/usage-peek.ts';
 import { dialects } from '../dialects/index.ts';
-import { translationFor } from '../translate/index.ts';
+import type { TranslatedRequest } from '../translate/index.ts';
 import { GatewayError, upstreamFailed } from '../errors.ts';
 import { sendJson } from '../http/respond.ts';
 import { readUpstreamBody } from '../providers/upstream.ts';
@@ -23,6 +23,12 @@ export interface WholeAnswer {
   provider: ProviderConfig;
   clientFormat: WireFormat;
   upstreamFormat: WireFormat;
+  /** How the answer is translated back; undefined when it passes through. */
+  translated: TranslatedRequest<WireFormat, WireFormat> | undefined;
+  /** The llmux id of the model that answered, for a pass-through answer that names its model. */
+  modelId: string;
+  /** Input tokens to report when a translated answer carries no usage. */
+  estimatedInputTokens: number;
   cancellation: Cancellation;
   idleTimeoutMs: number;
   onWarning(message: string): void;
@@ -30,8 +36,16 @@ export interface WholeAnswer {
   onArrived(): void;
 }
 
-/** Sends the answer; resolves with the usage the upstream reported. */
-export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Promise<TokenUsage> {
+/** What the client was sent. */
+export interface WholeResult {
+  /** The usage the upstream reported. */
+  usage: TokenUsage;
+  /** The answer as the client got it, when it was parsed (translated, or a pass-through answer read whole); else undefined. */
+  answer: unknown;
+}
+
+/** Sends the answer; resolves with the usage the upstream reported and the answer as sent. */
+export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Promise<WholeResult> {
   const { upstream, provider, cancellation } = answer;
   // A client that leaves while a long answer is generated stops it.
   cancellation.listen(() => upstream.destroy());
@@ -39,22 +53,23 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   cancellation.unlisten();
   answer.onArrived();
   const { readUsage } = dialects[answer.upstreamFormat];
-  const translation = translationFor(answer.clientFormat, answer.upstreamFormat);
-  if (translation === undefined) {
-    const usage = peekUsage(bytes) ?? parseAnswer(bytes, provider)['usage'];
-    sendJson(res, 200, bytes);
-    return readUsage(usage);
+  const { translated } = answer;
+  if (translated === undefined) {
+    const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);
+    const usage = isRecord(passed.answer) ? passed.answer['usage'] : peekUsage(bytes) ?? parseAnswer(bytes, provider)['usage'];
+    sendJson(res, 200, passed.bytes);
+    return { usage: readUsage(usage), answer: passed.answer };
   }
   const parsed = parseAnswer(bytes, provider);
-  let translated: unknown;
+  let translatedAnswer: unknown;
   try {
-    translated = translation.answer(parsed, answer.onWarning);
+    translatedAnswer = translated.answer(parsed, { estimatedInputTokens: answer.estimatedInputTokens, onWarning: answer.onWarning });
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     throw upstreamFailed(`Provider "${provider.id}" sent an answer llmux could not translate`);
   }
-  sendJson(res, 200, JSON.stringify(translated));
-  return readUsage(parsed['usage']);
+  sendJson(res, 200, JSON.stringify(translatedAnswer));
+  return { usage: readUsage(parsed['usage']), answer: translatedAnswer };
 }
 
 /** A whole upstream answer as an object, or a 502 naming the provider. */

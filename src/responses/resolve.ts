@@ -9,15 +9,23 @@ import { GatewayError, invalidParameters, truncate } from '../errors.ts';
 import type { ResponseStore } from './store.ts';
 import { isRecord } from '../json.ts';
 
+export interface ResolveOptions {
+  /**
+   * Leave an `item_reference` this store does not know as it is, for a provider that serves the
+   * Responses API itself and may know it (pass-through), instead of refusing it.
+   */
+  keepUnknownReferences?: boolean;
+}
+
 /**
  * Resolves `request`'s input against the responses `keyId` stored. A string input becomes one user
  * message with an `input_text` part (how OpenAI lists it among a response's input items).
  *
  * @throws GatewayError 404 `not_found_error` when `previous_response_id` names no stored response of
  *   this key (unknown, expired, deleted, another key's, or created with `store: false`); 400 when an
- *   `item_reference` names no item of the key's stored responses.
+ *   `item_reference` names no item of the key's stored responses (unless `keepUnknownReferences`).
  */
-export async function resolveInput(request: ResponsesRequest, keyId: string, store: ResponseStore): Promise<ResponsesInputItem[]> {
+export async function resolveInput(request: ResponsesRequest, keyId: string, store: ResponseStore, options: ResolveOptions = {}): Promise<ResponsesInputItem[]> {
   const resolved: ResponsesInputItem[] = [];
   const previousId = request.previous_response_id;
   if (typeof previousId === 'string') {
@@ -48,6 +56,10 @@ export async function resolveInput(request: ResponsesRequest, keyId: string, sto
       continue;
     }
     const found = await store.findItem(keyId, id);
+    if (found === undefined && options.keepUnknownReferences === true) {
+      resolved.push(item as ResponsesInputItem);
+      continue;
+    }
     if (found === undefined) {
       throw invalidParameters(`input.${i}: item_reference "${truncate(id, 200)}" matches no item of a stored response of this key; it may have expired or been deleted`);
     }

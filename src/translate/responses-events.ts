@@ -61,7 +61,8 @@ export interface ResponsesEmitter {
   reasoning(delta: string): void;
   /**
    * Ends a thinking block: closes the open reasoning item, sealing `block` into it. With no reasoning
-   * open, a block that seals still gets an item (a redacted or summary-less thinking block).
+   * open, a block that seals (or that `keepReasoning` keeps) still gets an item (a redacted or
+   * summary-less thinking block).
    * Without `block`, the item's own text is sealed as a signature-less thinking block (chat reasoning).
    */
   endReasoning(block?: SealableBlock): void;
@@ -211,12 +212,15 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
       closeReasoning(open, block);
       return;
     }
-    const encrypted = block === undefined ? undefined : options.seal?.(block);
-    if (encrypted === undefined) return;
+    if (block === undefined) return;
+    const encrypted = options.seal?.(block);
+    if (encrypted === undefined && options.keepReasoning === undefined) return;
     closeItem();
     const item = newItem('rs_');
-    const done: ResponsesOutputItem = { type: 'reasoning', id: item.id, summary: [], encrypted_content: encrypted };
+    const done: ResponsesOutputItem = { type: 'reasoning', id: item.id, summary: [] };
+    if (encrypted !== undefined) done.encrypted_content = encrypted;
     itemEvent('added', item.index, { type: 'reasoning', id: item.id, summary: [] });
+    options.keepReasoning?.(item.id, block);
     itemEvent('done', item.index, done);
     response.output.push(done);
   }
@@ -228,9 +232,11 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
       emit('response.reasoning_summary_text.done', `${at(item)},"summary_index":0,"text":${textJson}`);
       emit('response.reasoning_summary_part.done', `${at(item)},"summary_index":0,"part":{"type":"summary_text","text":${textJson}}`);
     }
-    const encrypted = options.seal?.(block ?? { type: 'thinking', thinking: item.text, signature: '' });
+    const thinking = block ?? { type: 'thinking', thinking: item.text, signature: '' };
+    const encrypted = options.seal?.(thinking);
     const done: ResponsesOutputItem = { type: 'reasoning', id: item.id, summary: [{ type: 'summary_text', text: item.text }] };
     if (encrypted !== undefined) done.encrypted_content = encrypted;
+    options.keepReasoning?.(item.id, thinking);
     itemEvent('done', item.index, done);
     response.output.push(done);
   }

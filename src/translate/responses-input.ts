@@ -31,6 +31,8 @@ const HANDLED_FIELDS = new Set([
   'model', 'input', 'instructions', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens', 'temperature', 'top_p',
   'reasoning', 'text', 'store', 'stream', 'stream_options', 'previous_response_id', 'include', 'metadata', 'user',
   'safety_identifier', 'prompt_cache_key', 'prompt_cache_retention', 'service_tier', 'truncation', 'background',
+  // Codex sends it on every request: labels for OpenAI's own logs, nothing a model reads.
+  'client_metadata',
 ]);
 
 /** The request's input as items: a string input is one user message. */

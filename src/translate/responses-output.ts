@@ -48,6 +48,13 @@ export interface ResponsesAnswerOptions {
    * items carry their summary only.
    */
   seal?: (block: SealableBlock) => string | undefined;
+  /**
+   * Told of each reasoning item's thinking block as the item closes, whether or not `seal` is given:
+   * a stored response keeps its reasoning sealed even when the client's copy does not carry it, so
+   * `previous_response_id` can replay it. With it, a redacted thinking block gets its (summary-less)
+   * item even without `seal`, so there is an item to keep it by.
+   */
+  keepReasoning?: (itemId: string, block: SealableBlock) => void;
   /** Input tokens to report when the upstream reports no usage. */
   estimatedInputTokens?: number;
 }

@@ -38,7 +38,7 @@ import {
   toolOutputText,
   warnUnknownFields,
 } from './responses-input.ts';
-import { LOCAL_SHELL, type ToolNames, type UpstreamToolChoice, prepareTools, upstreamCallName } from './responses-tools.ts';
+import { ADDITIONAL_TOOLS, LOCAL_SHELL, type ToolNames, type UpstreamToolChoice, prepareTools, upstreamCallName } from './responses-tools.ts';
 import { asRecord, records } from '../json.ts';
 
 /** A translated request: the upstream body, and the tool names the answer translators need. */
@@ -115,6 +115,9 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
         }
         break;
       }
+      case ADDITIONAL_TOOLS:
+        // Its tools are offered with the request's (responses-tools.ts).
+        break;
       default:
         warn(`${path}: ${type} items cannot be sent to a chat-completions upstream; dropped`);
     }

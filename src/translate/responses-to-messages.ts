@@ -53,7 +53,7 @@ import {
   text,
   warnUnknownFields,
 } from './responses-input.ts';
-import { LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
+import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../json.ts';
 
@@ -94,6 +94,8 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
       else if (systemText !== '') addTurn(turns, 'user', [{ type: 'text', text: `<system-instructions>\n${systemText}\n</system-instructions>` }]);
       return;
     }
+    // Its tools are offered with the request's (responses-tools.ts); it ends no run of system text.
+    if (type === ADDITIONAL_TOOLS) return;
     leading = false;
     switch (type) {
       case 'message':

@@ -13,6 +13,9 @@
  * - hosted tools (`web_search`, `file_search`, `code_interpreter`, `image_generation`,
  *   `computer_use`, `tool_search`, `mcp`, …) and unknown types are dropped with a warning: the
  *   upstream cannot run them, and a 400 would stop a client (Codex) that sends them by default.
+ * - Codex's "responses lite" requests (its default model) carry their tools in an input item
+ *   `{type: "additional_tools", tools: [...]}` instead of `tools`: those are offered like `tools`,
+ *   after them, so the model gets tools.
  *
  * Decisions beyond the spec:
  * - A named `tool_choice` is looked up among the tools as sent upstream: a function of a namespace
@@ -25,10 +28,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { ResponsesRequest } from '../formats/responses.ts';
-import { asRecord, records } from '../json.ts';
+import { asRecord, isRecord, records } from '../json.ts';
 
 /** The upstream name of the local shell function. */
 export const LOCAL_SHELL = 'local_shell';
+/** The input item type Codex puts tools in when it leaves `tools` out. */
+export const ADDITIONAL_TOOLS = 'additional_tools';
 
 const SEPARATOR = '__';
 const MAX_NAME_CHARS = 64;
@@ -155,8 +160,14 @@ export function prepareTools(request: ResponsesRequest, warn: (message: string) 
     return true;
   };
 
-  records(request.tools).forEach((tool, index) => {
-    const path = `tools.${index}`;
+  const declared: Array<{ tool: Record<string, unknown>; path: string }> = records(request.tools).map((tool, index) => ({ tool, path: `tools.${index}` }));
+  if (Array.isArray(request.input)) {
+    request.input.forEach((item, itemIndex) => {
+      if (!isRecord(item) || item['type'] !== ADDITIONAL_TOOLS) return;
+      records(item['tools']).forEach((tool, index) => declared.push({ tool, path: `input.${itemIndex}.tools.${index}` }));
+    });
+  }
+  declared.forEach(({ tool, path }) => {
     switch (tool['type']) {
       case 'function':
       case 'custom': {

@@ -1,6 +1,9 @@
 /**
  * Usage tap for same-format pass-through: upstream bytes go to the client unchanged, while the
  * few events that matter to the gateway (usage, completion, in-stream errors) are read on the side.
+ * Responses streams are the exception that proves it: the events that carry the response object
+ * (`response.created`, `.in_progress` and the terminal one) name the model, which becomes the llmux
+ * id the client asked for, so those few events are rewritten; every delta passes as it came.
  *
  * Hot path: most chunks are only searched for candidate byte patterns, in one pass and without
  * allocating; only the events that hold a candidate are parsed. A chunk that ends on an event boundary
@@ -10,10 +13,14 @@
  * occurrence of the pattern's first byte (`"`, dozens per chat chunk), about 640 ns per 264-byte
  * chunk. So the chat search is one JS loop that skips ahead (Horspool), and the messages search hops
  * between line ends with single-byte `indexOf` (memchr); bench/micro-stream.ts measures both.
+ *
+ * Longer than our usual file: the tap, its boundary tracking and each format's candidate search and
+ * reader share the byte-level helpers above, and are measured together; split, they would only
+ * pass those helpers around.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
-import { foldMessagesUsage, fromChatUsage } from './usage.ts';
+import { foldMessagesUsage, fromChatUsage, fromResponsesUsage } from './usage.ts';
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
 import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, isLineEnd, nextEventEnd } from '../sse/lines.ts';
 import { isRecord } from '../json.ts';
@@ -37,6 +44,11 @@ export interface UsageTap {
   readonly stopped: boolean;
   /** A partial event outgrew `maxEventBytes`; the caller should send its own in-stream error. */
   readonly overflowed: boolean;
+  /**
+   * Responses streams: the response object the stream carried last, as forwarded (`response.created`'s
+   * until the terminal event's); undefined before any.
+   */
+  answer(): unknown;
 }
 
 export interface UsageTapOptions {
@@ -47,6 +59,8 @@ export interface UsageTapOptions {
   dropUsageChunk?: boolean;
   /** Largest partial event held back, default 16 MiB. */
   maxEventBytes?: number;
+  /** Responses streams: the model id written over the upstream's in every response object. */
+  clientModel?: string;
 }
 
 const SPACE = 0x20;
@@ -191,6 +205,11 @@ interface TapState {
   /** Set for the event just read. */
   sawUsageOnlyChunk: boolean;
   sawError: boolean;
+  /** Set for the event just read: what to forward instead of its bytes. */
+  replacement: string | undefined;
+  /** The response object carried last (Responses). */
+  answer: unknown;
+  clientModel: string | undefined;
 }
 
 /** How the tap finds and reads the events that matter in one wire format's stream. */
@@ -248,9 +267,55 @@ function readMessagesEvent(event: SseEvent, state: TapState): void {
   if (isRecord(payload['usage'])) state.reported = foldMessagesUsage(state.reported, payload['usage'], 'delta');
 }
 
+/*
+ * Responses candidates: an event whose JSON has a `"response"` key with an object value (the events
+ * that carry the response object), or holds `"error"` (an `error` event; a false candidate, such as
+ * an item's `error` field, costs one parse). Inside JSON strings every quote is escaped, so text
+ * that mentions either is never one.
+ */
+const RESPONSE_KEY = Buffer.from('"response"');
+const ERROR_WORD = Buffer.from('"error"');
+const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** Where the first Responses candidate at or after `from` starts, or -1. */
+function findResponsesCandidate(bytes: Buffer, from: number): number {
+  let response = bytes.indexOf(RESPONSE_KEY, from);
+  while (response !== -1 && !hasObjectValue(bytes, response, RESPONSE_KEY.length, false)) response = bytes.indexOf(RESPONSE_KEY, response + 1);
+  const error = bytes.indexOf(ERROR_WORD, from);
+  if (response === -1) return error;
+  return error === -1 ? response : Math.min(response, error);
+}
+
+function readResponsesEvent(event: SseEvent, state: TapState): void {
+  const payload = parseJson(event.data);
+  if (!isRecord(payload)) return;
+  const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;
+  if (type === 'error') {
+    state.upstreamError = errorMessage(isRecord(payload['error']) ? payload['error'] : payload);
+    state.sawError = true;
+    return;
+  }
+  const response = payload['response'];
+  if (!isRecord(response)) return;
+  if (state.clientModel !== undefined && response['model'] !== state.clientModel) {
+    response['model'] = state.clientModel;
+    state.replacement = `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${JSON.stringify(payload)}\n\n`;
+  }
+  state.answer = response;
+  if (type === undefined || !TERMINAL_TYPES.has(type)) return;
+  state.completed = true;
+  if (isRecord(response['usage'])) state.reported = fromResponsesUsage(response['usage']);
+  if (type === 'response.failed') {
+    // The client has the failure as the upstream wrote it; the log gets its message.
+    state.upstreamError = errorMessage(response['error']);
+    state.sawError = true;
+  }
+}
+
 const READERS: Record<WireFormat, TapReader> = {
   chat: { findCandidate: findChatCandidate, readEvent: readChatEvent },
   messages: { findCandidate: findMessagesCandidate, readEvent: readMessagesEvent, eventNames: MESSAGES_EVENT_NAMES },
+  responses: { findCandidate: findResponsesCandidate, readEvent: readResponsesEvent },
 };
 
 /**
@@ -271,7 +336,16 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
   let pendingCr = false;
   let pendingCrEndedBlank = false;
   const lines = createLineScanner();
-  const state: TapState = { reported: undefined, completed: false, upstreamError: undefined, sawUsageOnlyChunk: false, sawError: false };
+  const state: TapState = {
+    reported: undefined,
+    completed: false,
+    upstreamError: undefined,
+    sawUsageOnlyChunk: false,
+    sawError: false,
+    replacement: undefined,
+    answer: undefined,
+    clientModel: options.clientModel,
+  };
 
   // Made on the first candidate: most chunks of most streams never need one.
   let parser: SseParser | undefined;
@@ -297,19 +371,22 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       const end = nextEventEnd(bytes, start);
       state.sawUsageOnlyChunk = false;
       state.sawError = false;
-      // One event at a time, so one can be dropped without touching the others' bytes.
+      state.replacement = undefined;
+      // One event at a time, so one can be dropped or replaced without touching the others' bytes.
       parser.feed(bytes.subarray(start, end));
       if (end >= bytes.length && last) parser.end();
       else parser.reset();
       position = end;
+      const dropped = dropUsageChunk && state.sawUsageOnlyChunk;
+      if (dropped || state.replacement !== undefined) {
+        pieces ??= [];
+        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
+        if (state.replacement !== undefined) pieces.push(Buffer.from(state.replacement));
+        keptFrom = end;
+      }
       if (state.sawError) {
         stopped = true;
         break;
-      }
-      if (dropUsageChunk && state.sawUsageOnlyChunk) {
-        pieces ??= [];
-        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
-        keptFrom = end;
       }
       match = reader.findCandidate(bytes, end);
     }
@@ -416,6 +493,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     get overflowed() {
       return overflowed;
     },
+    answer: () => state.answer,
   };
 }
 

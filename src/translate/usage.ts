@@ -1,5 +1,5 @@
 /**
- * Usage accounting across the two formats (translation.md "Usage"). Everything goes through the
+ * Usage accounting across the formats (translation.md "Usage"). Everything goes through the
  * neutral `TokenUsage`, where `inputTokens` never includes cached tokens, so nothing is
  * subtracted twice.
  */
@@ -68,6 +68,18 @@ export function toMessagesUsage(usage: TokenUsage): MessagesUsage {
 /** Every input token, cached ones too: chat's `prompt_tokens`, and what the log and metrics count as in. */
 export function promptTokens(usage: TokenUsage): number {
   return usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+}
+
+/**
+ * Reads a Responses-format `usage` object: `input_tokens` counts the cached ones
+ * (`input_tokens_details.cached_tokens`), which are taken out of `inputTokens` once.
+ */
+export function fromResponsesUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  const input = count(usage['input_tokens']);
+  const details = usage['input_tokens_details'];
+  const cached = Math.min(input, typeof details === 'object' && details !== null ? count((details as Record<string, unknown>)['cached_tokens']) : 0);
+  return { inputTokens: input - cached, outputTokens: count(usage['output_tokens']), cacheReadTokens: cached, cacheCreationTokens: 0 };
 }
 
 /** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */

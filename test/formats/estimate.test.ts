@@ -54,3 +54,19 @@ describe('estimateRequestTokens', () => {
     assert.ok(estimateRequestTokens(textDocument) >= 100_000);
   });
 });
+
+describe('estimateRequestTokens on Responses bodies', () => {
+  it('counts instructions and input like system and messages, at a quarter of their JSON', () => {
+    const text = 'x'.repeat(400);
+    assert.equal(estimateRequestTokens({ input: text }), Math.ceil((400 + 2) / 4));
+    const body = { instructions: text, input: [{ role: 'user', content: [{ type: 'input_text', text }] }] };
+    assert.equal(estimateRequestTokens(body), Math.ceil((JSON.stringify(body.instructions).length + JSON.stringify(body.input).length) / 4));
+  });
+
+  it('prices sealed reasoning like base64 data and an input image at the flat image price', () => {
+    const sealed = estimateRequestTokens({ input: [{ type: 'reasoning', summary: [], encrypted_content: 'llmux.v1.'.padEnd(4000, 'A') }] });
+    assert.ok(sealed >= 125 && sealed < 200, `${sealed}: 4,000 sealed characters at a token per 32, plus the item's structure`);
+    const image = estimateRequestTokens({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,'.padEnd(40_000, 'A') }] }] });
+    assert.ok(image >= 1_600 && image < 1_620, `${image}: one image, whatever its size`);
+  });
+});

@@ -124,22 +124,31 @@ function resolveBinaries(): ClientBinaries {
   };
 }
 
-/** The cache folder holding the pinned install, installing it when missing. */
+/** The cache folder holding the pinned clients, installing them when missing. */
 function installPinned(): string {
-  const lock = readFileSync(join(PINNED, 'package-lock.json'));
+  return installPinnedFolder(PINNED);
+}
+
+/**
+ * The cache folder holding the install of a pinned `package.json` + `package-lock.json` folder
+ * (one sub-folder per lock), made with `npm ci --ignore-scripts` when missing. Throws with npm's
+ * output when that fails. The client SDKs of test/clients/sdks/ are installed this way too.
+ */
+export function installPinnedFolder(pinned: string): string {
+  const lock = readFileSync(join(pinned, 'package-lock.json'));
   const target = join(cacheRoot(), createHash('sha256').update(lock).digest('hex').slice(0, 16));
   if (existsSync(join(target, 'node_modules', '.package-lock.json'))) return target;
   mkdirSync(cacheRoot(), { recursive: true });
   const staging = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   mkdirSync(staging);
   try {
-    cpSync(join(PINNED, 'package.json'), join(staging, 'package.json'));
-    cpSync(join(PINNED, 'package-lock.json'), join(staging, 'package-lock.json'));
+    cpSync(join(pinned, 'package.json'), join(staging, 'package.json'));
+    cpSync(join(pinned, 'package-lock.json'), join(staging, 'package-lock.json'));
     const result = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
       cwd: staging, env: npmEnv(), encoding: 'utf8', timeout: INSTALL_TIMEOUT_MS,
     });
     if (result.status !== 0) {
-      throw new Error(`npm ci of the pinned clients failed (${result.error?.message ?? `exit ${String(result.status)}`}):\n${result.stderr}`);
+      throw new Error(`npm ci of ${pinned} failed (${result.error?.message ?? `exit ${String(result.status)}`}):\n${result.stderr}`);
     }
     try {
       renameSync(staging, target);

@@ -24,8 +24,8 @@ export interface TestGateway {
 }
 
 export interface TestGatewayOptions {
-  /** Extra config merged over the test config. */
-  config?: Record<string, unknown>;
+  /** Extra config merged over the test config; a function gets the fake upstream's address first. */
+  config?: Record<string, unknown> | ((upstreamUrl: string) => Record<string, unknown>);
   /** Extra config that needs the fake upstream's address, merged after `config`. */
   configFor?: (upstreamUrl: string) => Record<string, unknown>;
   env?: Record<string, string | undefined>;
@@ -49,7 +49,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ],
     retry: { attempts: 3, base_delay_ms: 1, max_delay_ms: 5, max_retry_after_ms: 2000 },
     limits: { shutdown_timeout_ms: 2000 },
-    ...(options.config ?? {}),
+    ...(typeof options.config === 'function' ? options.config(upstream.url) : options.config ?? {}),
     ...(options.configFor?.(upstream.url) ?? {}),
   };
   const logs: TestGateway['logs'] = [];

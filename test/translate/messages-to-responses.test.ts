@@ -120,3 +120,28 @@ describe('messagesResponseToResponses rules', () => {
     }
   });
 });
+
+describe('messagesResponseToResponses keeping reasoning for the store', () => {
+  it('tells keepReasoning each thinking block by its item id, without sealing the client copy; a redacted block gets its item too', () => {
+    const kept: Array<[string, unknown]> = [];
+    const response = messagesResponseToResponses(
+      answer([
+        { type: 'thinking', thinking: 'Plan it.', signature: 'sig-a' },
+        { type: 'redacted_thinking', data: 'opaque' },
+        { type: 'text', text: 'Done.' },
+      ]),
+      answerOptions({ seal: undefined, keepReasoning: (itemId, block) => kept.push([itemId, block]) }),
+    );
+    assert.deepEqual(response.output.map((item) => item.type), ['reasoning', 'reasoning', 'message']);
+    for (const item of response.output) assert.equal((item as { encrypted_content?: string }).encrypted_content, undefined);
+    assert.deepEqual(kept, [
+      [response.output[0]?.id, { type: 'thinking', thinking: 'Plan it.', signature: 'sig-a' }],
+      [response.output[1]?.id, { type: 'redacted_thinking', data: 'opaque' }],
+    ]);
+  });
+
+  it('leaves a redacted block out when nothing seals or keeps it, as before', () => {
+    const response = messagesResponseToResponses(answer([{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'Done.' }]), answerOptions({ seal: undefined }));
+    assert.deepEqual(response.output.map((item) => item.type), ['message']);
+  });
+});

@@ -282,3 +282,19 @@ describe('responsesRequestToChat on a Codex-shaped request', () => {
     assert.deepEqual(warnings, ['tools.4: "web_search" is a hosted or unknown tool this model\'s upstream cannot run; dropped']);
   });
 });
+
+describe('responsesRequestToChat with Codex\'s additional_tools input item', () => {
+  it('offers its tools and drops the item quietly; client_metadata is dropped without a warning too', () => {
+    const { body, warnings } = translate({
+      client_metadata: { session: 'abc' },
+      ...input(
+        { type: 'additional_tools', role: 'developer', tools: [{ type: 'namespace', name: 'functions', tools: [{ type: 'function', name: 'wait', parameters: { type: 'object', properties: {} } }] }] },
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+      ),
+    });
+    assert.deepEqual(body.messages, [{ role: 'system', content: 'You are Codex.' }, { role: 'user', content: 'hi' }]);
+    assert.deepEqual(body.tools?.map((tool) => tool.function.name), ['functions__wait']);
+    assert.deepEqual(warnings, []);
+  });
+});

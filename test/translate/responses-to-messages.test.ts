@@ -266,3 +266,17 @@ describe('responsesRequestToMessages on a Codex-shaped request', () => {
     assert.deepEqual(warnings, ['tools.4: "web_search" is a hosted or unknown tool this model\'s upstream cannot run; dropped']);
   });
 });
+
+describe('responsesRequestToMessages with Codex\'s additional_tools input item', () => {
+  it('offers its tools, drops the item quietly and keeps the developer messages after it in system', () => {
+    const { body, warnings } = translate(input(
+      { type: 'additional_tools', role: 'developer', tools: [{ type: 'namespace', name: 'functions', tools: [{ type: 'function', name: 'wait', parameters: { type: 'object', properties: {} } }] }] },
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+    ));
+    assert.equal(body.system, 'You are Codex.');
+    assert.deepEqual(body.messages, [{ role: 'user', content: 'hi' }]);
+    assert.deepEqual(body.tools?.map((tool) => tool.name), ['functions__wait']);
+    assert.deepEqual(warnings, []);
+  });
+});

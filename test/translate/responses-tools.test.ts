@@ -95,3 +95,25 @@ describe('restoreTool', () => {
     assert.deepEqual(restoreTool('unknown', toolNames), { kind: 'function', name: 'unknown' });
   });
 });
+
+describe('prepareTools with Codex\'s additional_tools input item ("responses lite")', () => {
+  const additional: ResponsesRequest = {
+    model: 'm',
+    tools: [{ type: 'function', name: 'top_level', parameters: { type: 'object', properties: {} } }],
+    input: [
+      { type: 'additional_tools', role: 'developer', tools: [
+        { type: 'namespace', name: 'functions', description: '', tools: [{ type: 'custom', name: 'exec', description: 'Run JavaScript' }, { type: 'function', name: 'wait', parameters: { type: 'object', properties: { ms: { type: 'integer' } } } }] },
+        { type: 'web_search' },
+      ] },
+      { role: 'user', content: 'hi' },
+    ],
+  };
+
+  it('offers its tools after the request\'s own, namespaces flattened and custom tools restorable', () => {
+    const warnings: string[] = [];
+    const prepared = prepareTools(additional, (message) => warnings.push(message));
+    assert.deepEqual(prepared.tools.map((tool) => tool.name), ['top_level', 'functions__exec', 'functions__wait']);
+    assert.deepEqual(restoreTool('functions__exec', prepared.toolNames), { kind: 'custom', name: 'exec', namespace: 'functions' });
+    assert.deepEqual(warnings, ['input.0.tools.1: "web_search" is a hosted or unknown tool this model\'s upstream cannot run; dropped']);
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * The Responses dialect (OpenAI's `POST /responses`, responses.md). The one stateful format: a
+ * request may build on stored responses (`previous_response_id`, `item_reference`), its answer is
+ * stored for the key that asked (unless `store: false`), and Anthropic thinking travels to clients
+ * sealed (src/responses/seal.ts).
+ *
+ * Decisions beyond responses.md:
+ * - A `previous_response_id` llmux never stored, for a model whose provider serves the Responses
+ *   API itself (pass-through), is left for the provider to resolve, and that answer is not stored
+ *   by llmux (the provider holds the chain). Likewise unknown `item_reference`s on that path.
+ * - Resolved history is sent upstream as input items and `previous_response_id` is taken out of
+ *   the upstream body (the provider never saw that id); the answer still names it.
+ * - Stored responses keep every reasoning item's thinking sealed, whether or not the client asked
+ *   for `reasoning.encrypted_content`, so a tool loop built on `previous_response_id` replays the
+ *   signed thinking a messages upstream wants. The client's copy carries it only when asked.
+ * - Input items are stored with an id; one the client gave none gets one by its kind (`msg_…`,
+ *   `fc_…`, `fco_…`, …), so `/input_items` lists every item with an id.
+ * - Reasoning sealed by llmux is not sent to a Responses upstream (it could not open it).
+ */
+import type { ResponsesInputItem, ResponsesOutputItem, ResponsesRequest, ResponsesResponse } from '../formats/responses.ts';
+import { isLlmuxSeal, validateResponsesRequest, wantsEncryptedReasoning } from '../formats/responses.ts';
+import type { ClientRequestOf, SealableBlock } from '../formats/wire.ts';
+import { COMMENT_PING_FRAME } from '../formats/frames.ts';
+import type { StreamErrorInfo } from '../formats/frames.ts';
+import { fromResponsesUsage } from '../translate/usage.ts';
+import type { ResponsesTurn } from '../translate/index.ts';
+import { createResponsesEmitter } from '../translate/responses-events.ts';
+import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../translate/responses-output.ts';
+import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
+import { resolveInput } from '../responses/resolve.ts';
+import type { Sealer } from '../responses/seal.ts';
+import { asRecord, isRecord } from '../json.ts';
+import { newId } from '../ids.ts';
+import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
+
+/** Event names of the Responses streams llmux writes and relays, interned by the SSE parser. */
+const EVENT_NAMES: readonly string[] = [
+  'response.created', 'response.in_progress', 'response.output_item.added', 'response.output_item.done',
+  'response.content_part.added', 'response.content_part.done', 'response.output_text.delta', 'response.output_text.done',
+  'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.reasoning_summary_text.delta',
+  'response.completed', 'response.incomplete', 'response.failed', 'error',
+];
+
+/** Id prefixes for stored input items the client gave no id, by item type. */
+const ID_PREFIX: Readonly<Record<string, string>> = {
+  message: 'msg_',
+  function_call: 'fc_',
+  function_call_output: 'fco_',
+  custom_tool_call: 'ctc_',
+  custom_tool_call_output: 'ctco_',
+  reasoning: 'rs_',
+  local_shell_call: 'lsh_',
+};
+
+export const responsesDialect: Dialect<'responses'> = {
+  format: 'responses',
+  path: '/responses',
+  eventNames: EVENT_NAMES,
+
+  readHeaders: () => ({}),
+  readRequest: (body) => ({ format: 'responses', body: validateResponsesRequest(body) }),
+  maxTokens: (body) => body.max_output_tokens,
+  // The terminal event always carries the usage.
+  wantsStreamUsage: () => true,
+  beginTurn,
+
+  upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+  passThroughBody(body, upstreamId) {
+    const copy: ResponsesRequest = { ...body, model: upstreamId };
+    if (Array.isArray(body.input) && body.input.some(isSealedByUs)) copy.input = body.input.filter((item) => !isSealedByUs(item));
+    return JSON.stringify(copy);
+  },
+  passThroughAnswer(bytes, modelId) {
+    let answer: unknown;
+    try {
+      answer = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      return { bytes, answer: undefined };
+    }
+    if (!isRecord(answer)) return { bytes, answer: undefined };
+    answer['model'] = modelId;
+    return { bytes: Buffer.from(JSON.stringify(answer)), answer };
+  },
+  readUsage: (usage) => fromResponsesUsage(asRecord(usage)),
+
+  pingFrame: COMMENT_PING_FRAME,
+  errorFrame: responsesErrorFrame,
+
+  textAnswer(answer) {
+    const emitter = createResponsesEmitter({ model: answer.model, echo: responseEcho({ model: answer.model }), toolNames: NO_TOOL_NAMES });
+    emitter.start();
+    emitter.text(answer.text);
+    finish(emitter, answer);
+    return JSON.stringify(emitter.response());
+  },
+  textStream: responsesTextStream,
+};
+
+/**
+ * What the request builds on, resolved; the answer's seals; and, when the answer is stored, the
+ * thinking of its reasoning items, kept to seal into the stored copy.
+ */
+async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope): Promise<Turn<'responses'>> {
+  const { keyId, passThrough } = scope;
+  const { store } = scope.services.responses;
+  const sealer = await scope.services.responses.sealer();
+  const body = request.body;
+  const previousId = body.previous_response_id;
+  const providerHolds = previousId !== undefined && passThrough && (await store.get(keyId, previousId)) === undefined;
+  const storing = body.store !== false && !providerHolds;
+
+  const turn: ResponsesTurn = { responseId: newResponseId(), now: scope.now, openSealed: (sealed) => sealer.open(sealed) };
+  if (wantsEncryptedReasoning(body)) turn.seal = (block) => sealer.seal(block);
+  const thinking = new Map<string, SealableBlock>();
+  if (storing) turn.keepReasoning = (itemId, block) => thinking.set(itemId, block);
+
+  let input: ResponsesInputItem[] | undefined;
+  let answered = request;
+  if (!providerHolds) {
+    input = await resolveInput(body, keyId, store, { keepUnknownReferences: passThrough });
+    if (previousId !== undefined || (Array.isArray(body.input) && body.input.some(isReference))) {
+      const resolved: ResponsesRequest = { ...body, input };
+      delete resolved.previous_response_id;
+      answered = { ...request, body: resolved };
+      if (previousId !== undefined) turn.previousResponseId = previousId;
+    }
+  }
+
+  return {
+    request: answered,
+    translation: turn,
+    async keep(answer) {
+      if (!storing || input === undefined || !isFinalResponse(answer)) return;
+      await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(input), response: withSealedReasoning(answer, thinking, sealer) });
+    },
+  };
+}
+
+function isReference(item: unknown): boolean {
+  if (!isRecord(item)) return false;
+  const type = item['type'];
+  return type === 'item_reference' || ((type === undefined || type === null) && item['role'] === undefined && typeof item['id'] === 'string');
+}
+
+function isSealedByUs(item: unknown): boolean {
+  return isRecord(item) && item['type'] === 'reasoning' && typeof item['encrypted_content'] === 'string' && isLlmuxSeal(item['encrypted_content']);
+}
+
+/** A response object that is done (an answer cut off by the client leaving is not kept). */
+function isFinalResponse(answer: unknown): answer is ResponsesResponse {
+  return isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== ''
+    && (answer['status'] === 'completed' || answer['status'] === 'incomplete' || answer['status'] === 'failed')
+    && Array.isArray(answer['output']);
+}
+
+/** The input items as stored: each with an id. */
+function withIds(input: ResponsesInputItem[]): ResponsesInputItem[] {
+  return input.map((item) => {
+    if (!isRecord(item) || (typeof item['id'] === 'string' && item['id'] !== '')) return item;
+    const type = typeof item['type'] === 'string' ? item['type'] : 'message';
+    return { ...item, id: newId(ID_PREFIX[type] ?? 'item_') } as ResponsesInputItem;
+  });
+}
+
+/** The response as stored: every reasoning item whose thinking was kept carries it sealed. */
+function withSealedReasoning(answer: ResponsesResponse, thinking: ReadonlyMap<string, SealableBlock>, sealer: Sealer): ResponsesResponse {
+  if (thinking.size === 0) return answer;
+  const output = answer.output.map((item): ResponsesOutputItem => {
+    if (item.type !== 'reasoning' || item.encrypted_content !== undefined) return item;
+    const block = thinking.get(item.id);
+    return block === undefined ? item : { ...item, encrypted_content: sealer.seal(block) };
+  });
+  return { ...answer, output };
+}
+
+/**
+ * An error after a Responses stream has started (a pass-through stream cut off): `response.failed`
+ * with the response the stream started (the SDKs refuse a terminal event naming another), or one
+ * of its own when none came. Its output is what the stream started with (nothing: what came after
+ * was only relayed); the client has the items it saw.
+ */
+export function responsesErrorFrame(error: StreamErrorInfo): string {
+  const started = asRecord(error.answer);
+  const response = {
+    ...(started ?? { id: newResponseId(), object: 'response', created_at: Math.floor(Date.now() / 1000) }),
+    status: 'failed',
+    error: { code: failureCode(typeof error.type === 'string' ? error.type : undefined), message: error.message },
+    incomplete_details: null,
+    output: [],
+    usage: started?.['usage'] ?? null,
+  };
+  return `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', response })}\n\n`;
+}
+
+function finish(emitter: ReturnType<typeof createResponsesEmitter>, answer: TextAnswer): void {
+  emitter.settle(answer.cut ? { status: 'incomplete', reason: 'max_output_tokens' } : { status: 'completed' });
+  emitter.complete(toResponsesUsage(answer.usage, 0));
+}
+
+function* responsesTextStream(answer: TextAnswer & { words: Iterable<string> }): Generator<string> {
+  const frames: string[] = [];
+  const emitter = createResponsesEmitter({
+    model: answer.model,
+    echo: responseEcho({ model: answer.model }),
+    toolNames: NO_TOOL_NAMES,
+    write: (frame) => frames.push(frame),
+  });
+  const flush = (): string => frames.splice(0).join('');
+  emitter.start();
+  yield flush();
+  for (const word of answer.words) {
+    emitter.text(word);
+    yield flush();
+  }
+  finish(emitter, answer);
+  yield flush();
+}

@@ -1,0 +1,178 @@
+/**
+ * Responses pass-through over real sockets: a provider whose base URL serves `/responses` itself
+ * (`"responses": true`) gets the client's body with its own model id, and the client gets the
+ * upstream's bytes with the llmux model id in every response object; usage is read from the
+ * terminal event; silences get `: ping`; a stream cut off ends in `response.failed` naming the
+ * same response; what llmux does not know of the chain is the provider's to resolve.
+ */
+import { after, before, beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startTestGateway } from './helpers/gateway.ts';
+import type { TestGateway } from './helpers/gateway.ts';
+import { respond } from './helpers/fake-upstream.ts';
+import type { Responder } from './helpers/fake-upstream.ts';
+import { RESPONSES_UPSTREAM_MODEL, answer, responsesUpstream } from './helpers/scripted-answers.ts';
+import { parseResponsesEvents } from './helpers/responses-stream.ts';
+import { records } from '../src/json.ts';
+
+let gw: TestGateway;
+let client: OpenAI;
+
+before(async () => {
+  gw = await startTestGateway({
+    config: (url) => ({
+      providers: {
+        'fake-responses': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-responses-secret', responses: true },
+        'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
+      },
+      models: [
+        { id: 'gpt-pass', provider: 'fake-responses', upstream_id: 'gpt-upstream', reasoning: true },
+        { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true },
+      ],
+      limits: { ping_interval_ms: 40 },
+    }),
+  });
+  client = new OpenAI({ apiKey: gw.key, baseURL: `${gw.url}/v1`, maxRetries: 0, timeout: 10_000 });
+});
+after(async () => {
+  await gw.close();
+});
+beforeEach(() => {
+  gw.upstream.queue.length = 0;
+  gw.upstream.requests.length = 0;
+});
+
+/** Answers a Responses request from the scripted upstream, streamed or whole as asked. */
+function responsesAnswer(text: string, options: { responseId?: string } = {}): Responder {
+  const scripted = responsesUpstream({ text, usage: { input: 21, output: 8 }, ...(options.responseId === undefined ? {} : { responseId: options.responseId }) });
+  return (req, res, seen) => (seen.body['stream'] === true ? respond.sse(scripted.stream, { chunkSize: 100 }) : respond.json(200, scripted.whole))(req, res, seen);
+}
+
+async function lastLogLine(): Promise<Record<string, unknown>> {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return [...gw.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
+}
+
+async function rawStream(body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${gw.url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  assert.equal(res.status, 200);
+  return res.text();
+}
+
+test('a stream passes through as the upstream wrote it, the model id substituted in every response object, usage read from the terminal event', async () => {
+  gw.upstream.queue.push(responsesAnswer('Passed through untouched.'));
+  const request = { model: 'gpt-pass', input: 'Hi', client_metadata: { session: 'abc' }, reasoning: { effort: 'low', context: 'all_turns' }, text: { verbosity: 'low' }, prompt_cache_key: 'k1' };
+  const out = await rawStream(request);
+
+  const upstream = gw.upstream.requests[0];
+  assert.equal(upstream?.path, '/v1/responses');
+  assert.equal(upstream?.headers['authorization'], 'Bearer upstream-responses-secret');
+  assert.deepEqual(upstream?.body, { ...request, model: 'gpt-upstream', stream: true }, 'the body is the client\'s, with the upstream model id');
+
+  const expected = responsesUpstream({ text: 'Passed through untouched.', usage: { input: 21, output: 8 } }).stream;
+  assert.equal(out, expected.replaceAll(`"model":"${RESPONSES_UPSTREAM_MODEL}"`, '"model":"gpt-pass"'));
+  const events = parseResponsesEvents(out);
+  for (const event of events) {
+    const response = event.data['response'] as Record<string, unknown> | undefined;
+    if (response !== undefined) assert.equal(response['model'], 'gpt-pass', `${event.event} names the llmux model`);
+  }
+  const line = await lastLogLine();
+  assert.equal(line['tokens_in'], 21);
+  assert.equal(line['tokens_out'], 8);
+  assert.equal(line['provider'], 'fake-responses');
+});
+
+test('the openai SDK reads a passed-through stream and a whole answer, both naming the llmux model', async () => {
+  gw.upstream.queue.push(responsesAnswer('Streamed.'));
+  const streamed = await client.responses.stream({ model: 'gpt-pass', input: 'Hi' }).finalResponse();
+  assert.equal(streamed.model, 'gpt-pass');
+  assert.equal(streamed.output_text, 'Streamed.');
+
+  gw.upstream.queue.push(responsesAnswer('Whole.'));
+  const whole = await client.responses.create({ model: 'gpt-pass', input: 'Hi' });
+  assert.equal(whole.model, 'gpt-pass');
+  assert.equal(whole.output_text, 'Whole.');
+  const line = await lastLogLine();
+  assert.equal(line['tokens_in'], 21);
+});
+
+test('a silent upstream gets `: ping` comments, and the stream still completes', async () => {
+  const scripted = responsesUpstream({ text: 'Slow words arrive.' });
+  const cut = scripted.stream.indexOf('event: response.output_item.added');
+  gw.upstream.queue.push(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(scripted.stream.slice(0, cut));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    res.end(scripted.stream.slice(cut));
+  });
+  const out = await rawStream({ model: 'gpt-pass', input: 'Hi' });
+  assert.match(out, /\n: ping\n\n/);
+  assert.equal(parseResponsesEvents(out).at(-1)?.data['type'], 'response.completed');
+});
+
+test('a stream cut off mid-answer ends in response.failed naming the response the stream started', async () => {
+  const scripted = responsesUpstream({ text: 'This answer is cut off before it completes.', responseId: 'resp_cutoff' });
+  const cut = scripted.stream.indexOf('event: response.output_text.done');
+  gw.upstream.queue.push((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(scripted.stream.slice(0, cut), () => req.socket.destroy());
+  });
+  const events = parseResponsesEvents(await rawStream({ model: 'gpt-pass', input: 'Hi' }));
+  const last = events.at(-1)?.data;
+  assert.equal(last?.['type'], 'response.failed');
+  const response = last?.['response'] as { id: string; status: string; model: string; error: { code: string; message: string } };
+  assert.equal(response.id, 'resp_cutoff');
+  assert.equal(response.model, 'gpt-pass');
+  assert.equal(response.status, 'failed');
+  assert.equal(response.error.code, 'server_error');
+  assert.ok(!events.some((event) => event.data['type'] === 'response.completed'));
+  const line = await lastLogLine();
+  assert.match(String(line['stream_error']), /lost mid-stream/);
+});
+
+test('a previous_response_id llmux never stored is left for the provider, and that answer is not stored by llmux', async () => {
+  gw.upstream.queue.push(responsesAnswer('The provider knew it.', { responseId: 'resp_provider_side' }));
+  const response = await client.responses.create({ model: 'gpt-pass', input: 'Go on.', previous_response_id: 'resp_made_elsewhere' });
+  assert.equal(response.output_text, 'The provider knew it.');
+  assert.equal(gw.upstream.requests[0]?.body['previous_response_id'], 'resp_made_elsewhere');
+  await assert.rejects(client.responses.retrieve('resp_provider_side'), (err: unknown) => err instanceof OpenAI.NotFoundError);
+});
+
+test('a passed-through answer is stored; building on it sends the history as input, without the id the provider never saw from llmux', async () => {
+  gw.upstream.queue.push(responsesAnswer('First, from the provider.', { responseId: 'resp_pass_first' }));
+  const first = await client.responses.create({ model: 'gpt-pass', input: 'First question.' });
+  assert.equal(first.id, 'resp_pass_first');
+  assert.equal((await client.responses.retrieve(first.id)).output_text, 'First, from the provider.');
+
+  gw.upstream.queue.push(responsesAnswer('Second.', { responseId: 'resp_pass_second' }));
+  await client.responses.create({ model: 'gpt-pass', input: 'Second question.', previous_response_id: first.id });
+  const body = gw.upstream.requests.at(-1)?.body ?? {};
+  assert.equal(body['previous_response_id'], undefined);
+  const input = JSON.stringify(body['input']);
+  assert.match(input, /First question\./);
+  assert.match(input, /First, from the provider\./);
+  assert.match(input, /Second question\./);
+});
+
+test('reasoning sealed by llmux (from an earlier turn on a messages model) is not sent to a Responses upstream', async () => {
+  gw.upstream.queue.push(answer({ thinking: { text: 'Thinking on Claude.', signature: 'sig-claude' }, text: 'Claude answered.' }));
+  const first = await client.responses.create({ model: 'claude-test', input: 'Start on Claude.', store: false, include: ['reasoning.encrypted_content'] });
+  const reasoning = first.output.find((item) => item.type === 'reasoning');
+  const message = first.output.find((item) => item.type === 'message');
+  assert.ok(reasoning !== undefined && message !== undefined);
+
+  gw.upstream.queue.push(responsesAnswer('Now on the Responses model.'));
+  await client.responses.create({ model: 'gpt-pass', store: false, input: [{ role: 'user', content: 'Start on Claude.' }, reasoning, message, { role: 'user', content: 'Switch models.' }] });
+  const sent = records(gw.upstream.requests.at(-1)?.body['input']);
+  assert.deepEqual(sent.map((item) => item['type'] ?? item['role']), ['user', 'message', 'user']);
+});
+
+test('a Responses upstream\'s error answer keeps its status and the llmux error body', async () => {
+  gw.upstream.queue.push(respond.json(400, { error: { message: 'Invalid value for reasoning.effort', type: 'invalid_request_error', code: 'invalid_value' } }));
+  await assert.rejects(client.responses.create({ model: 'gpt-pass', input: 'x' }), (err: unknown) => err instanceof OpenAI.BadRequestError);
+});
