@@ -35,7 +35,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'responses/': ['formats/', 'errors', 'json', 'files'],
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/', 'errors', 'request-record'],
-  'config': ['config-types', 'catalog/', 'formats/', 'json'],
+  'config': ['config-types', 'catalog/', 'formats/', 'json', 'state/'],
   // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
   'state/': [],
   // HTTP: reading requests and writing responses; knows no pipeline.
