@@ -31,7 +31,7 @@ export interface GatewayModule {
     listen(port?: number, host?: string): Promise<{ port: number; host: string; url: string }>;
     close(): Promise<void>;
     readonly keys: {
-      create(options: { name?: string | undefined; tier?: 'basic' | 'pro' | 'enterprise' | undefined }): { key: string };
+      create(options: { name?: string | undefined; tier?: 'basic' | 'pro' | 'enterprise' | undefined }): { key: string } | Promise<{ key: string }>;
     };
   };
 }
@@ -74,7 +74,7 @@ if (isEntryPoint(import.meta.url)) {
   if (existsSync(features)) await import(pathToFileURL(features).href);
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-home-'));
   const gateway = createGateway({ config: benchConfig(upstreamPort), home, env: {} });
-  const { key } = gateway.keys.create({ name: 'bench', tier: 'enterprise' });
+  const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });
   const { port } = await gateway.listen(values.port === undefined ? 0 : Number(values.port), '127.0.0.1');
   process.stdout.write(`${JSON.stringify({ port, key })}\n`);
   const stop = (): void => {

@@ -122,10 +122,8 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
   const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
   const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env, features: standardFeatures });
-  if (gateway.keys.list().length === 0) {
-    const { key, record } = gateway.keys.create({ name: 'admin', admin: true, tier: 'pro' });
-    io.stderr(`llmux: first run: created admin key ${record.id} (shown once, keep it safe):\n${key}\n`);
-  }
+  const first = await gateway.keys.createFirst({ name: 'admin', admin: true, tier: 'pro' });
+  if (first !== undefined) io.stderr(`llmux: first run: created admin key ${first.record.id} (shown once, keep it safe):\n${first.key}\n`);
   const { url } = await gateway.listen();
   io.stdout(`llmux listening on ${url}\n`);
   return new Promise<number>((resolve) => {
