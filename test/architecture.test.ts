@@ -36,8 +36,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/', 'errors', 'request-record'],
   'config': ['config-types', 'catalog/', 'formats/', 'json', 'state/'],
-  // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
-  'state/': [],
+  // Shared state (Valkey/Redis): the RESP client, and the shared implementations of the limiter,
+  // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
+  'state/': ['config-types', 'errors', 'json', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['errors', 'json', 'limits/'],
   // Upstreams and answers.
