@@ -31,6 +31,8 @@ export interface CoreRoutesContext extends PipelineContext {
   isClosing(): boolean;
   /** Requests being answered now, for `/metrics`. */
   openRequests(): number;
+  /** Whether the shared-state server is away now; undefined without shared state. */
+  stateDegraded(): boolean | undefined;
 }
 
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
@@ -117,6 +119,6 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const key = authed(req, record);
     requireAdmin(key, req.headers);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size() }));
+    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded() }));
   });
 }

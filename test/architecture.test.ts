@@ -59,12 +59,13 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Wiring and entry points: the only places that may import the gateway itself.
   'server': [
     'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'http/', 'errors', 'pipeline', 'routes',
-    'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'version',
+    'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'state/', 'version',
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],
   'device-cli': ['cli-io'],
   'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
-  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli'],
+  'state-cli': ['cli-io', 'config', 'config-types', 'auth/', 'usage/', 'state/'],
+  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'errors', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli', 'state-cli'],
   'index': ['server', 'features', 'auth/', 'config-types', 'usage/', 'version'],
 };
 

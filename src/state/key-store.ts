@@ -40,6 +40,8 @@ export interface SharedKeyStore extends KeyStore {
   readonly ready: Promise<void>;
   /** Re-reads every record now. Rejects when the server cannot be read (the replica stays as it was). */
   refresh(): Promise<void>;
+  /** Adds records made elsewhere (`llmux state migrate`); a key whose id is there already is left as it is. */
+  importRecords(records: readonly KeyRecord[]): Promise<{ added: number; skipped: number }>;
 }
 
 /** Writes a record and announces it: KEYS hash, version, channel; ARGV id, JSON. */
@@ -68,6 +70,17 @@ redis.call('PUBLISH', KEYS[3], version)
 return version
 `;
 
+/** Adds records whose ids are new: ARGV id, JSON, id, JSON, …; returns how many were added. */
+const IMPORT_SCRIPT = `
+local added = 0
+for i = 1, #ARGV, 2 do added = added + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if added > 0 then
+  local version = redis.call('INCR', KEYS[2])
+  redis.call('PUBLISH', KEYS[3], version)
+end
+return added
+`;
+
 /** Tries of a revocation racing other changes to the same record. */
 const MAX_REPLACE_TRIES = 5;
 
@@ -84,6 +97,7 @@ export function createSharedKeyStore(options: SharedKeyStoreOptions): SharedKeyS
   const createScript = client.script(CREATE_SCRIPT);
   const createFirstScript = client.script(CREATE_FIRST_SCRIPT);
   const replaceScript = client.script(REPLACE_SCRIPT);
+  const importScript = client.script(IMPORT_SCRIPT);
 
   let records: KeyRecord[] = [];
   /** The JSON each record was read as, for revocation's compare-and-set. */
@@ -228,6 +242,15 @@ export function createSharedKeyStore(options: SharedKeyStoreOptions): SharedKeyS
         }
       }
       throw stateUnavailable('Revoking a key (it kept changing under this revocation)');
+    },
+
+    async importRecords(imported) {
+      if (imported.length === 0) return { added: 0, skipped: 0 };
+      const args = imported.flatMap((record) => [record.id, JSON.stringify(record)]);
+      const added = await write('Importing keys', () => importScript.run(scriptKeys, args, writeOptions));
+      const count = typeof added === 'number' ? added : 0;
+      refreshQuietly();
+      return { added: count, skipped: imported.length - count };
     },
 
     reload: refreshQuietly,

@@ -40,6 +40,8 @@ export interface SharedLedgerOptions {
    * connection of its own, with a deadline of its own, it never holds up the admissions.
    */
   queryClient?: RespClient;
+  /** Deadline of each round trip of a query; default: the query client's. */
+  queryTimeoutMs?: number;
   /** Prefix of every key this ledger writes; default `llmux:`. */
   prefix?: string;
   now?: () => number;
@@ -139,6 +141,7 @@ function rowArgs(table: RowTable): RespArg[] {
 export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
   const { client } = options;
   const queryClient = options.queryClient ?? client;
+  const queryOptions = options.queryTimeoutMs === undefined ? undefined : { timeoutMs: options.queryTimeoutMs };
   const prefix = options.prefix ?? 'llmux:';
   const now = options.now ?? Date.now;
   const flushIntervalMs = options.flushIntervalMs ?? 1000;
@@ -257,7 +260,7 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
   async function readDays(days: number[], visit: (hour: number, keyId: string, model: string, counts: Counts) => void): Promise<void> {
     for (let i = 0; i < days.length; i += QUERY_DAYS_PER_TRIP) {
       const chunk = days.slice(i, i + QUERY_DAYS_PER_TRIP);
-      const replies = await queryClient.batch(chunk.map((day) => ['HGETALL', `${prefix}usage:day:${day}`]));
+      const replies = await queryClient.batch(chunk.map((day) => ['HGETALL', `${prefix}usage:day:${day}`]), queryOptions);
       for (const reply of replies) {
         if (!Array.isArray(reply)) continue;
         for (let j = 0; j + 1 < reply.length; j += 2) {
@@ -275,7 +278,7 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
     const fromDay = Math.floor(request.since / DAY_MS);
     const toDay = Math.floor((request.until - 1) / DAY_MS);
     try {
-      const listed = await queryClient.command(['SMEMBERS', `${prefix}usage:days`]);
+      const listed = await queryClient.command(['SMEMBERS', `${prefix}usage:days`], queryOptions);
       const days = (Array.isArray(listed) ? listed : []).map(Number).filter((d) => Number.isInteger(d) && d >= fromDay && d <= toDay).sort((a, b) => a - b);
       await readDays(days, summary.add);
     } catch (error) {

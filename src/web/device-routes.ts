@@ -197,7 +197,8 @@ function adminKey(req: IncomingMessage, keys: KeyStore, now: number) {
  */
 export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRoutesOptions = {}): DeviceFlow {
   const { ctx, log, routes } = internals;
-  const flow = options.flow ?? createDeviceFlow({ now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) });
+  const flowOptions = { now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) };
+  const flow = options.flow ?? ctx.deviceFlow?.(flowOptions) ?? createDeviceFlow(flowOptions);
   const starts = createAddressLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
   const pendingPerAddress = options.pendingPerAddress ?? DEFAULT_PENDING_PER_ADDRESS;
 
