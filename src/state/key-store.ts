@@ -11,7 +11,9 @@
  * within a second. While the server is down the replica is the last copy, and it serves on.
  *
  * Creating and revoking need the server and answer once it holds the change; without it they fail
- * with 503 `state_unavailable`. Revocation is a compare-and-set on the record's JSON, retried when
+ * with 503 `state_unavailable`. Keys are never deleted, only revoked: a server found with no keys
+ * and no version at all has lost its data (restarted without persistence, flushed), and each
+ * process writes its copy back rather than locking every client out. Revocation is a compare-and-set on the record's JSON, retried when
  * another process changed the record in between.
  */
 import type { KeyRecord, KeyStore, NewKey, NewKeyResult } from '../auth/key-store.ts';
@@ -150,6 +152,23 @@ export function createSharedKeyStore(options: SharedKeyStoreOptions): SharedKeyS
   }
 
   async function read(): Promise<void> {
+    const [nextVersion, fields] = await client.batch([['GET', versionKey], ['HGETALL', hashKey]]);
+    const serverVersion = typeof nextVersion === 'string' ? nextVersion : null;
+    const empty = !Array.isArray(fields) || fields.length === 0;
+    if (serverVersion === null && empty && typeof version === 'string' && records.length > 0) {
+      // The server holds no keys and never counted a change: it lost its data (a restart without
+      // persistence, a flush). Keys are never deleted, only revoked, so this process's copy is
+      // written back (a key another process wrote back first is left as it is).
+      await restore();
+      return;
+    }
+    take(fields ?? null, serverVersion);
+  }
+
+  async function restore(): Promise<void> {
+    const copy = records.slice();
+    const reply = await importScript.run(scriptKeys, copy.flatMap((record) => [record.id, stored.get(record.id) ?? JSON.stringify(record)]), writeOptions);
+    warn(`shared key store: state server ${options.displayUrl} had lost every key; ${typeof reply === 'number' ? reply : 0} of this process's ${copy.length} were written back`);
     const [nextVersion, fields] = await client.batch([['GET', versionKey], ['HGETALL', hashKey]]);
     take(fields ?? null, typeof nextVersion === 'string' ? nextVersion : null);
   }

@@ -111,6 +111,29 @@ describe('the shared key store on a real state server', { skip }, () => {
     assert.match(warnings[0] ?? '', /key_0000000000000bad is not a valid key \(hash\)/);
   });
 
+  it('writes its copy back to a server that lost every key, and keeps revocations it knew of', async () => {
+    const own = await startRedis();
+    try {
+      const prefix = freshPrefix();
+      const [a, b] = await Promise.all([openStore(prefix, { url: own.url }), openStore(prefix, { url: own.url })]);
+      const warnings: string[] = [];
+      a.watch((message) => warnings.push(message));
+      b.watch();
+      const kept = await a.create({ name: 'kept' });
+      const gone = await a.create({ name: 'gone' });
+      await a.revoke('gone');
+      await within(WITHIN_MS, 'both keys on b', () => b.list().length === 2 && b.get(gone.record.id)?.revoked_at !== null);
+      await own.restart();
+      await within(10_000, 'the keys back on the server', () => a.findBySecret(kept.key) !== undefined && warnings.length > 0);
+      const fresh = await openStore(prefix, { url: own.url });
+      assert.equal(fresh.findBySecret(kept.key)?.name, 'kept');
+      assert.notEqual(fresh.findBySecret(gone.key)?.revoked_at, null, 'a revoked key comes back revoked');
+      assert.match(warnings[0] ?? '', /had lost every key; \d of this process's 2 were written back/);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('keeps authenticating from its last copy while the server is down, and refuses changes with 503 state_unavailable without waiting', async () => {
     const own = await startRedis();
     try {
