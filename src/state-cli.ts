@@ -6,7 +6,7 @@
  *   is added as one batch named by its content, so running the migration twice adds it once.
  *   Nothing in DIR is changed.
  * - `openCliKeyStore`: the key store `llmux keys` works on: the state server's when one is
- *   configured, else `$LLMUX_HOME/keys.json`.
+ *   configured, else `$LLMUX_HOME/keys.json`; `openSharedUsage`: what `llmux usage` reads then.
  *
  * A command may wait longer for the server than a request does (`CLI_TIMEOUT_MS`): nobody is
  * waiting on the other side of it. Exit codes: 0 done, 1 failure, 2 usage error.
@@ -19,7 +19,8 @@ import type { CliIo } from './cli-io.ts';
 import type { Config, StateConfig } from './config-types.ts';
 import { loadConfig, resolveHome } from './config.ts';
 import { createKeyStore } from './auth/key-store.ts';
-import type { KeyStore } from './auth/key-store.ts';
+import type { KeyRecord, KeyStore } from './auth/key-store.ts';
+import type { UsageQuery, UsageRow } from './usage/ledger.ts';
 import { createLedgerReader } from './usage/ledger-reader.ts';
 import { NANOS_PER_USD, createRowTable } from './usage/ledger-format.ts';
 import type { RowTable } from './usage/ledger-format.ts';
@@ -83,6 +84,32 @@ export async function openCliKeyStore(io: CliIo, home: string, lockWaitMs: numbe
       await client.close();
     },
   };
+}
+
+/** The usage and key names `llmux usage` shows, read from the state server. */
+export interface CliSharedUsage {
+  keys: KeyRecord[];
+  query(query: UsageQuery): Promise<UsageRow[]>;
+  close(): Promise<void>;
+}
+
+/** Opens the state server's usage for `llmux usage` (reads the keys for their names first). */
+export async function openSharedUsage(state: StateConfig): Promise<CliSharedUsage> {
+  const client = openClient(state);
+  const displayUrl = parseStateUrl(state.url).displayUrl;
+  const store = createSharedKeyStore({ client, displayUrl });
+  const ledger = createSharedLedger({ client, flushIntervalMs: 3_600_000 });
+  const close = async (): Promise<void> => {
+    await ledger.close();
+    await client.close();
+  };
+  try {
+    await store.refresh();
+  } catch (error) {
+    await close();
+    throw new Error(`cannot read state server ${displayUrl}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return { keys: store.list(), query: (query) => ledger.query(query), close };
 }
 
 /** Every row of a usage directory, read without writing to it. */

@@ -63,7 +63,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],
   'device-cli': ['cli-io'],
-  'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
+  'usage-cli': ['cli-io', 'config', 'config-types', 'auth/', 'usage/', 'errors', 'state-cli'],
   'state-cli': ['cli-io', 'config', 'config-types', 'auth/', 'usage/', 'state/'],
   'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'errors', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli', 'state-cli'],
   'index': ['server', 'features', 'auth/', 'config-types', 'usage/', 'version'],

@@ -135,6 +135,13 @@ describe('the command line with a state server', { skip }, () => {
     assert.deepEqual(rows.map((r) => [r.key_id, r.requests, r.input_tokens, r.cost_usd]), [[alice.record.id, 2, 110, 0.75]]);
     assert.equal(await sharedUsage.spend(alice.record.id, Date.UTC(2026, 2, 1)), 0.75, 'budgets see the migrated spend');
     await sharedUsage.close();
+    const report = io(env);
+    assert.equal(await main(['usage', '--since', '2026-03-14', '--until', '2026-03-15', '--by', 'key', '--json'], report), 0, report.err);
+    const { data } = JSON.parse(report.out) as { data: Array<{ key_id: string; requests: number; cost_usd: number }> };
+    assert.deepEqual(data.map((r) => [r.key_id, r.requests, r.cost_usd]), [[alice.record.id, 2, 0.75]], 'llmux usage reads the state server');
+    const table = io(env);
+    assert.equal(await main(['usage', '--since', '2026-03-14', '--until', '2026-03-15', '--key', 'alice'], table), 0, table.err);
+    assert.match(table.out, /for alice \(key_[0-9a-f]{16}\)/, 'names come from the shared keys');
 
     assert.deepEqual(readdirSync(join(old, 'usage')).map((name) => [name, statSync(join(old, 'usage', name)).mtimeMs]), before);
     assert.equal(readFileSync(join(old, 'keys.json'), 'utf8'), keysBefore);
