@@ -106,6 +106,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   // key's refused or count_tokens bodies may total four of the largest a minute.
   const { maxBodyBytes } = config.limits;
   // Several processes acting as one gateway keep keys, limits, grants and usage on one server.
+  // `shared.responses` is the Responses API's state (stored responses, seal secret) for the
+  // gateway to use instead of the in-process store and `$LLMUX_HOME/responses-secret`, wherever
+  // it creates those (pass the store's TTL and size through `responses` here).
   const shared = config.state === undefined ? undefined : openSharedState({
     state: config.state,
     now: options.now,

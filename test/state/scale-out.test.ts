@@ -335,6 +335,29 @@ describe('three llmux serve processes on one state server (on_failure local)', {
   });
 });
 
+describe('llmux serve with a state server that is not there', { skip, timeout: 60_000 }, () => {
+  it('starts all the same, degraded, says it made no first admin key, and answers', async () => {
+    const gone = await startRedis();
+    const url = gone.url;
+    await gone.stop();
+    const upstream = await startHoldingUpstream();
+    const started = performance.now();
+    const p = await serve(url, scaleOutConfig(upstream.upstream.url, {}));
+    try {
+      assert.ok(performance.now() - started < 20_000);
+      assert.match(p.stderr(), /the state server did not answer, so no first admin key was made/);
+      await within(5000, 'the degraded line', async () => p.messages().some((l) => l.includes('unavailable (')));
+      assert.equal(p.messages().filter((l) => l.includes('unavailable (')).length, 1, 'said once');
+      assert.equal((await fetch(`${p.url}/healthz`)).status, 200);
+      assert.equal(await status(chat(p.url, 'sk-llmux-0000000000000000000000000000000000000000000')), 401);
+      assert.equal(p.child.exitCode, null);
+    } finally {
+      await p.stop();
+      await upstream.close();
+    }
+  });
+});
+
 describe('three llmux serve processes on one state server (on_failure closed)', { skip, timeout: 180_000 }, () => {
   let cluster: Cluster;
   before(async () => {
