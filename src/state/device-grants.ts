@@ -206,6 +206,7 @@ function viewOf(fields: Map<string, string>): GrantView | undefined {
   };
 }
 
+/** A grant store on the state server, with the in-memory store's settings and rules (see the header). */
 export function createSharedDeviceFlow(options: SharedDeviceFlowOptions): SharedDeviceFlow {
   const { client } = options;
   const prefix = options.prefix ?? 'llmux:';

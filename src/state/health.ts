@@ -39,6 +39,7 @@ function fallbackOf(policy: StateFailurePolicy): string {
     : 'model requests are answered 503 state_unavailable (state.on_failure "closed")';
 }
 
+/** Follows the client's status: degraded while it is 'down', one `onChange` per change. */
 export function createStateHealth(options: StateHealthOptions): StateHealth {
   const { client, policy, displayUrl } = options;
   let degraded = client.status === 'down';

@@ -86,6 +86,7 @@ return added
 /** Tries of a revocation racing other changes to the same record. */
 const MAX_REPLACE_TRIES = 5;
 
+/** The key store on the state server; reads its first copy at once (`ready`), follows changes after `watch`. */
 export function createSharedKeyStore(options: SharedKeyStoreOptions): SharedKeyStore {
   const { client } = options;
   const prefix = options.prefix ?? 'llmux:';

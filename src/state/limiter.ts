@@ -96,6 +96,7 @@ function stateOf(limits: LimitSet, requests: number, tokens: number, requestsRes
   };
 }
 
+/** The limiter on the state server, with this process's own as the fallback (see the header). */
 export function createSharedLimiter(options: SharedLimiterOptions): SharedLimiter {
   const { client, health, leaseMs } = options;
   const prefix = options.prefix ?? 'llmux:';

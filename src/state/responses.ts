@@ -63,6 +63,7 @@ function parseRecord(text: unknown): StoredResponse | undefined {
   }
 }
 
+/** Stored responses on the state server, as the in-memory store keeps them but for the total size. */
 export function createSharedResponseStore(options: SharedResponseStoreOptions): ResponseStore {
   const { client } = options;
   const prefix = options.prefix ?? 'llmux:';
@@ -141,6 +142,7 @@ export interface SharedResponsesState {
   sealer(): Promise<Sealer>;
 }
 
+/** The shared store and a sealer under the shared secret, made on first use. */
 export function createSharedResponsesState(options: SharedResponseStoreOptions): SharedResponsesState {
   const store = createSharedResponseStore(options);
   let sealer: Promise<Sealer> | undefined;

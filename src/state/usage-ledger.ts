@@ -138,6 +138,7 @@ function rowArgs(table: RowTable): RespArg[] {
   return args;
 }
 
+/** The usage ledger on the state server; starts its flush timer (unref'd). */
 export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
   const { client } = options;
   const queryClient = options.queryClient ?? client;
