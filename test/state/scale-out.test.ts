@@ -292,7 +292,7 @@ describe('three llmux serve processes on one state server (on_failure local)', {
       return true;
     });
     // The lease was last refreshed before the kill; a request's own time on a busy machine is the slack.
-    assert.ok(performance.now() - killedAt <= LEASE_MS + 500, `back ${Math.round(backAfterMs)} ms after the first retry; the lease is ${LEASE_MS} ms`);
+    assert.ok(performance.now() - killedAt <= LEASE_MS + 1000, `back ${Math.round(backAfterMs)} ms after the first retry; the lease is ${LEASE_MS} ms`);
     // The cluster goes on with three processes.
     cluster.processes[0] = await serve(cluster.redis.url, scaleOutConfig(cluster.upstream.upstream.url, { lease_ms: LEASE_MS }));
   });
