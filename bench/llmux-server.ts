@@ -7,7 +7,8 @@
  * Models: `bench-chat` (OpenAI chat upstream), `bench-messages` (Anthropic messages upstream),
  * and `-slow` twins whose provider base URL starts with `/slow/` (the fake upstream's drip mode).
  *
- * Run as a process: `node llmux-server.js --dist DIR --upstream-port N [--port N]`; prints
+ * Run as a process: `node llmux-server.js --dist DIR --upstream-port N [--port N] [--state-url URL]`
+ * (the state URL puts keys, limits and usage on that server, as several processes would); prints
  * `{"port":N,"key":"sk-llmux-…"}` on stdout. SIGTERM/SIGINT close the gateway and exit 0, so a
  * `--cpu-prof` profile gets written.
  */
@@ -31,13 +32,13 @@ export interface GatewayModule {
     listen(port?: number, host?: string): Promise<{ port: number; host: string; url: string }>;
     close(): Promise<void>;
     readonly keys: {
-      create(options: { name?: string | undefined; tier?: 'basic' | 'pro' | 'enterprise' | undefined }): { key: string };
+      create(options: { name?: string | undefined; tier?: 'basic' | 'pro' | 'enterprise' | undefined }): { key: string } | Promise<{ key: string }>;
     };
   };
 }
 
-/** The config the benchmark gives llmux for an upstream on 127.0.0.1:`upstreamPort`. */
-export function benchConfig(upstreamPort: number): Record<string, unknown> {
+/** The config the benchmark gives llmux for an upstream on 127.0.0.1:`upstreamPort` (and a state server). */
+export function benchConfig(upstreamPort: number, stateUrl?: string): Record<string, unknown> {
   const base = `http://127.0.0.1:${upstreamPort}`;
   return {
     builtin_catalog: false,
@@ -57,11 +58,12 @@ export function benchConfig(upstreamPort: number): Record<string, unknown> {
     tiers: { enterprise: { rpm: 1_000_000_000, tpm: 1_000_000_000_000, concurrency: 1_000_000 } },
     // Slow streams are still open when the runner stops the process.
     limits: { shutdown_timeout_ms: 1_000 },
+    ...(stateUrl === undefined ? {} : { state: { url: stateUrl } }),
   };
 }
 
 if (isEntryPoint(import.meta.url)) {
-  const { values } = parseArgs({ options: { dist: { type: 'string' }, port: { type: 'string' }, 'upstream-port': { type: 'string' } } });
+  const { values } = parseArgs({ options: { dist: { type: 'string' }, port: { type: 'string' }, 'upstream-port': { type: 'string' }, 'state-url': { type: 'string' } } });
   const upstreamPort = Number(values['upstream-port']);
   if (values.dist === undefined || !Number.isInteger(upstreamPort) || upstreamPort <= 0) {
     process.stderr.write('llmux-server: --dist DIR and --upstream-port N are required\n');
@@ -73,8 +75,8 @@ if (isEntryPoint(import.meta.url)) {
   const features = join(dist, 'features.js');
   if (existsSync(features)) await import(pathToFileURL(features).href);
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-home-'));
-  const gateway = createGateway({ config: benchConfig(upstreamPort), home, env: {} });
-  const { key } = gateway.keys.create({ name: 'bench', tier: 'enterprise' });
+  const gateway = createGateway({ config: benchConfig(upstreamPort, values['state-url']), home, env: {} });
+  const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });
   const { port } = await gateway.listen(values.port === undefined ? 0 : Number(values.port), '127.0.0.1');
   process.stdout.write(`${JSON.stringify({ port, key })}\n`);
   const stop = (): void => {

@@ -7,7 +7,7 @@
  *   npm run bench -- --profile       … then run each proxy under --cpu-prof through each load
  *                                    scenario and print where the time goes (bench/.tmp/prof/;
  *                                    with --write, also into RESULTS.md); adds about 80 s
- *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup,limiter,usage   some parts only
+ *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup,limiter,usage,shared-state   some parts only
  *
  * Separate processes: the fake upstream, the proxy under test, and the load generator (wrk), with
  * the upstream and wrk on CPU 0 and the proxy alone on CPU 1 when `taskset` and two CPUs exist.
@@ -33,6 +33,8 @@ import {
 import type { CpuTicks, IdleStreamsResult, LoadResult, LoadScenario, Machine, MemoryKb, ProxyKind, RunSettings, StartupResult } from './measure.ts';
 import { formatSummary, summariseProfile } from './profile-summary.ts';
 import type { CpuProfile } from './profile-summary.ts';
+import { renderSharedState, sharedStateVerdictLine } from './shared-state.ts';
+import type { SharedStateResult } from './shared-state.ts';
 
 /** Compile-time check that llmux-server.ts's structural view of dist/server.js matches src/server.ts. */
 type Accepts<T extends GatewayModule['createGateway']> = T;
@@ -262,7 +264,7 @@ async function startUpstream(): Promise<{ child: ChildProcess; port: number }> {
 
 let logCounter = 0;
 
-async function startProxy(kind: ProxyKind, upstreamPort: number, nodeFlags: string[] = []): Promise<RunningProxy> {
+async function startProxy(kind: ProxyKind, upstreamPort: number, nodeFlags: string[] = [], llmuxArgs: string[] = []): Promise<RunningProxy> {
   let child: ChildProcess;
   let logFile: string | undefined;
   if (kind === 'bare') {
@@ -270,7 +272,7 @@ async function startProxy(kind: ProxyKind, upstreamPort: number, nodeFlags: stri
   } else {
     logFile = join(runDir, `llmux-${++logCounter}.log`);
     const fd = openSync(logFile, 'w');
-    child = start(process.execPath, [...nodeFlags, join(JS, 'llmux-server.js'), '--dist', DIST, '--upstream-port', String(upstreamPort)], { cpu: 1, stdio: ['ignore', 'pipe', fd] });
+    child = start(process.execPath, [...nodeFlags, join(JS, 'llmux-server.js'), '--dist', DIST, '--upstream-port', String(upstreamPort), ...llmuxArgs], { cpu: 1, stdio: ['ignore', 'pipe', fd] });
     closeSync(fd);
   }
   const ready = await firstLine<{ port: number; key?: string }>(child, `${kind} proxy`);
@@ -384,6 +386,99 @@ async function measureScenario(scenario: LoadScenario, baseline: LoadScenario, u
     await Promise.all([stop(bare.child), llmux === undefined ? undefined : stop(llmux.child)]);
     const problem = llmux === undefined ? undefined : checkLog(llmux);
     if (problem !== undefined) notes.push(`- ${scenario.label}, llmux: the request log has a line that is not a 200: \`${problem.replaceAll('`', "'")}\``);
+  }
+}
+
+// ---------------------------------------------------------------- shared state
+
+/** A free loopback port (the state server must be told one). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = http.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A redis-server with persistence off, on CPU 0 beside the upstream and wrk: another machine's work. */
+async function startStateServer(): Promise<{ child: ChildProcess; url: string; version: string } | undefined> {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (probe.status !== 0) return undefined;
+  const version = /v=(\S+)/.exec(probe.stdout)?.[1] ?? 'unknown';
+  const port = await freePort();
+  const dir = mkdtempSync(join(runDir, 'redis-'));
+  const child = start('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', ''], { cpu: 0, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('redis-server was not ready within 10 s')), 10_000);
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      if (out.includes('Ready to accept connections')) {
+        clearTimeout(timer);
+        child.stdout?.resume();
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited (code ${code})`)));
+  });
+  return { child, url: `redis://127.0.0.1:${port}`, version: `redis-server ${version}` };
+}
+
+/**
+ * The chat JSON load through llmux in-memory and through llmux with `state.url`, measured in
+ * alternating rounds; the state server's CPU is read over the shared rounds.
+ */
+async function measureSharedState(upstreamPort: number, notes: string[]): Promise<SharedStateResult | undefined> {
+  const stateServer = await startStateServer();
+  if (stateServer === undefined) {
+    notes.push('- Shared state: redis-server is not installed (apt-get install -y redis-server); the scenario was skipped.');
+    return undefined;
+  }
+  const scenario = loadScenarios().find((s) => s.id === 'chat-json');
+  if (scenario === undefined) throw new Error('no chat-json scenario');
+  let memory: RunningProxy | undefined;
+  let shared: RunningProxy | undefined;
+  try {
+    memory = await startProxy('llmux', upstreamPort);
+    shared = await startProxy('llmux', upstreamPort, [], ['--state-url', stateServer.url]);
+    const runs = [
+      { proxy: memory, script: scriptFor(scenario, memory.key), rounds: [] as LoadResult[] },
+      { proxy: shared, script: scriptFor(scenario, shared.key), rounds: [] as LoadResult[] },
+    ];
+    for (const r of runs) await runWrk(r.proxy.port, scenario.path, r.script, warmupS);
+    let stateTicks = 0;
+    for (let i = 0; i < rounds; i++) {
+      for (const [index, r] of runs.entries()) {
+        const before = index === 1 ? readCpu(stateServer.child.pid as number) : undefined;
+        r.rounds.push(await measureRound(r.proxy, scenario, r.script, upstreamPort));
+        if (before !== undefined) {
+          const after = readCpu(stateServer.child.pid as number);
+          stateTicks += after.utime + after.stime - before.utime - before.stime;
+        }
+      }
+    }
+    const [memoryResult, sharedResult] = runs.map((r) => combineRounds(r.rounds)) as [LoadResult, LoadResult];
+    const sharedRequests = runs[1]!.rounds.reduce((sum, r) => sum + r.requests, 0);
+    for (const [name, result] of [['in-memory', memoryResult], ['shared state', sharedResult]] as const) {
+      if (result.errors > 0) notes.push(`- Shared state, llmux ${name}: ${result.errors} failed requests.`);
+    }
+    return {
+      memory: memoryResult,
+      shared: sharedResult,
+      stateServerCpuUsPerRequest: sharedRequests > 0 ? ((stateTicks / ticksPerSecond) * 1e6) / sharedRequests : Number.NaN,
+      stateServer: stateServer.version,
+    };
+  } finally {
+    await Promise.all([memory === undefined ? undefined : stop(memory.child), shared === undefined ? undefined : stop(shared.child)]);
+    for (const proxy of [memory, shared]) {
+      const problem = proxy === undefined ? undefined : checkLog(proxy);
+      if (problem !== undefined) notes.push(`- Shared state, llmux: the request log has a line that is not a 200: \`${problem.replaceAll('`', "'")}\``);
+    }
+    await stop(stateServer.child);
   }
 }
 
@@ -585,6 +680,12 @@ async function main(): Promise<number> {
       startup = await measureStartup();
     }
 
+    let sharedState: SharedStateResult | undefined;
+    if (only === undefined || only.has('shared-state')) {
+      process.stderr.write('bench: shared state (chat JSON, in-memory against a state server)…\n');
+      sharedState = await measureSharedState(upstream.port, notes);
+    }
+
     let limiter: string | undefined;
     if (only === undefined || only.has('limiter')) {
       // The per-key limiter's own cost and memory (issue 4), from its micro-benchmark.
@@ -625,6 +726,7 @@ async function main(): Promise<number> {
     process.stdout.write('\n');
     printTable(shownScenarios, results);
     const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles })
+      + (sharedState === undefined ? '' : `\n${renderSharedState(sharedState)}`)
       + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
       + (usage === undefined ? '' : `\n## Usage accounting per request (bench/usage.ts)\n\n\`\`\`\n${usage.trimEnd()}\n\`\`\`\n`)
       + analysis();
@@ -633,6 +735,7 @@ async function main(): Promise<number> {
     for (const v of verdicts) process.stdout.write(`${v.met ? 'met   ' : 'MISSED'}  ${v.target}: ${v.measured} (limit ${v.limit})\n`);
     for (const r of idle) process.stdout.write(`idle streams, ${r.proxy}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
     if (startup !== undefined) process.stdout.write(`start-up: node -e 0 ${startup.nodeMs.toFixed(1)} ms, llmux ${startup.llmuxMs.toFixed(1)} ms\n`);
+    if (sharedState !== undefined) process.stdout.write(`${sharedStateVerdictLine(sharedState)}\n\n${renderSharedState(sharedState)}`);
     if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);
     if (usage !== undefined) process.stdout.write(`\nusage accounting:\n${usage}`);
     for (const note of notes) process.stdout.write(`${note}\n`);

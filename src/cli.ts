@@ -9,11 +9,12 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
 import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
-import type { KeyRecord } from './auth/key-store.ts';
+import type { KeyRecord, KeyStore } from './auth/key-store.ts';
 import type { Budget, TierLimits, TierName } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { budgetFor, keyStatus, limitsFor } from './auth/key-record.ts';
 import { VERSION } from './version.ts';
+import { GatewayError } from './errors.ts';
 import type { CliIo } from './cli-io.ts';
 
 export type { CliIo } from './cli-io.ts';
@@ -37,10 +38,12 @@ Usage:
   llmux models [--json]
   llmux usage [--since 7d] [--until TIME] [--by day|hour|model|key] [--key ID|NAME|all] [--json]
   llmux device approve|deny USER_CODE [--tier basic|pro|enterprise] [--name N] [--url URL]
+  llmux state migrate --from-home DIR   (copy a key store and usage into the state server)
   llmux setup [flags]        (llmux setup --help)
   llmux --version
 
-Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux),
+Environment: LLMUX_HOST, LLMUX_PORT, LLMUX_CONFIG, LLMUX_HOME (default ~/.llmux), LLMUX_STATE_URL
+(a Valkey/Redis server several processes share; \`llmux keys\` then works on its keys),
 <PROVIDER>_API_KEY for each provider, LLMUX_ADMIN_KEY for \`llmux device\`.
 `;
 
@@ -85,7 +88,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       case 'serve':
         return await serve(rest, io);
       case 'keys':
-        return keys(rest, io);
+        return await keys(rest, io);
       case 'models':
         return await models(rest, io);
       case 'usage':
@@ -94,6 +97,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
         return await (await import('./setup.ts')).setupCommand(rest, io);
       case 'device':
         return await (await import('./device-cli.ts')).deviceCommand(rest, io);
+      case 'state':
+        return await (await import('./state-cli.ts')).stateCommand(rest, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -122,9 +127,14 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
   const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
   const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env, features: standardFeatures });
-  if (gateway.keys.list().length === 0) {
-    const { key, record } = gateway.keys.create({ name: 'admin', admin: true, tier: 'pro' });
-    io.stderr(`llmux: first run: created admin key ${record.id} (shown once, keep it safe):\n${key}\n`);
+  try {
+    const first = await gateway.keys.createFirst({ name: 'admin', admin: true, tier: 'pro' });
+    if (first !== undefined) io.stderr(`llmux: first run: created admin key ${first.record.id} (shown once, keep it safe):\n${first.key}\n`);
+  } catch (err) {
+    // Shared keys with the state server away: whether the store is empty cannot be known. The
+    // gateway starts all the same (degraded); `llmux keys create --admin` makes a key later.
+    if (!(err instanceof GatewayError && err.code === 'state_unavailable')) throw err;
+    io.stderr(`llmux: the state server did not answer, so no first admin key was made (${err.message})\n`);
   }
   const { url } = await gateway.listen();
   io.stdout(`llmux listening on ${url}\n`);
@@ -193,11 +203,28 @@ function parseBudgetFlags(usd: string | undefined, period: string | undefined): 
   return { usd: amount, period: every };
 }
 
-function keys(args: string[], io: CliIo): number {
+/** The key store `llmux keys` works on: the state server's with a state URL (config or LLMUX_STATE_URL), else the file. */
+async function openKeys(home: string, io: CliIo): Promise<{ store: KeyStore; close(): Promise<void> }> {
+  if (safeConfig(io, home).state === undefined) {
+    const store = createKeyStore(home, { lockWaitMs: CLI_LOCK_WAIT_MS });
+    return { store, close: async () => store.close() };
+  }
+  return (await import('./state-cli.ts')).openCliKeyStore(io, home, CLI_LOCK_WAIT_MS);
+}
+
+async function keys(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
   const home = (list: string[]): string => {
     const i = list.indexOf('--home');
     return resolveHome(i === -1 ? undefined : list[i + 1], io.env);
+  };
+  const withStore = async <T>(list: string[], use: (store: KeyStore) => Promise<T>): Promise<T> => {
+    const opened = await openKeys(home(list), io);
+    try {
+      return await use(opened.store);
+    } finally {
+      await opened.close();
+    }
   };
   switch (sub) {
     case 'create': {
@@ -231,8 +258,7 @@ function keys(args: string[], io: CliIo): number {
       const models = values.models === undefined ? null : values.models.split(',').map((m) => m.trim()).filter((m) => m !== '');
       if (models !== null && models.length === 0) throw new UsageError('--models: give at least one model id');
       const budget = parseBudgetFlags(values['budget-usd'], values['budget-period']);
-      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
-      const { key, record } = store.create({ name: values.name, tier, limits, budget, models, admin: values.admin === true, expiresInMs });
+      const { key, record } = await withStore(rest, async (store) => store.create({ name: values.name, tier, limits, budget, models, admin: values.admin === true, expiresInMs }));
       io.stdout(`${key}\n`);
       const config = safeConfig(io);
       io.stderr(`created ${record.id} "${record.name}" (${record.tier}${record.admin ? ', admin' : ''}; ${describeLimits(record, config.tiers, config.tierBudgets)}${record.models === null ? '' : `; models ${record.models.join(', ')}`}${record.expires_at === null ? '' : `; expires ${record.expires_at}`})\n`);
@@ -240,15 +266,15 @@ function keys(args: string[], io: CliIo): number {
     }
     case 'list': {
       const { values } = parse(rest, { json: { type: 'boolean' }, home: { type: 'string' } });
-      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
-      const list = store.list().map(({ hash: _hash, ...visible }) => visible);
+      const records = await withStore(rest, async (store) => store.list());
+      const list = records.map(({ hash: _hash, ...visible }) => visible);
       if (values.json === true) {
         io.stdout(`${JSON.stringify(list, null, 2)}\n`);
         return 0;
       }
       const config = safeConfig(io);
       if (list.length === 0) io.stdout('no keys yet: llmux keys create --name NAME\n');
-      for (const k of store.list()) {
+      for (const k of records) {
         const state = keyStatus(k, Date.now());
         io.stdout(`${k.id}  ${k.name.padEnd(16)}  ${k.tier.padEnd(10)}  ${state.padEnd(7)}  ${k.admin ? 'admin  ' : '       '}  ${describeLimits(k, config.tiers, config.tierBudgets)}  created ${k.created_at}${k.expires_at === null ? '' : `  expires ${k.expires_at}`}${k.models === null ? '' : `  models ${k.models.join(',')}`}\n`);
       }
@@ -258,8 +284,7 @@ function keys(args: string[], io: CliIo): number {
       const { positionals } = parse(rest, { home: { type: 'string' } }, true);
       const target = positionals[0];
       if (target === undefined || positionals.length !== 1) throw new UsageError('keys revoke needs one key id or name');
-      const store = createKeyStore(home(rest), { lockWaitMs: CLI_LOCK_WAIT_MS });
-      const revoked = store.revoke(target);
+      const revoked = await withStore(rest, async (store) => store.revoke(target));
       if (revoked === undefined) {
         io.stderr(`llmux: no key with id or name "${target}"\n`);
         return 1;
@@ -272,12 +297,12 @@ function keys(args: string[], io: CliIo): number {
   }
 }
 
-/** Tier limits for display; a broken config file doesn't stop key management. */
-function safeConfig(io: CliIo) {
+/** Tier limits and the state URL; a broken config file doesn't stop key management. */
+function safeConfig(io: CliIo, home?: string) {
   try {
-    return loadConfig({ env: io.env });
+    return loadConfig({ env: io.env, home });
   } catch {
-    return loadConfig({ env: io.env, file: {} });
+    return loadConfig({ env: io.env, home, file: {} });
   }
 }
 

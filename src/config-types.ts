@@ -137,6 +137,21 @@ export interface ResponsesConfig {
   storeMaxBytes: number;
 }
 
+/** What a shared-state server being slow or down does to model requests (llmux.md section 6). */
+export type StateFailurePolicy = 'local' | 'closed';
+
+/** Config `state`: one Valkey/Redis server holding what several llmux processes share. */
+export interface StateConfig {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`; never logged as is (it may hold a password). */
+  url: string;
+  /** Longest a request waits on the state server. */
+  timeoutMs: number;
+  /** `local`: fall back to this process's limits and its last copy of the keys; `closed`: 503 `state_unavailable`. */
+  onFailure: StateFailurePolicy;
+  /** How long a concurrency slot outlives a process that died holding it. */
+  leaseMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -154,6 +169,8 @@ export interface Config {
   retry: RetryConfig;
   telemetry: TelemetryConfig;
   responses: ResponsesConfig;
+  /** The shared-state server, when several processes act as one gateway; undefined: state in this process and LLMUX_HOME. */
+  state: StateConfig | undefined;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
 }

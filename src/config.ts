@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
+import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, StateConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
 import type { ProviderFormat } from './formats/wire.ts';
 import { isRecord } from './json.ts';
+import { parseStateUrl } from './state/state-url.ts';
 
 export const DEFAULT_TIERS: Readonly<Record<TierName, TierLimits>> = Object.freeze({
   basic: { rpm: 60, tpm: 90_000, concurrency: 10 },
@@ -127,7 +128,7 @@ interface ParseContext {
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -228,6 +229,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     tierBudgets,
     telemetry: parseTelemetry(obj['telemetry'], fail),
     responses: parseResponses(obj['responses'], fail),
+    state: parseState(obj['state'], ctx.env['LLMUX_STATE_URL'] || undefined, fail),
     env: ctx.env,
   };
 }
@@ -269,6 +271,45 @@ function parseTelemetry(raw: unknown, fail: Fail): TelemetryConfig {
     } else fail(`telemetry.${k}`, 'unknown field (otlp_endpoint, headers)');
   }
   return telemetry;
+}
+
+export const DEFAULT_STATE: Readonly<Omit<StateConfig, 'url'>> = Object.freeze({ timeoutMs: 250, onFailure: 'local', leaseMs: 30_000 });
+/** A lease shorter than this would spend its life being refreshed (every third of it). */
+const MIN_LEASE_MS = 1_000;
+
+/**
+ * `state`: `url` (or env `LLMUX_STATE_URL`, which wins over the file), `timeout_ms`, `on_failure`,
+ * `lease_ms`. No state section and no env: undefined, everything stays in the process. A problem
+ * with the URL is named without the URL itself, which may hold a password.
+ */
+function parseState(raw: unknown, envUrl: string | undefined, fail: Fail): StateConfig | undefined {
+  if (raw === undefined && envUrl === undefined) return undefined;
+  if (raw !== undefined && !isRecord(raw)) fail('state', 'must be an object with url, and optionally timeout_ms, on_failure, lease_ms');
+  const fields = (raw ?? {}) as Record<string, unknown>;
+  const state: StateConfig = { url: '', ...DEFAULT_STATE };
+  for (const [k, v] of Object.entries(fields)) {
+    if (k === 'url') {
+      if (typeof v !== 'string' || v === '') fail('state.url', 'must be a string like "redis://127.0.0.1:6379"');
+      state.url = v as string;
+    } else if (k === 'timeout_ms') {
+      state.timeoutMs = positiveInt(v, 'state.timeout_ms', fail);
+    } else if (k === 'lease_ms') {
+      state.leaseMs = positiveInt(v, 'state.lease_ms', fail);
+      if (state.leaseMs < MIN_LEASE_MS) fail('state.lease_ms', `must be at least ${MIN_LEASE_MS} (leases are refreshed every third of it)`);
+    } else if (k === 'on_failure') {
+      if (v !== 'local' && v !== 'closed') fail('state.on_failure', 'must be "local" (fall back to this process\'s limits and keys) or "closed" (answer 503)');
+      state.onFailure = v as StateConfig['onFailure'];
+    } else fail(`state.${k}`, 'unknown field (url, timeout_ms, on_failure, lease_ms)');
+  }
+  if (envUrl !== undefined) state.url = envUrl;
+  const where = envUrl !== undefined ? 'LLMUX_STATE_URL' : 'state.url';
+  if (state.url === '') fail('state.url', 'is required (or set LLMUX_STATE_URL), like "redis://127.0.0.1:6379"');
+  try {
+    parseStateUrl(state.url);
+  } catch (err) {
+    fail(where, (err as Error).message);
+  }
+  return state;
 }
 
 type Fail = (field: string, problem: string) => never;

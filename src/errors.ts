@@ -115,3 +115,14 @@ export function tooLarge(maxBodyBytes: number): GatewayError {
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
+
+/**
+ * 503 api_error / state_unavailable: the shared-state server is slow or down and `state.on_failure`
+ * is `closed` (llmux.md section 6), or an operation that lives only there (a key, a device grant)
+ * could not reach it. Worth retrying shortly.
+ */
+export function stateUnavailable(what = 'This request'): GatewayError {
+  return new GatewayError(503, 'api_error', 'state_unavailable', `${what} needs the shared state server, which is not answering; retry in a few seconds`, {
+    headers: { 'retry-after': '1' },
+  });
+}

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import type { KeyStore } from './auth/key-store.ts';
+import type { DeviceFlow, DeviceFlowOptions } from './auth/device-flow.ts';
 import type { Limiter } from './limits/limiter.ts';
 import type { UsageLedger } from './usage/ledger.ts';
 import type { Metrics } from './metrics.ts';
@@ -27,6 +28,8 @@ export interface GatewayServices {
   limiter: Limiter;
   /** The usage ledger: spend for budgets, rows for the usage view. */
   usage: UsageLedger;
+  /** Device grants on the shared-state server, when there is one; without it the device flow keeps them in the process. */
+  deviceFlow?(options: DeviceFlowOptions): DeviceFlow;
   now(): number;
 }
 

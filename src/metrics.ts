@@ -17,7 +17,8 @@
  * - `llmux_cost_usd_total{model}` at the catalog's prices
  * - `llmux_upstream_errors_total{provider,code}`: failed upstream attempts, retried or not
  * - `llmux_upstream_attempts_total`, `llmux_upstream_retries_total`, `llmux_stream_errors_total`,
- *   and the gauges `llmux_open_requests`, `llmux_limiter_keys`
+ *   and the gauges `llmux_open_requests`, `llmux_limiter_keys`, and with shared state
+ *   `llmux_state_degraded` (1 while the state server is not answering)
  */
 import type { RequestRecord } from './request-record.ts';
 import { promptTokens } from './translate/usage.ts';
@@ -26,7 +27,8 @@ import { createCounter, createHistogram } from './usage/histogram.ts';
 export interface Metrics {
   /** One finished request: the status it was answered with and how long it took. */
   observe(status: number, record: RequestRecord, durationMs: number): void;
-  render(gauges: { openStreams: number; keysTracked: number }): string;
+  /** `stateDegraded` is shown only for a gateway with shared state. */
+  render(gauges: { openStreams: number; keysTracked: number; stateDegraded?: boolean | undefined }): string;
 }
 
 const NO_ROUTE = 'other';
@@ -67,7 +69,7 @@ export function createMetrics(): Metrics {
       if (record.attempts.length > 1) retries += record.attempts.length - 1;
       if (record.streamError !== undefined) streamErrors++;
     },
-    render({ openStreams, keysTracked }) {
+    render({ openStreams, keysTracked, stateDegraded }) {
       return requests.render('llmux_requests_total', 'Requests answered, by route pattern and status.')
         + duration.render('llmux_request_duration_seconds', 'Time from a request arriving to its response closing, by route pattern and provider.')
         + firstByte.render('llmux_time_to_first_byte_seconds', 'Time from a model request going upstream to its first byte, by route pattern and provider.')
@@ -90,6 +92,11 @@ export function createMetrics(): Metrics {
           '# HELP llmux_limiter_keys Keys the limiter holds state for.',
           '# TYPE llmux_limiter_keys gauge',
           `llmux_limiter_keys ${keysTracked}`,
+          ...(stateDegraded === undefined ? [] : [
+            '# HELP llmux_state_degraded 1 while the shared-state server is not answering (limits and keys are this process\'s own, or model requests are refused, per state.on_failure).',
+            '# TYPE llmux_state_degraded gauge',
+            `llmux_state_degraded ${stateDegraded ? 1 : 0}`,
+          ]),
           '',
         ].join('\n');
     },

@@ -106,7 +106,7 @@ export async function handleModelRequest<F extends WireFormat>(
   record.format = format;
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
-  checkBudget(ctx, key, res);
+  await checkBudget(ctx, key, res);
   const { request, model, estimate, admission, turn } = await readAndAdmit(ctx, dialects[format], key, req, res, record);
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
@@ -155,13 +155,13 @@ export async function handleModelRequest<F extends WireFormat>(
  * otherwise tells the client what is left. Checked once, when the request arrives: a request in
  * flight when the budget runs out finishes (llmux.md section 7).
  */
-function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): void {
+async function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): Promise<void> {
   const budget = budgetFor(key, ctx.config.tierBudgets);
   if (budget === undefined) return;
   const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
   if (status.exceeded) {
     // A refusal of an authenticated request carries the rate-limit headers too (llmux.md section 3).
-    setRateLimitHeaders(res, ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers)).state);
+    setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw budgetExceededError(status);
   }
   res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
@@ -216,7 +216,8 @@ async function readAndAdmit<F extends WireFormat>(
     const request = turn.request;
     const estimate = estimateRequestTokens(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
-    const admission = ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
+    // One round trip to the state server when the limits are shared; immediate otherwise.
+    const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
     if (!admission.ok) throw rateLimitError(admission);
     return { request, turn, model, estimate, admission };
   } catch (err) {

@@ -37,6 +37,8 @@ export interface CoreRoutesContext extends PipelineContext {
   isClosing(): boolean;
   /** Requests being answered now, for `/metrics`. */
   openRequests(): number;
+  /** Whether the shared-state server is away now; undefined without shared state. */
+  stateDegraded(): boolean | undefined;
 }
 
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
@@ -48,8 +50,8 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     return key;
   };
   /** Headers for operations that don't count against requests/min: the key's state, unchanged. */
-  const peekHeaders = (res: ServerResponse, key: KeyRecord): void => {
-    setRateLimitHeaders(res, limiter.peek(key.id, limitsFor(key, config.tiers)).state);
+  const peekHeaders = async (res: ServerResponse, key: KeyRecord): Promise<void> => {
+    setRateLimitHeaders(res, (await limiter.peek(key.id, limitsFor(key, config.tiers))).state);
     const budget = budgetFor(key, config.tierBudgets);
     if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
   };
@@ -62,15 +64,15 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
   });
 
-  const listModels: RouteHandler = (req, res, _params, record) => {
+  const listModels: RouteHandler = async (req, res, _params, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const models = catalog.list().filter((m) => key.models === null || key.models.includes(m.id));
     sendJson(res, 200, JSON.stringify(toModelList(models)));
   };
-  const getModel: RouteHandler = (req, res, params, record) => {
+  const getModel: RouteHandler = async (req, res, params, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const id = params['id'] ?? '';
     const model = catalog.get(id);
     if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
@@ -80,7 +82,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   const chat: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'chat', req, res, record);
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     // count_tokens is never admitted: it spends the key's budget for unadmitted work instead.
     const limits = limitsFor(key, config.tiers);
     const early = limiter.check(key.id, limits, 'unadmitted');
@@ -156,7 +158,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   // A key sees its own usage; an admin key may ask for another key's, or every key's.
   routes.add('GET', '/v1/usage', async (req, res, _p, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const params = parseUsageParams(req.url ?? '', ctx.now());
     const keyId = params.key ?? key.id;
     if (keyId !== key.id && !key.admin) {
@@ -170,7 +172,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const key = authed(req, record);
     requireAdmin(key, req.headers);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size() }));
+    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded() }));
   });
 }
 

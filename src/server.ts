@@ -16,6 +16,7 @@ import type { Catalog } from './catalog/catalog.ts';
 import { resolveApiKey } from './catalog/providers.ts';
 import { createKeyStore } from './auth/key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
+import type { DeviceFlowOptions } from './auth/device-flow.ts';
 import { createLimiter } from './limits/limiter.ts';
 import type { Limiter } from './limits/limiter.ts';
 import { createUpstreamClient } from './providers/upstream.ts';
@@ -41,6 +42,8 @@ import type { SpanExporter } from './usage/otlp.ts';
 import { createUsageRecorder } from './usage/recorder.ts';
 import { createLocalResponsesState } from './responses/state.ts';
 import type { ResponsesState } from './responses/state.ts';
+import { openSharedState } from './state/shared-state.ts';
+import type { SharedState } from './state/shared-state.ts';
 import { VERSION } from './version.ts';
 
 export type { LogRecord, Logger } from './request-log.ts';
@@ -88,6 +91,8 @@ export interface Gateway {
   readonly limiter: Limiter;
   /** Usage per key × model × UTC hour, as `GET /v1/usage` reads it. */
   readonly usage: UsageLedger;
+  /** The shared state, when config `state` (or `LLMUX_STATE_URL`) names a server. */
+  readonly state: SharedState | undefined;
   readonly server: Server | undefined;
 }
 
@@ -100,23 +105,32 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
-  const keys = options.keyStore ?? createKeyStore(config.home, { now });
+  const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
   // key's refused or count_tokens bodies may total four of the largest a minute.
   const { maxBodyBytes } = config.limits;
-  const limiter = createLimiter({ now, unadmittedBytes: 4 * maxBodyBytes });
+  // Several processes acting as one gateway keep keys, limits, grants, usage, stored responses
+  // and the reasoning-seal secret on one server.
+  const shared = config.state === undefined ? undefined : openSharedState({
+    state: config.state,
+    now: options.now,
+    log: (level, message) => log(logMessage(level, message)),
+    unadmittedBytes: 4 * maxBodyBytes,
+    responses: { ttlMs: config.responses.storeTtlMs, maxBytes: config.responses.storeMaxBytes },
+  });
+  const keys = options.keyStore ?? shared?.keys ?? createKeyStore(config.home, { now });
+  const limiter: Limiter = shared?.limiter ?? createLimiter({ now, unadmittedBytes: 4 * maxBodyBytes });
   const bodies = createBodyBudget({ totalBytes: 4 * maxBodyBytes, perOwnerBytes: maxBodyBytes });
   const upstream = createUpstreamClient(createEchoTransport());
-  const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const metrics = createMetrics();
-  const usage = whenOpen(options.usageLedger !== undefined ? Promise.resolve(options.usageLedger) : createFileLedger({
+  const usage = whenOpen(options.usageLedger !== undefined ? Promise.resolve(options.usageLedger) : shared !== undefined ? Promise.resolve(shared.usage) : createFileLedger({
     dir: join(config.home, 'usage'),
     now,
     onError: (error) => log(logMessage('warn', `usage ledger: ${error.message}`)),
   }));
   const exporter = createExporter(config, log);
   const recorder = createUsageRecorder({ ledger: usage, exporter });
-  const responses = options.responsesState ?? createLocalResponsesState({
+  const responses = options.responsesState ?? shared?.responses ?? createLocalResponsesState({
     home: config.home,
     ttlMs: config.responses.storeTtlMs,
     maxBytes: config.responses.storeMaxBytes,
@@ -131,6 +145,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     bodies,
     state: { responses },
     now,
+    ...(shared === undefined ? {} : { deviceFlow: (flowOptions: DeviceFlowOptions) => shared.deviceFlow(flowOptions) }),
     registerStream(cut) {
       openStreams.add(cut);
       return () => openStreams.delete(cut);
@@ -157,7 +172,14 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   let server: Server | undefined;
   let closing = false;
 
-  mountCoreRoutes(routes, { ...ctx, metrics, startedAtMs: now(), isClosing: () => closing, openRequests: () => inFlight.size });
+  mountCoreRoutes(routes, {
+    ...ctx,
+    metrics,
+    startedAtMs: now(),
+    isClosing: () => closing,
+    openRequests: () => inFlight.size,
+    stateDegraded: () => shared?.health.degraded(),
+  });
   const internals: GatewayInternals = { ctx, metrics, log, routes };
   for (const mount of options.features ?? []) mount(internals);
 
@@ -250,6 +272,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     } catch (err) {
       throw new Error(`could not open the usage ledger in ${join(config.home, 'usage')}: ${err instanceof Error ? err.message : String(err)}`);
     }
+    // Shared keys: served from a replica, read once before the first request (or given up on, a
+    // few seconds in, with the server away: the gateway starts degraded and reads them when it is back).
+    await shared?.ready;
     keys.watch((message) => log(logMessage('warn', message)));
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);
@@ -296,6 +321,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // Responses cut off at the deadline record their usage as they close: let them, then flush.
     await new Promise<void>((resolve) => setImmediate(resolve));
     await usage.close();
+    await shared?.close();
     if (exporter !== undefined) {
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, SPAN_FLUSH_ON_CLOSE_MS).unref());
       await Promise.race([exporter.close(), deadline]);
@@ -311,6 +337,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     keys,
     limiter,
     usage,
+    state: shared,
     get server() {
       return server;
     },

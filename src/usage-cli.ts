@@ -5,6 +5,9 @@
  * running and beside a running one (the ledger is made to be shared by processes); what a server
  * recorded in the last second may not be on disk yet.
  *
+ * With a state server configured (config `state.url` or `LLMUX_STATE_URL`), the usage and the key
+ * names are read from it instead (llmux.md section 6).
+ *
  * Decisions: `--since` and `--until` take a duration back from now (`7d`, `12h`, `30m`) or an ISO
  * 8601 date or time; `--by` takes several groupings too (`day,model`); `--key` defaults to every
  * key (whoever can read the files is the gateway's owner), and a name is looked up in the key
@@ -14,7 +17,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { CliIo } from './cli-io.ts';
-import { resolveHome } from './config.ts';
+import { loadConfig, resolveHome } from './config.ts';
+import type { StateConfig } from './config-types.ts';
 import { createKeyStore, parseDuration } from './auth/key-store.ts';
 import type { KeyRecord } from './auth/key-record.ts';
 import { createFileLedger } from './usage/ledger.ts';
@@ -29,6 +33,15 @@ const USAGE = 'usage: llmux usage [--since 7d] [--until TIME] [--by day|hour|mod
 const KEY_ID = /^key_[0-9a-f]{16}$/;
 
 class UsageError extends Error {}
+
+/** The state server's settings when one is configured (a broken config file leaves the environment's). */
+function stateOf(io: CliIo, home: string): StateConfig | undefined {
+  try {
+    return loadConfig({ env: io.env, home }).state;
+  } catch {
+    return loadConfig({ env: io.env, home, file: {} }).state;
+  }
+}
 
 /** A `--since`/`--until` value in ms: a duration back from `nowMs`, or an ISO 8601 time. */
 function parseWhen(text: string, flag: string, nowMs: number): number {
@@ -116,23 +129,37 @@ export async function usageCommand(args: string[], io: CliIo, nowMs = Date.now()
     throw err;
   }
 
-  let keys: KeyRecord[] = [];
-  try {
-    keys = createKeyStore(home).list();
-  } catch (err) {
-    io.stderr(`llmux usage: key names not shown: ${(err as Error).message}\n`);
+  // With a state server (config or LLMUX_STATE_URL), the usage and keys are there, not in the home.
+  const state = stateOf(io, home);
+  const shared = state === undefined ? undefined : await (await import('./state-cli.ts')).openSharedUsage(state);
+  let keys: KeyRecord[] = shared?.keys ?? [];
+  if (shared === undefined) {
+    try {
+      keys = createKeyStore(home).list();
+    } catch (err) {
+      io.stderr(`llmux usage: key names not shown: ${(err as Error).message}\n`);
+    }
   }
   const names = new Map(keys.map((k) => [k.id, k.name]));
   let keyId: string | undefined;
   if (values.key !== undefined && values.key !== 'all') {
     keyId = KEY_ID.test(values.key) ? values.key : keys.find((k) => k.name === values.key && k.revoked_at === null)?.id ?? keys.find((k) => k.name === values.key)?.id;
-    if (keyId === undefined) return usage(io, `--key: no key with id or name "${values.key}"`);
+    if (keyId === undefined) {
+      await shared?.close();
+      return usage(io, `--key: no key with id or name "${values.key}"`);
+    }
   }
 
   const dir = join(home, 'usage');
   let rows: UsageRow[] = [];
-  // A home without a usage folder has none yet; opening the ledger would create the folder.
-  if (existsSync(dir)) {
+  if (shared !== undefined) {
+    try {
+      rows = await shared.query({ since, until, keyId, groupBy: by });
+    } finally {
+      await shared.close();
+    }
+  } else if (existsSync(dir)) {
+    // A home without a usage folder has none yet; opening the ledger would create the folder.
     let failed = false;
     const ledger = await createFileLedger({ dir, onError: (error) => {
       failed = true;

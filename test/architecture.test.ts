@@ -36,9 +36,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'responses/': ['formats/', 'errors', 'json', 'files'],
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/', 'errors', 'request-record'],
-  'config': ['config-types', 'catalog/', 'formats/', 'json'],
-  // The shared-state server's client (Valkey/Redis): a protocol, nothing of the gateway.
-  'state/': [],
+  'config': ['config-types', 'catalog/', 'formats/', 'json', 'state/'],
+  // Shared state (Valkey/Redis): the RESP client, and the shared implementations of the limiter,
+  // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
+  'state/': ['config-types', 'errors', 'json', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['errors', 'json', 'limits/'],
   // Upstreams and answers.
@@ -59,12 +60,13 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Wiring and entry points: the only places that may import the gateway itself.
   'server': [
     'config', 'config-types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'http/', 'errors', 'pipeline', 'routes',
-    'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'version',
+    'metrics', 'request-log', 'request-record', 'feature', 'usage/', 'state/', 'version',
   ],
   'setup': ['config', 'config-types', 'catalog/', 'auth/', 'formats/', 'cli-io', 'json', 'files'],
   'device-cli': ['cli-io'],
-  'usage-cli': ['cli-io', 'config', 'auth/', 'usage/', 'errors'],
-  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli'],
+  'usage-cli': ['cli-io', 'config', 'config-types', 'auth/', 'usage/', 'errors', 'state-cli'],
+  'state-cli': ['cli-io', 'config', 'config-types', 'auth/', 'usage/', 'state/'],
+  'cli': ['config', 'config-types', 'auth/', 'catalog/', 'cli-io', 'errors', 'version', 'server', 'features', 'setup', 'device-cli', 'usage-cli', 'state-cli'],
   'index': ['server', 'features', 'auth/', 'config-types', 'usage/', 'version'],
 };
 

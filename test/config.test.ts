@@ -106,6 +106,14 @@ describe('config', () => {
     [{ responses: { store: true } }, /responses\.store: unknown field/],
     [{ providers: { x: { format: 'openai', base_url: 'http://a', responses: 'yes' } } }, /providers\.x\.responses: must be true or false/],
     [{ providers: { x: { format: 'anthropic', base_url: 'http://a', responses: true } } }, /providers\.x\.responses: only an "openai" provider/],
+    [{ state: 'redis://127.0.0.1' }, /state: must be an object with url/],
+    [{ state: {} }, /state\.url: is required \(or set LLMUX_STATE_URL\)/],
+    [{ state: { url: 'http://127.0.0.1:6379' } }, /state\.url: state URL must start with redis:\/\/ or rediss:\/\//],
+    [{ state: { url: 'redis://127.0.0.1:6379/zero' } }, /state\.url: state URL database must be a number/],
+    [{ state: { url: 'redis://127.0.0.1', timeout_ms: 0 } }, /state\.timeout_ms: must be a whole number >= 1/],
+    [{ state: { url: 'redis://127.0.0.1', on_failure: 'open' } }, /state\.on_failure: must be "local" .* or "closed"/],
+    [{ state: { url: 'redis://127.0.0.1', lease_ms: 500 } }, /state\.lease_ms: must be at least 1000/],
+    [{ state: { url: 'redis://127.0.0.1', prefix: 'x' } }, /state\.prefix: unknown field \(url, timeout_ms, on_failure, lease_ms\)/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
@@ -137,6 +145,26 @@ describe('config', () => {
     assert.equal(c.providers['plain']?.serves, undefined);
     assert.deepEqual(c.providers['openai']?.serves, ['responses']);
     assert.equal(c.providers['anthropic']?.serves, undefined);
+  });
+
+  it('keeps state in the process without a state section, and fills the state defaults beside a url', () => {
+    assert.equal(load({}).state, undefined);
+    assert.deepEqual(load({ state: { url: 'redis://127.0.0.1:6379' } }).state, { url: 'redis://127.0.0.1:6379', timeoutMs: 250, onFailure: 'local', leaseMs: 30_000 });
+    assert.deepEqual(load({ state: { url: 'rediss://u:p@cache:6380/2', timeout_ms: 100, on_failure: 'closed', lease_ms: 5000 } }).state, {
+      url: 'rediss://u:p@cache:6380/2', timeoutMs: 100, onFailure: 'closed', leaseMs: 5000,
+    });
+  });
+
+  it('takes LLMUX_STATE_URL over the file\'s state.url, with or without a state section', () => {
+    assert.equal(load({}, { LLMUX_STATE_URL: 'redis://10.0.0.5:6379' }).state?.url, 'redis://10.0.0.5:6379');
+    const both = load({ state: { url: 'redis://file:6379', on_failure: 'closed' } }, { LLMUX_STATE_URL: 'redis://env:6379' }).state;
+    assert.deepEqual(both, { url: 'redis://env:6379', timeoutMs: 250, onFailure: 'closed', leaseMs: 30_000 });
+    assert.throws(() => load({}, { LLMUX_STATE_URL: 'valkey://x' }), /LLMUX_STATE_URL: state URL must start with redis:\/\//);
+  });
+
+  it('never repeats a state URL\'s password in an error', () => {
+    assert.throws(() => load({ state: { url: 'redis://user:hunter2@host:6379/x' } }), (err: Error) => /state\.url/.test(err.message) && !err.message.includes('hunter2'));
+    assert.throws(() => load({ state: { url: 'redis://user:hunter2@ho st:6379' } }), (err: Error) => /state\.url/.test(err.message) && !err.message.includes('hunter2'));
   });
 
   it('names the file when it is unreadable or not JSON', () => {

@@ -39,7 +39,7 @@ describe('per-key limits end to end', () => {
       const again = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: echo() });
       assert.equal(again.status, 200);
       // Another key is not affected.
-      const other = t.gateway.keys.create({ name: 'other' }).key;
+      const other = (await t.gateway.keys.create({ name: 'other' })).key;
       assert.equal((await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(other), body: echo() })).status, 200);
     } finally {
       await t.close();
@@ -49,7 +49,7 @@ describe('per-key limits end to end', () => {
   it('refuses over the concurrency cap, and a finished or abandoned stream frees its slot', async () => {
     const t = await startTestGateway();
     try {
-      const key = t.gateway.keys.create({ name: 'two-at-once', limits: { concurrency: 2 } }).key;
+      const key = (await t.gateway.keys.create({ name: 'two-at-once', limits: { concurrency: 2 } })).key;
       const hold = (): ReturnType<typeof respond.hang> => async (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(fixture('openai-stream-text-include-usage.sse').subarray(0, 200));
@@ -79,14 +79,14 @@ describe('per-key limits end to end', () => {
   it('never admits more than the cap under many parallel requests', async () => {
     const t = await startTestGateway();
     try {
-      const key = t.gateway.keys.create({ name: 'burst', limits: { rpm: 25, concurrency: 1000 } }).key;
+      const key = (await t.gateway.keys.create({ name: 'burst', limits: { rpm: 25, concurrency: 1000 } })).key;
       // A small max_tokens, so the reservations of 25 requests in flight at once fit in tokens/min
       // (without one each reserves the echo model's 4,096-token output limit): this is about rpm.
       const results = await Promise.all(Array.from({ length: 80 }, () =>
         fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo({ max_tokens: 16 }) }).then(async (r) => { await r.arrayBuffer(); return r.status; })));
       assert.equal(results.filter((s) => s === 200).length, 25);
       assert.equal(results.filter((s) => s === 429).length, 55);
-      const capped = t.gateway.keys.create({ name: 'capped', limits: { concurrency: 3 } }).key;
+      const capped = (await t.gateway.keys.create({ name: 'capped', limits: { concurrency: 3 } })).key;
       t.upstream.fallback = respond.sse(fixture('anthropic-stream-text.sse'), { delayMs: 5 });
       const statuses = await Promise.all(Array.from({ length: 20 }, () =>
         fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(capped), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] }) })
@@ -100,7 +100,7 @@ describe('per-key limits end to end', () => {
   it('refuses by tokens/min once real usage passes the limit', async () => {
     const t = await startTestGateway();
     try {
-      const key = t.gateway.keys.create({ name: 'small-tpm', limits: { tpm: 1000 } }).key;
+      const key = (await t.gateway.keys.create({ name: 'small-tpm', limits: { tpm: 1000 } })).key;
       // The upstream reports 900 + 200 tokens: real usage, not the tiny estimate, is what counts.
       t.upstream.queue.push(respond.json(200, {
         id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-upstream',
@@ -166,11 +166,11 @@ describe('per-key limits end to end', () => {
       const third = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: echo() });
       assert.equal(third.status, 429);
       assert.equal(third.headers.get('x-ratelimit-limit-requests'), '2');
-      const pro = t.gateway.keys.create({ name: 'pro', tier: 'pro' }).key;
+      const pro = (await t.gateway.keys.create({ name: 'pro', tier: 'pro' })).key;
       const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(pro), body: echo() });
       assert.equal(res.headers.get('x-ratelimit-limit-requests'), '300');
       assert.equal(res.headers.get('x-ratelimit-limit-tokens'), '450000');
-      const custom = t.gateway.keys.create({ name: 'ent', tier: 'enterprise', limits: { rpm: 7, tpm: 7000, concurrency: 7 } }).key;
+      const custom = (await t.gateway.keys.create({ name: 'ent', tier: 'enterprise', limits: { rpm: 7, tpm: 7000, concurrency: 7 } })).key;
       const e = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(custom), body: echo() });
       assert.equal(e.headers.get('x-ratelimit-limit-requests'), '7');
       assert.equal(e.headers.get('x-ratelimit-limit-tokens'), '7000');

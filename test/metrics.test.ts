@@ -6,6 +6,13 @@ import type { RequestRecord } from '../src/request-record.ts';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 20, cacheCreationTokens: 1 };
 
 describe('metrics', () => {
+  it('shows llmux_state_degraded only for a gateway with shared state, 1 while its server is away', () => {
+    const metrics = createMetrics();
+    assert.doesNotMatch(metrics.render({ openStreams: 0, keysTracked: 0 }), /llmux_state_degraded/);
+    assert.match(metrics.render({ openStreams: 0, keysTracked: 0, stateDegraded: false }), /^# TYPE llmux_state_degraded gauge\nllmux_state_degraded 0$/m);
+    assert.match(metrics.render({ openStreams: 0, keysTracked: 0, stateDegraded: true }), /^llmux_state_degraded 1$/m);
+  });
+
   it('labels tokens and cost by the model that answered, never by a model name no provider answered for', () => {
     const metrics = createMetrics();
     metrics.observe(200, { route: '/v1/messages', model: 'claude-test', provider: 'anthropic', usage, costUsd: 0.25, ttfbMs: 120, attempts: [] }, 900);

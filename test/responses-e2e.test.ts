@@ -241,7 +241,7 @@ describe('Responses failures and refusals', () => {
   });
 
   test('a key\'s requests/min limit holds on /v1/responses as on the other formats, with the same 429 and headers', async () => {
-    const limited = gw.gateway.keys.create({ name: 'limited', tier: 'basic', limits: { rpm: 1 } }).key;
+    const limited = (await gw.gateway.keys.create({ name: 'limited', tier: 'basic', limits: { rpm: 1 } })).key;
     const sdk = new OpenAI({ apiKey: limited, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     gw.upstream.queue.push(answer({ text: 'First is fine.' }));
     const { data, response } = await sdk.responses.create({ model: 'gpt-test', input: 'one' }).withResponse();

@@ -33,8 +33,8 @@ beforeEach(() => {
   gw.upstream.requests.length = 0;
 });
 
-function otherClient(): OpenAI {
-  const key = gw.gateway.keys.create({ name: `other-${Math.random()}`, tier: 'basic' }).key;
+async function otherClient(): Promise<OpenAI> {
+  const key = (await gw.gateway.keys.create({ name: `other-${Math.random()}`, tier: 'basic' })).key;
   return new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
 }
 
@@ -139,7 +139,7 @@ describe('stored responses', () => {
   test('are kept per key: to another key a response does not exist, for reading, deleting or building on', async () => {
     gw.upstream.queue.push(answer({ text: 'Mine.' }));
     const mine = await client.responses.create({ model: 'gpt-test', input: 'Remember this.' });
-    const other = otherClient();
+    const other = await otherClient();
 
     await assert.rejects(other.responses.retrieve(mine.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
     await assert.rejects(other.responses.inputItems.list(mine.id), (err: unknown) => err instanceof OpenAI.NotFoundError);

@@ -174,7 +174,7 @@ describe('server: models and count_tokens', () => {
   });
 
   it('lists only the models a limited key may use', async () => {
-    const { key } = t.gateway.keys.create({ name: 'limited', models: ['gpt-test'] });
+    const { key } = await t.gateway.keys.create({ name: 'limited', models: ['gpt-test'] });
     const res = await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
     const list = await res.json() as { data: Array<{ id: string }> };
     assert.deepEqual(list.data.map((m) => m.id), ['gpt-test']);

@@ -211,7 +211,7 @@ describe('OpenTelemetry spans', () => {
     const traced = await startTestGateway({ config: { telemetry: { otlp_endpoint: collector.url } } });
     const plain = await startTestGateway();
     try {
-      const unlimited = new Map([traced, plain].map((t) => [t, t.gateway.keys.create({ name: 'fast', tier: 'enterprise', limits: { rpm: 1_000_000 } }).key]));
+      const unlimited = new Map(await Promise.all([traced, plain].map(async (t) => [t, (await t.gateway.keys.create({ name: 'fast', tier: 'enterprise', limits: { rpm: 1_000_000 } })).key] as const)));
       const echo = (t: TestGateway) => chat(t, unlimited.get(t) as string, 'llmux-echo');
       // 512 spans make a full batch, sent at once: the collector takes it and never answers.
       for (let i = 0; i < 520; i++) assert.equal(await drain(echo(traced)), 200);

@@ -49,7 +49,7 @@ describe('usage over sockets', () => {
     const c = clock();
     const t = await start(c.now);
     try {
-      const keys = Array.from({ length: 5 }, (_, i) => t.gateway.keys.create({ name: `k${i}` }));
+      const keys = await Promise.all(Array.from({ length: 5 }, (_, i) => t.gateway.keys.create({ name: `k${i}` })));
       const [a, b, cc, d, e] = keys.map((k) => k.key) as [string, string, string, string, string];
       // A: chat JSON, passed through, 400 of 1000 prompt tokens read from the cache.
       t.upstream.queue.push(chatJson({ prompt: 1000, completion: 200, cached: 400 }));
@@ -98,8 +98,8 @@ describe('usage over sockets', () => {
     const c = clock();
     const t = await start(c.now);
     try {
-      const alice = t.gateway.keys.create({ name: 'alice' });
-      const bob = t.gateway.keys.create({ name: 'bob' });
+      const alice = await t.gateway.keys.create({ name: 'alice' });
+      const bob = await t.gateway.keys.create({ name: 'bob' });
       t.upstream.queue.push(chatJson({ prompt: 10, completion: 1, cached: 0 }), chatJson({ prompt: 20, completion: 2, cached: 0 }), chatJson({ prompt: 30, completion: 3, cached: 0 }));
       await expectStatus(chat(t, alice.key, 'gpt-test'), 200);
       await expectStatus(chat(t, bob.key, 'gpt-test'), 200);
@@ -154,8 +154,8 @@ describe('budgets over sockets', () => {
     const c = clock(Date.UTC(2026, 2, 14, 23, 0));
     const t = await start(c.now);
     try {
-      const capped = t.gateway.keys.create({ name: 'capped', budget: { usd: 0.01, period: 'day' } });
-      const free = t.gateway.keys.create({ name: 'free' });
+      const capped = await t.gateway.keys.create({ name: 'capped', budget: { usd: 0.01, period: 'day' } });
+      const free = await t.gateway.keys.create({ name: 'free' });
       t.upstream.fallback = chatJson({ prompt: 1000, completion: 200, cached: 0 }); // $0.0036 each
       const remaining: Array<string | null> = [];
       for (let i = 1; i <= 3; i++) {
@@ -195,8 +195,8 @@ describe('budgets over sockets', () => {
     const c = clock();
     const t = await start(c.now, { tiers: { pro: { budget_usd: 0.005, budget_period: 'month' } } });
     try {
-      const pro = t.gateway.keys.create({ name: 'pro', tier: 'pro' });
-      const own = t.gateway.keys.create({ name: 'own', tier: 'pro', budget: { usd: 100, period: 'day' } });
+      const pro = await t.gateway.keys.create({ name: 'pro', tier: 'pro' });
+      const own = await t.gateway.keys.create({ name: 'own', tier: 'pro', budget: { usd: 100, period: 'day' } });
       let open: () => void = () => {};
       const gate = new Promise<void>((resolve) => { open = resolve; });
       const slowStream: Responder = async (_req, res) => {

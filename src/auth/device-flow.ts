@@ -83,23 +83,43 @@ export type DecideResult =
   | { outcome: 'expired' }
   | { outcome: 'already_decided'; status: GrantStatus };
 
+/**
+ * The grant store as the routes use it: this process's (`createDeviceFlow`, synchronous) or a
+ * shared one (src/state/device-grants.ts), whose answers come from the state server, so callers
+ * await them.
+ */
 export interface DeviceFlow {
   readonly intervalSeconds: number;
   readonly expiresInMs: number;
   readonly maxPending: number;
   /** Starts a grant for `party` (who asked: a client address), or returns undefined when `maxPending` live grants exist. */
-  start(clientName: string, party?: string): StartedGrant | undefined;
+  start(clientName: string, party?: string): StartedGrant | undefined | Promise<StartedGrant | undefined>;
   /** One poll of the token endpoint. An `approved` answer is final only after `redeem`. */
-  poll(deviceCode: string): PollResult;
-  /** Forgets an approved grant once its key has been created. */
-  redeem(deviceCode: string): void;
+  poll(deviceCode: string): PollResult | Promise<PollResult>;
+  /**
+   * Claims an approved grant to issue its key, and forgets it: true for exactly one caller (across
+   * processes, for a shared store); false when it is not approved, or was claimed already.
+   */
+  redeem(deviceCode: string): boolean | Promise<boolean>;
   /** A live grant by user code (any case, dashes and spaces ignored). */
+  find(userCode: string): GrantView | undefined | Promise<GrantView | undefined>;
+  approve(userCode: string, approval: Approval): DecideResult | Promise<DecideResult>;
+  deny(userCode: string): DecideResult | Promise<DecideResult>;
+  /** Live pending grants, oldest first. */
+  pending(): GrantView[] | Promise<GrantView[]>;
+  /** Live grants (pending or approved, not expired), all or those `party` started. */
+  liveCount(party?: string): number | Promise<number>;
+}
+
+/** This process's grant store: every answer is immediate. */
+export interface LocalDeviceFlow extends DeviceFlow {
+  start(clientName: string, party?: string): StartedGrant | undefined;
+  poll(deviceCode: string): PollResult;
+  redeem(deviceCode: string): boolean;
   find(userCode: string): GrantView | undefined;
   approve(userCode: string, approval: Approval): DecideResult;
   deny(userCode: string): DecideResult;
-  /** Live pending grants, oldest first. */
   pending(): GrantView[];
-  /** Live grants (pending or approved, not expired), all or those `party` started. */
   liveCount(party?: string): number;
 }
 
@@ -142,11 +162,13 @@ export function cleanClientName(raw: unknown): string | undefined {
   return [...name].slice(0, MAX_CLIENT_NAME).join('');
 }
 
-function hashCode(deviceCode: string): string {
+/** SHA-256 of a device code, hex: the only form in which grant stores keep it. */
+export function hashDeviceCode(deviceCode: string): string {
   return createHash('sha256').update(deviceCode).digest('hex');
 }
 
-function newUserCode(): string {
+/** A fresh random user code (8 letters of `USER_CODE_ALPHABET`). */
+export function newUserCode(): string {
   let code = '';
   for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
   return code;
@@ -157,7 +179,7 @@ function view(g: Grant): GrantView {
 }
 
 /** Creates an empty grant store. */
-export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
+export function createDeviceFlow(options: DeviceFlowOptions = {}): LocalDeviceFlow {
   const now = options.now ?? Date.now;
   const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
   const expiresInMs = options.expiresInMs ?? DEFAULT_EXPIRES_IN_MS;
@@ -214,7 +236,7 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
       // 20^8 codes: a clash with a known grant is rare, but a clash would approve the wrong client.
       while (byUserCode.has(userCode)) userCode = newUserCode();
       const deviceCode = randomBytes(32).toString('base64url');
-      const hash = hashCode(deviceCode);
+      const hash = hashDeviceCode(deviceCode);
       const grant: Grant = {
         id: `dev_${randomBytes(6).toString('hex')}`,
         userCode,
@@ -233,7 +255,7 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
     },
     poll(deviceCode) {
       const t = now();
-      const g = byHash.get(hashCode(deviceCode));
+      const g = byHash.get(hashDeviceCode(deviceCode));
       if (g === undefined || t >= g.expiresAt + expiresInMs) return { outcome: 'invalid_grant' };
       if (g.status === 'denied') return { outcome: 'access_denied' };
       if (t >= g.expiresAt) return { outcome: 'expired_token' };
@@ -249,9 +271,11 @@ export function createDeviceFlow(options: DeviceFlowOptions = {}): DeviceFlow {
       return { outcome: 'authorization_pending', intervalSeconds: g.intervalSeconds };
     },
     redeem(deviceCode) {
-      const hash = hashCode(deviceCode);
+      const hash = hashDeviceCode(deviceCode);
       const g = byHash.get(hash);
-      if (g !== undefined && g.status === 'approved') forget(hash, g);
+      if (g === undefined || g.status !== 'approved') return false;
+      forget(hash, g);
+      return true;
     },
     find(userCode) {
       const g = findGrant(userCode);

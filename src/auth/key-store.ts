@@ -41,14 +41,30 @@ export interface KeyStore {
   findBySecret(secret: string): KeyRecord | undefined;
   list(): KeyRecord[];
   get(idOrName: string): KeyRecord | undefined;
-  create(options: NewKey): { key: string; record: KeyRecord };
+  /** Creates a key; a shared store answers once the state server holds it. */
+  create(options: NewKey): NewKeyResult | Promise<NewKeyResult>;
+  /**
+   * Creates the key only when the store holds no key at all (the first `serve`), as one step, so
+   * that of several processes starting together exactly one creates it; undefined otherwise.
+   */
+  createFirst(options: NewKey): NewKeyResult | undefined | Promise<NewKeyResult | undefined>;
   /** Revokes by id or name; returns the record, or undefined when no key matches. */
-  revoke(idOrName: string): KeyRecord | undefined;
-  /** Re-reads the file if it changed on disk. */
+  revoke(idOrName: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
+  /** Re-reads the store if it changed (a shared store starts a re-read and returns). */
   reload(): void;
-  /** Starts polling the file for changes made by other processes (unref'd timer). */
+  /** Starts following changes made by other processes (unref'd timers). */
   watch(onError?: (message: string) => void): void;
   close(): void;
+}
+
+/** A key just made: the secret, shown once, and its record. */
+export interface NewKeyResult { key: string; record: KeyRecord }
+
+/** The key store in `$LLMUX_HOME/keys.json`: every answer is immediate. */
+export interface FileKeyStore extends KeyStore {
+  create(options: NewKey): NewKeyResult;
+  createFirst(options: NewKey): NewKeyResult | undefined;
+  revoke(idOrName: string): KeyRecord | undefined;
 }
 
 export class KeyStoreError extends Error {
@@ -98,26 +114,89 @@ export function parseKeyFile(text: string, path: string): KeyRecord[] {
   if (typeof data !== 'object' || data === null || !Array.isArray((data as FileShape).keys)) bad('expected {"version":1,"keys":[...]}');
   const keys = (data as FileShape).keys;
   keys.forEach((k, i) => {
-    if (typeof k !== 'object' || k === null) bad(`keys.${i} is not an object`);
-    if (typeof k.id !== 'string' || !/^key_[0-9a-f]{16}$/.test(k.id)) bad(`keys.${i}.id`);
-    if (typeof k.hash !== 'string' || !/^[0-9a-f]{64}$/.test(k.hash)) bad(`keys.${i}.hash`);
-    if (!isTierName(k.tier)) bad(`keys.${i}.tier`);
-    if (typeof k.name !== 'string') bad(`keys.${i}.name`);
-    if (typeof k.admin !== 'boolean') bad(`keys.${i}.admin`);
-    if (typeof k.limits !== 'object' || k.limits === null) bad(`keys.${i}.limits`);
-    for (const [name, value] of Object.entries(k.limits as Record<string, unknown>)) {
-      if (!LIMIT_NAMES.has(name)) bad(`keys.${i}.limits.${name}: unknown limit (rpm, tpm, concurrency)`);
-      if (!isLimit(value)) bad(`keys.${i}.limits.${name}: must be a whole number >= 0`);
-    }
-    if (k.models !== null && !Array.isArray(k.models)) bad(`keys.${i}.models`);
-    if (k.budget !== undefined && !isBudget(k.budget)) bad(`keys.${i}.budget: must be {"usd": a number >= 0, "period": "day" or "month"}`);
-    // A hand-edited expiry that does not parse would otherwise never expire.
-    if (k.expires_at !== null && (typeof k.expires_at !== 'string' || Number.isNaN(Date.parse(k.expires_at)))) {
-      bad(`keys.${i}.expires_at: ${JSON.stringify(k.expires_at)?.slice(0, 60) ?? 'undefined'} is not a date; write it like 2026-12-31T00:00:00Z, or null for no expiry`);
-    }
-    if (k.revoked_at !== null && typeof k.revoked_at !== 'string') bad(`keys.${i}.revoked_at: must be a date string or null`);
+    const problem = keyRecordProblem(k);
+    if (problem !== undefined) bad(`keys.${i}${problem}`);
   });
   return keys;
+}
+
+/**
+ * What is wrong with a stored key record, as a field path and problem (`.tier`, `.limits.rpm: must
+ * be …`), or undefined when it is a valid `KeyRecord`. Shared by the file and the shared store.
+ */
+export function keyRecordProblem(k: unknown): string | undefined {
+  if (typeof k !== 'object' || k === null) return ' is not an object';
+  const r = k as Record<string, unknown>;
+  if (typeof r['id'] !== 'string' || !/^key_[0-9a-f]{16}$/.test(r['id'])) return '.id';
+  if (typeof r['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(r['hash'])) return '.hash';
+  if (!isTierName(r['tier'])) return '.tier';
+  if (typeof r['name'] !== 'string') return '.name';
+  if (typeof r['admin'] !== 'boolean') return '.admin';
+  if (typeof r['limits'] !== 'object' || r['limits'] === null) return '.limits';
+  for (const [name, value] of Object.entries(r['limits'] as Record<string, unknown>)) {
+    if (!LIMIT_NAMES.has(name)) return `.limits.${name}: unknown limit (rpm, tpm, concurrency)`;
+    if (!isLimit(value)) return `.limits.${name}: must be a whole number >= 0`;
+  }
+  if (r['models'] !== null && !Array.isArray(r['models'])) return '.models';
+  if (r['budget'] !== undefined && !isBudget(r['budget'])) return '.budget: must be {"usd": a number >= 0, "period": "day" or "month"}';
+  // A hand-edited expiry that does not parse would otherwise never expire.
+  const expires = r['expires_at'];
+  if (expires !== null && (typeof expires !== 'string' || Number.isNaN(Date.parse(expires)))) {
+    return `.expires_at: ${JSON.stringify(expires)?.slice(0, 60) ?? 'undefined'} is not a date; write it like 2026-12-31T00:00:00Z, or null for no expiry`;
+  }
+  if (r['revoked_at'] !== null && typeof r['revoked_at'] !== 'string') return '.revoked_at: must be a date string or null';
+  return undefined;
+}
+
+/**
+ * A new key and its record, as every store makes them: a random secret, a random id, and the
+ * options filled in. Throws RangeError for a bad budget (it would stop the next load).
+ */
+export function newKeyRecord(options: NewKey, nowMs: number): NewKeyResult {
+  if (options.budget !== undefined && !isBudget(options.budget)) throw new RangeError('budget: usd must be a number >= 0 and period "day" or "month"');
+  const key = generateKey();
+  const record: KeyRecord = {
+    id: generateId(),
+    name: options.name ?? 'key',
+    hash: hashKey(key),
+    tier: options.tier ?? 'basic',
+    limits: { ...(options.limits ?? {}) },
+    ...(options.budget === undefined ? {} : { budget: { usd: options.budget.usd, period: options.budget.period } }),
+    models: options.models ?? null,
+    admin: options.admin ?? false,
+    created_at: new Date(nowMs).toISOString(),
+    expires_at: options.expiresInMs === undefined ? null : new Date(nowMs + options.expiresInMs).toISOString(),
+    revoked_at: null,
+  };
+  return { key, record };
+}
+
+/** The record a key's revocation leaves: revoked now, or when it already was. */
+export function revokedRecord(record: KeyRecord, nowMs: number): KeyRecord {
+  return { ...record, revoked_at: record.revoked_at ?? new Date(nowMs).toISOString() };
+}
+
+/**
+ * Finds a key by id, or by name among the keys not revoked (ids win): how `keys revoke` and the
+ * dashboard name a key, in every store.
+ */
+export function findKey(records: readonly KeyRecord[], idOrName: string): KeyRecord | undefined {
+  return records.find((r) => r.id === idOrName) ?? records.find((r) => r.name === idOrName && r.revoked_at === null);
+}
+
+/**
+ * A lookup of records by the presented secret: the SHA-256 of the secret, then a constant-time
+ * comparison of the digests. Built once per change of the records, so a lookup decodes nothing.
+ */
+export function createSecretIndex(records: readonly KeyRecord[]): (secret: string) => KeyRecord | undefined {
+  const byHash = new Map(records.map((r) => [r.hash, { record: r, hash: Buffer.from(r.hash, 'hex') }]));
+  return (secret) => {
+    const digest = digestKey(secret);
+    const entry = byHash.get(digest.toString('hex'));
+    if (entry === undefined) return undefined;
+    // The map lookup narrows by hash; the final comparison is constant-time all the same.
+    return timingSafeEqual(entry.hash, digest) ? entry.record : undefined;
+  };
 }
 
 export { writeFileAtomic } from '../files.ts';
@@ -135,13 +214,12 @@ export interface KeyStoreOptions {
  * Opens (or starts) the key store at `$home/keys.json`. Throws KeyStoreError when the file is
  * corrupt.
  */
-export function createKeyStore(home: string, options: KeyStoreOptions = {}): KeyStore {
+export function createKeyStore(home: string, options: KeyStoreOptions = {}): FileKeyStore {
   const path = join(home, 'keys.json');
   const now = options.now ?? Date.now;
   const lockWaitMs = options.lockWaitMs ?? 0;
   let records: KeyRecord[] = [];
-  // Hash (hex) -> record and the hash's bytes, so a lookup decodes nothing per request.
-  let byHash = new Map<string, { record: KeyRecord; hash: Buffer }>();
+  let bySecret = createSecretIndex([]);
   let signature = '';
   let timer: NodeJS.Timeout | undefined;
 
@@ -161,7 +239,7 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Key
     let next: KeyRecord[] = [];
     if (sig !== 'absent') next = parseKeyFile(readFileSync(path, 'utf8'), path);
     records = next;
-    byHash = new Map(next.map((r) => [r.hash, { record: r, hash: Buffer.from(r.hash, 'hex') }]));
+    bySecret = createSecretIndex(next);
     signature = sig;
   }
 
@@ -173,46 +251,35 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Key
   }
 
   function find(idOrName: string): KeyRecord | undefined {
-    return records.find((r) => r.id === idOrName) ?? records.find((r) => r.name === idOrName && r.revoked_at === null);
+    return findKey(records, idOrName);
   }
 
   load();
 
   return {
     path,
-    findBySecret(secret) {
-      const digest = digestKey(secret);
-      const entry = byHash.get(digest.toString('hex'));
-      if (entry === undefined) return undefined;
-      // The map lookup narrows by hash; the final comparison is constant-time all the same.
-      return timingSafeEqual(entry.hash, digest) ? entry.record : undefined;
-    },
+    findBySecret: (secret) => bySecret(secret),
     list: () => records.slice(),
     get: (idOrName) => find(idOrName),
     create(options) {
-      // Checked before writing: a bad budget in the file would stop the next load.
-      if (options.budget !== undefined && !isBudget(options.budget)) throw new RangeError('budget: usd must be a number >= 0 and period "day" or "month"');
-      const key = generateKey();
-      const t = now();
-      const record: KeyRecord = {
-        id: generateId(),
-        name: options.name ?? 'key',
-        hash: hashKey(key),
-        tier: options.tier ?? 'basic',
-        limits: { ...(options.limits ?? {}) },
-        ...(options.budget === undefined ? {} : { budget: { usd: options.budget.usd, period: options.budget.period } }),
-        models: options.models ?? null,
-        admin: options.admin ?? false,
-        created_at: new Date(t).toISOString(),
-        expires_at: options.expiresInMs === undefined ? null : new Date(t + options.expiresInMs).toISOString(),
-        revoked_at: null,
-      };
+      const made = newKeyRecord(options, now());
       withLock(path, lockWaitMs, () => {
         signature = '';
         load();
-        save([...records, record]);
+        save([...records, made.record]);
       });
-      return { key, record };
+      return made;
+    },
+    createFirst(options) {
+      let made: NewKeyResult | undefined;
+      withLock(path, lockWaitMs, () => {
+        signature = '';
+        load();
+        if (records.length > 0) return;
+        made = newKeyRecord(options, now());
+        save([made.record]);
+      });
+      return made;
     },
     revoke(idOrName) {
       let revoked: KeyRecord | undefined;
@@ -221,7 +288,7 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Key
         load();
         const target = find(idOrName);
         if (target === undefined) return;
-        revoked = { ...target, revoked_at: target.revoked_at ?? new Date(now()).toISOString() };
+        revoked = revokedRecord(target, now());
         save(records.map((r) => (r.id === target.id ? (revoked as KeyRecord) : r)));
       });
       return revoked;

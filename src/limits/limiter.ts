@@ -99,22 +99,40 @@ export interface Refusal {
 /** What `check` looks at: everything a model request needs, or only the unadmitted budget (count_tokens). */
 export type CheckScope = 'model' | 'unadmitted';
 
+/** What `peek` sees: counts now (`tokens` includes the reservations in flight) and the state for headers. */
+export interface LimiterPeek { requests: number; tokens: number; concurrent: number; state: RateLimitState }
+
+/**
+ * The limiter as the gateway uses it: this process's (`createLimiter`, synchronous) or a shared
+ * one (src/state/limiter.ts), whose admission and peek are one round trip to the state server, so
+ * callers await them. `check` and `chargeUnadmitted` stay synchronous and local everywhere.
+ */
 export interface Limiter {
-  /** Before a body is read: the refusal a request of `scope` would get whatever its body, or undefined. Counts nothing. */
+  /**
+   * Before a body is read: the refusal a request of `scope` would get whatever its body, or
+   * undefined. Counts nothing. A shared limiter whose server is down under `on_failure: "closed"`
+   * throws the 503 `state_unavailable` GatewayError here.
+   */
   check(keyId: string, limits: LimitSet, scope: CheckScope): Refusal | undefined;
   /** Admits a request reserving `reservedTokens` for `keyId` and counts it, or refuses it and counts nothing. */
-  admit(keyId: string, limits: LimitSet, reservedTokens: number): Admission | Refusal;
+  admit(keyId: string, limits: LimitSet, reservedTokens: number): Admission | Refusal | Promise<Admission | Refusal>;
   /** Counts a request that read a body of `bodyBytes` and was not admitted (refused, or count_tokens). */
   chargeUnadmitted(keyId: string, limits: LimitSet, bodyBytes: number): void;
   /**
    * Current state without counting anything (for headers on operations that don't count, and the
    * dashboard). `tokens` includes the reservations of requests in flight.
    */
-  peek(keyId: string, limits: LimitSet): { requests: number; tokens: number; concurrent: number; state: RateLimitState };
+  peek(keyId: string, limits: LimitSet): LimiterPeek | Promise<LimiterPeek>;
   /** Drop state of keys idle for more than a window with nothing in flight. Also run automatically from `admit`, at most once per window. */
   sweep(): void;
   /** Keys with state. */
   size(): number;
+}
+
+/** This process's limiter: every answer is immediate. */
+export interface LocalLimiter extends Limiter {
+  admit(keyId: string, limits: LimitSet, reservedTokens: number): Admission | Refusal;
+  peek(keyId: string, limits: LimitSet): LimiterPeek;
 }
 
 export interface LimiterOptions {
@@ -193,7 +211,7 @@ interface Counts {
  * Creates an in-memory limiter. Everything is synchronous, so admissions from concurrent
  * requests cannot interleave between the check and the count.
  */
-export function createLimiter(options: LimiterOptions = {}): Limiter {
+export function createLimiter(options: LimiterOptions = {}): LocalLimiter {
   const now = options.now ?? Date.now;
   const windowMs = options.windowMs ?? 60_000;
   const unadmittedBytesLimit = options.unadmittedBytes ?? DEFAULT_UNADMITTED_BYTES;

@@ -194,21 +194,22 @@ export function mountDashboard(internals: GatewayInternals, options: DashboardOp
   const { flow, sessions } = options;
   const secure = (req: IncomingMessage): boolean => rootUrl(req, ctx.config).startsWith('https:');
 
-  function dashboardPage(signed: Signed, flash: Flash | undefined): Raw {
+  async function dashboardPage(signed: Signed, flash: Flash | undefined): Promise<Raw> {
     const nowMs = ctx.now();
     const csrf = signed.session.csrf;
     const keys = ctx.keys.list().sort((a, b) => {
       const order = (k: KeyRecord) => (keyStatus(k, nowMs) === 'active' ? 0 : 1);
       return order(a) - order(b) || b.created_at.localeCompare(a.created_at);
     });
-    const cards = keys.map((key) => {
+    // One peek per key; a shared limiter answers them all in one round trip (they leave in one write).
+    const cards = await Promise.all(keys.map(async (key) => {
       const limits = limitsFor(key, ctx.config.tiers);
-      const { requests, tokens, concurrent } = ctx.limiter.peek(key.id, limits);
+      const { requests, tokens, concurrent } = await ctx.limiter.peek(key.id, limits);
       const budget = budgetFor(key, ctx.config.tierBudgets);
       const status = budget === undefined ? undefined : currentBudgetStatus(budget, key.id, ctx.usage, nowMs);
       return keyCard({ key, limits, usage: { requests, tokens, concurrent }, budget: status }, csrf, nowMs, signed.key.id);
-    });
-    const pending = flow.pending();
+    }));
+    const pending = await flow.pending();
     const active = keys.filter((k) => keyStatus(k, nowMs) === 'active').length;
     return html`
 <h1>Dashboard</h1>
@@ -268,7 +269,7 @@ ${createForm(csrf)}
     redirect(res, `/dashboard${anchor}`);
   };
 
-  routes.add('GET', '/dashboard', (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
+  routes.add('GET', '/dashboard', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
     const signed = currentSession(req, sessions, ctx.keys, ctx.now());
     if (signed === undefined) {
       sendSignIn(req, res, 200);
@@ -276,10 +277,11 @@ ${createForm(csrf)}
     }
     record.keyId = signed.key.id;
     const flash = signed.session.flash;
+    const body = await dashboardPage(signed, flash);
     // A HEAD (a link preview, a prefetch, a monitor) gets no body: it must not use up a new key's
-    // one showing.
+    // one showing. Nor does a page that could not be built.
     if (req.method !== 'HEAD') signed.session.flash = undefined;
-    sendPage(res, 200, layout({ title: 'Dashboard', body: dashboardPage(signed, flash), signedIn: { csrf: signed.session.csrf, keyId: signed.key.id } }));
+    sendPage(res, 200, layout({ title: 'Dashboard', body, signedIn: { csrf: signed.session.csrf, keyId: signed.key.id } }));
   });
 
   routes.add('POST', '/dashboard/sign-in', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
@@ -326,7 +328,7 @@ ${createForm(csrf)}
       back(res, signed.session, { kind: 'bad', message: `Key not created: ${parsed.message}` }, '#keys');
       return;
     }
-    const { key, record: created } = ctx.keys.create(parsed.options);
+    const { key, record: created } = await ctx.keys.create(parsed.options);
     log({ time: new Date().toISOString(), level: 'info', message: `dashboard: ${signed.key.id} created ${created.id}` });
     back(res, signed.session, { kind: 'new-key', key, keyId: created.id, name: created.name });
   });
@@ -343,7 +345,7 @@ ${createForm(csrf)}
       back(res, signed.session, { kind: 'bad', message: 'No key has this id; nothing was revoked.' }, '#keys');
       return;
     }
-    ctx.keys.revoke(id);
+    await ctx.keys.revoke(id);
     log({ time: new Date().toISOString(), level: 'info', message: `dashboard: ${signed.key.id} revoked ${id}` });
     back(res, signed.session, { kind: 'ok', message: `Revoked “${target.name}” (${id}). Requests with it now get 401.` }, '#keys');
   });
@@ -359,7 +361,7 @@ ${createForm(csrf)}
       back(res, signed.session, { kind: 'bad', message: 'Choose a tier, then Approve or Deny.' }, '#devices');
       return;
     }
-    const result = decide(flow, log, { userCode: form['user_code'] ?? '', action, tier, byKeyId: signed.key.id });
+    const result = await decide(flow, log, { userCode: form['user_code'] ?? '', action, tier, byKeyId: signed.key.id });
     if (result.outcome !== 'ok') {
       back(res, signed.session, { kind: 'bad', message: decisionError(result).message }, '#devices');
       return;

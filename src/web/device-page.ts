@@ -137,7 +137,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     return false;
   }
 
-  routes.add('GET', '/device', (req: IncomingMessage, res: ServerResponse) => {
+  routes.add('GET', '/device', async (req: IncomingMessage, res: ServerResponse) => {
     const nowMs = ctx.now();
     const signed = currentSession(req, sessions, ctx.keys, nowMs);
     const csrf = csrfFor(req, signed);
@@ -148,7 +148,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
     }
     if (!mayLookUp(req, res, signed)) return;
     const code = normalizeUserCode(given);
-    const grant = code === undefined ? undefined : flow.find(code);
+    const grant = code === undefined ? undefined : await flow.find(code);
     if (grant === undefined || grant.status !== 'pending') {
       const message = notice('bad', 'No pending request has this code.', ' Check the code on your device; codes expire after 15 minutes.');
       send(res, 404, 'Connect a device', enterCodePage(message, given.slice(0, 20)), signed, csrf.setCookie);
@@ -168,7 +168,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
       return;
     }
     if (!mayLookUp(req, res, signed)) return;
-    const grant = flow.find(form['user_code'] ?? '');
+    const grant = await flow.find(form['user_code'] ?? '');
     if (grant === undefined || grant.status !== 'pending') {
       const message = notice('bad', 'No pending request has this code.', ' It may have expired or been decided already; start again from your device.');
       send(res, 404, 'Connect a device', enterCodePage(message), signed);
@@ -192,7 +192,7 @@ export function mountDevicePage(internals: GatewayInternals, options: DevicePage
       byKeyId = check.key.id;
     }
     record.keyId = byKeyId;
-    const result = decide(flow, log, { userCode: grant.userCode, action, tier, byKeyId });
+    const result = await decide(flow, log, { userCode: grant.userCode, action, tier, byKeyId });
     if (result.outcome !== 'ok') {
       const error = decisionError(result);
       send(res, error.status, 'Connect a device', enterCodePage(notice('bad', error.message)), signed);

@@ -114,10 +114,10 @@ export function decisionError(result: Exclude<DecideResult, { outcome: 'ok' }>):
 }
 
 /** Approves or denies a grant and logs the decision by ids only. */
-export function decide(flow: DeviceFlow, log: Logger, decision: Decision): DecideResult {
+export async function decide(flow: DeviceFlow, log: Logger, decision: Decision): Promise<DecideResult> {
   const result = decision.action === 'approve'
-    ? flow.approve(decision.userCode, { tier: decision.tier ?? 'basic', name: decision.name, byKeyId: decision.byKeyId })
-    : flow.deny(decision.userCode);
+    ? await flow.approve(decision.userCode, { tier: decision.tier ?? 'basic', name: decision.name, byKeyId: decision.byKeyId })
+    : await flow.deny(decision.userCode);
   if (result.outcome === 'ok') {
     const what = decision.action === 'approve' ? `approved (tier ${decision.tier ?? 'basic'})` : 'denied';
     log(logMessage('info', `device grant ${result.grant.id} ${what} by ${decision.byKeyId}`));
@@ -197,7 +197,8 @@ function adminKey(req: IncomingMessage, keys: KeyStore, now: number) {
  */
 export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRoutesOptions = {}): DeviceFlow {
   const { ctx, log, routes } = internals;
-  const flow = options.flow ?? createDeviceFlow({ now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) });
+  const flowOptions = { now: ctx.now, ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }) };
+  const flow = options.flow ?? ctx.deviceFlow?.(flowOptions) ?? createDeviceFlow(flowOptions);
   const starts = createAddressLimiter(options.startsPerMinute ?? DEFAULT_STARTS_PER_MINUTE, ctx.now);
   const pendingPerAddress = options.pendingPerAddress ?? DEFAULT_PENDING_PER_ADDRESS;
 
@@ -210,13 +211,13 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
         headers: { 'retry-after': String(wait) },
       });
     }
-    if (flow.liveCount(party) >= pendingPerAddress) {
+    if (await flow.liveCount(party) >= pendingPerAddress) {
       throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `${pendingPerAddress} device requests from this address are already waiting; have one approved or denied, or wait until one expires`, {
         headers: { 'retry-after': '60' },
       });
     }
     const clientName = cleanClientName(params['client_name']) ?? cleanClientName(params['client_id']) ?? DEFAULT_CLIENT_NAME;
-    const grant = flow.start(clientName, party);
+    const grant = await flow.start(clientName, party);
     if (grant === undefined) {
       throw new GatewayError(503, 'overloaded_error', 'too_many_pending_devices', `${flow.maxPending} device requests are already pending; retry in a minute`, {
         headers: { 'retry-after': '60' },
@@ -243,11 +244,13 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
     }
     const deviceCode = params['device_code'];
     if (typeof deviceCode !== 'string' || deviceCode === '') throw invalidParameters('device_code: required; send the device_code from POST /auth/device');
-    const result = flow.poll(deviceCode);
+    const result = await flow.poll(deviceCode);
     if (result.outcome !== 'approved') throw pollError(result);
-    // Synchronous from poll to redeem, so two polls can never both be handed a key.
-    const { key, record } = ctx.keys.create({ name: result.keyName, tier: result.tier });
-    flow.redeem(deviceCode);
+    // Claimed before the key is made: of two polls (on one process or two), only the one that
+    // claims the grant is handed a key. Should making the key fail, the grant is gone and the
+    // device starts again; that is better than two keys.
+    if (!(await flow.redeem(deviceCode))) throw pollError({ outcome: 'invalid_grant' });
+    const { key, record } = await ctx.keys.create({ name: result.keyName, tier: result.tier });
     log(logMessage('info', `device grant ${result.grant.id} redeemed as ${record.id}`));
     sendJson(res, 200, JSON.stringify({ api_key: key, key_id: record.id, tier: record.tier }), { 'cache-control': 'no-store', pragma: 'no-cache' });
   });
@@ -261,7 +264,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
     const tier = action === 'approve' ? parseTier(params['tier']) : undefined;
     if (params['name'] !== undefined && typeof params['name'] !== 'string') throw invalidParameters('name: must be a string');
     const name = cleanClientName(params['name']);
-    const result = decide(flow, log, { userCode, action, tier, name, byKeyId: admin.id });
+    const result = await decide(flow, log, { userCode, action, tier, name, byKeyId: admin.id });
     if (result.outcome !== 'ok') throw decisionError(result);
     const body: Record<string, unknown> = { status: action === 'approve' ? 'approved' : 'denied', user_code: formatUserCode(result.grant.userCode), client_name: result.grant.clientName };
     if (tier !== undefined) {

@@ -53,7 +53,7 @@ describe('authentication on every operation', () => {
     assert.deepEqual(wrongPrefix['debug'], { credential_header: 'authorization', prefix_ok: false, key_found: false, revoked: false, expired: false });
     const unknown = await expect401(await call({ 'x-debug-auth': 'true', 'x-api-key': `sk-llmux-${'B'.repeat(43)}` }));
     assert.deepEqual(unknown['debug'], { credential_header: 'x-api-key', prefix_ok: true, key_found: false, revoked: false, expired: false });
-    const { key, record } = t.gateway.keys.create({ name: 'to-revoke' });
+    const { key, record } = await t.gateway.keys.create({ name: 'to-revoke' });
     t.gateway.keys.revoke(record.id);
     const revoked = await expect401(await call({ 'x-debug-auth': 'true', 'x-api-key': key }));
     assert.deepEqual(revoked['debug'], { credential_header: 'x-api-key', prefix_ok: true, key_found: true, revoked: true, expired: false, key_id: record.id });
@@ -62,14 +62,14 @@ describe('authentication on every operation', () => {
   });
 
   it('refuses a revoked key', async () => {
-    const { key, record } = t.gateway.keys.create({ name: 'revoked-later' });
+    const { key, record } = await t.gateway.keys.create({ name: 'revoked-later' });
     assert.equal((await call({ 'x-api-key': key })).status, 200);
     t.gateway.keys.revoke(record.id);
     await expect401(await call({ 'x-api-key': key }));
   });
 
   it('refuses an expired key', async () => {
-    const { key } = t.gateway.keys.create({ name: 'short-lived', expiresInMs: 60_000 });
+    const { key } = await t.gateway.keys.create({ name: 'short-lived', expiresInMs: 60_000 });
     assert.equal((await call({ 'x-api-key': key })).status, 200);
     clock += 61_000;
     const error = await expect401(await call({ 'x-api-key': key, 'x-debug-auth': 'true' }));
@@ -77,7 +77,7 @@ describe('authentication on every operation', () => {
   });
 
   it('refuses a model outside a key\'s allow-list with 403 model_not_allowed', async () => {
-    const { key } = t.gateway.keys.create({ name: 'only-gpt', models: ['gpt-test'] });
+    const { key } = await t.gateway.keys.create({ name: 'only-gpt', models: ['gpt-test'] });
     const res = await call({ authorization: `Bearer ${key}` });
     assert.equal(res.status, 403);
     const body = await res.json() as { error: Record<string, string> };

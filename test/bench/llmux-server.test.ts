@@ -29,7 +29,7 @@ test('every load scenario gets a complete 200 answer from llmux with the bench c
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-test-'));
   const gateway = createGateway({ config: benchConfig(upstream.port), home, env: {}, logger: null });
   try {
-    const { key } = gateway.keys.create({ name: 'bench', tier: 'enterprise' });
+    const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });
     const { port } = await gateway.listen(0, '127.0.0.1');
     for (const scenario of loadScenarios()) {
       const answer = await post(port, scenario.path, withKey(scenario.headers, key), scenario.body);
@@ -60,7 +60,7 @@ test('the bench key is never refused by the limits, even far past the default en
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-test-'));
   const gateway = createGateway({ config: benchConfig(upstream.port), home, env: {}, logger: null });
   try {
-    const { key } = gateway.keys.create({ name: 'bench', tier: 'enterprise' });
+    const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });
     const { port } = await gateway.listen(0, '127.0.0.1');
     const scenario = loadScenarios().find((s) => s.id === 'chat-json');
     assert.ok(scenario !== undefined);

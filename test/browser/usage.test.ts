@@ -12,9 +12,9 @@ const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 2, 14, 15, 20);
 
 /** Thirty days of varied usage: four models, five keys, quiet days, one busy day, and today so far. */
-function seed(t: TestGateway): void {
-  const keys = ['ci-pipeline-production', 'alice laptop', 'batch-eval-nightly', 'bob', 'Tom & "Jerry" <ops>']
-    .map((name, i) => t.gateway.keys.create({ name, tier: i === 0 ? 'enterprise' : 'basic' }).record.id);
+async function seed(t: TestGateway): Promise<void> {
+  const keys = await Promise.all(['ci-pipeline-production', 'alice laptop', 'batch-eval-nightly', 'bob', 'Tom & "Jerry" <ops>']
+    .map(async (name, i) => (await t.gateway.keys.create({ name, tier: i === 0 ? 'enterprise' : 'basic' })).record.id));
   const models = [['claude-sonnet-4-5', 3, 15], ['gpt-4.1-mini', 0.4, 1.6], ['qwen-local', 0, 0], ['claude-haiku-4-5', 1, 5]] as const;
   let seedValue = 11;
   const random = () => {
@@ -48,8 +48,8 @@ for (const viewport of [
     const g = await startTestGateway({ now: () => NOW, config: { models: PRICED_MODELS, tiers: { pro: { budget_usd: 50 } } } });
     const browser = await launchChromium();
     try {
-      seed(g);
-      const capped = g.gateway.keys.create({ name: 'capped', budget: { usd: 0.01, period: 'day' } });
+      await seed(g);
+      const capped = await g.gateway.keys.create({ name: 'capped', budget: { usd: 0.01, period: 'day' } });
       g.upstream.fallback = chatJson({ prompt: 1000, completion: 200, cached: 0 });
       for (let i = 0; i < 3; i++) await (await chat(g, capped.key, 'gpt-test')).arrayBuffer();
       await ledgerCounted(g, (await g.gateway.usage.query({ since: 0, until: NOW + DAY, keyId: 'all', groupBy: 'key' })).reduce((n, r) => n + r.requests, 0));

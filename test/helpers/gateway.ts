@@ -65,8 +65,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   };
   const gateway = createGateway(gatewayOptions);
   const { url } = await gateway.listen(0, '127.0.0.1');
-  const key = gateway.keys.create({ name: 'test', tier: 'basic' }).key;
-  const adminKey = gateway.keys.create({ name: 'admin', tier: 'pro', admin: true }).key;
+  const key = (await gateway.keys.create({ name: 'test', tier: 'basic' })).key;
+  const adminKey = (await gateway.keys.create({ name: 'admin', tier: 'pro', admin: true })).key;
   return {
     url,
     gateway,

@@ -157,7 +157,7 @@ describe('timeouts, pings and disconnects', () => {
     assert.ok(upstreamClosed - abortedAt < 300);
     const key = t.gateway.keys.list().find((k) => k.name === 'test')!;
     await wait(20);
-    assert.equal(t.gateway.limiter.peek(key.id, { rpm: 60, tpm: 90_000, concurrency: 10 }).concurrent, 0);
+    assert.equal((await t.gateway.limiter.peek(key.id, { rpm: 60, tpm: 90_000, concurrency: 10 })).concurrent, 0);
   });
 
   it('slows the upstream read to the pace of a slow client (backpressure)', async () => {

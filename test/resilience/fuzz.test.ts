@@ -99,7 +99,7 @@ describe('hostile input', () => {
   let key: string;
   before(async () => {
     t = await startTestGateway();
-    key = t.gateway.keys.create({ name: 'fuzz', tier: 'enterprise', limits: { rpm: 1e9, tpm: 1e12, concurrency: 1000 } }).key;
+    key = (await t.gateway.keys.create({ name: 'fuzz', tier: 'enterprise', limits: { rpm: 1e9, tpm: 1e12, concurrency: 1000 } })).key;
     agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   });
   after(async () => {

@@ -108,7 +108,7 @@ describe('work that is never admitted', () => {
 
   it('gives count_tokens a budget of its own per key, and refuses past it before reading the body', async () => {
     // Issue 14: 191 count_tokens bodies of 29 MB in 20 s on a 1-rpm key, every one parsed.
-    const key = t.gateway.keys.create({ name: 'one-rpm', limits: { rpm: 1 } }).key;
+    const key = (await t.gateway.keys.create({ name: 'one-rpm', limits: { rpm: 1 } })).key;
     const count = () => fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(key), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] }) });
     assert.equal((await count()).status, 200);
     const { answer } = await push(t.url, `POST /v1/messages/count_tokens HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\nanthropic-version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: 30000000\r\n\r\n`, 30_000_000);
@@ -119,13 +119,13 @@ describe('work that is never admitted', () => {
   });
 
   it('charges model requests refused after their body was read, and then refuses before reading another', async () => {
-    const key = t.gateway.keys.create({ name: 'three-rpm', limits: { rpm: 3 } }).key;
+    const key = (await t.gateway.keys.create({ name: 'three-rpm', limits: { rpm: 3 } })).key;
     const bad = () => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }) });
     for (let i = 0; i < 3; i++) assert.equal((await bad()).status, 404);
     const refused = await bad();
     assert.equal(refused.status, 429);
     assert.match((await refused.json() as { error: { message: string } }).error.message, /3 requests per minute for this key that were refused/);
-    const other = t.gateway.keys.create({ name: 'other' }).key;
+    const other = (await t.gateway.keys.create({ name: 'other' })).key;
     assert.equal((await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(other), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'x' }] }) })).status, 200);
   });
 });
@@ -147,7 +147,7 @@ describe('request bodies held at once', () => {
       const second = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: body(2_000) });
       assert.equal(second.status, 429);
       assert.match((await second.json() as { error: { message: string } }).error.message, /at most 4096 are held per key/);
-      const keys = Array.from({ length: 4 }, (_, i) => t.gateway.keys.create({ name: `k${i}` }).key);
+      const keys = await Promise.all(Array.from({ length: 4 }, async (_, i) => (await t.gateway.keys.create({ name: `k${i}` })).key));
       for (const key of keys.slice(0, 3)) void start(key, 3_500);
       await wait(100);
       const full = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(keys[3]!), body: body(3_500) });

@@ -27,7 +27,7 @@ describe('soak', () => {
   before(async () => {
     // The test's own log collector would hold every line: discard them here.
     t = await startTestGateway({ extra: { logger: null } });
-    key = t.gateway.keys.create({ name: 'soak', tier: 'enterprise', limits: { rpm: 1e9, tpm: 1e12, concurrency: 1000 } }).key;
+    key = (await t.gateway.keys.create({ name: 'soak', tier: 'enterprise', limits: { rpm: 1e9, tpm: 1e12, concurrency: 1000 } })).key;
     t.upstream.record = false;
     const answers = {
       chatStream: fixture('openai-stream-text-include-usage.sse'),

@@ -52,7 +52,8 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.deepEqual(stray, []);
     for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/server.d.ts', 'package.json']) assert.ok(paths.includes(needed), needed);
     assert.ok(!paths.some((p) => p.startsWith('dist/test') || p.startsWith('src/') || p === 'dist/llmux'));
-    assert.ok(packed.size < 300 * 1024, `tarball is ${packed.size} bytes`);
+    // 300 KiB until issue 16; the shared-state backend (src/state/, in dist/ and in the bundled CLI) adds about 25 KB.
+    assert.ok(packed.size < 340 * 1024, `tarball is ${packed.size} bytes`);
   });
 
   test('installs globally into a prefix with a working llmux command', async () => {

@@ -29,7 +29,7 @@ describe('the usage view', () => {
       const signedOut = await fetch(`${g.url}/dashboard/usage`, { redirect: 'manual' });
       assert.equal(signedOut.status, 303);
       assert.equal(signedOut.headers.get('location'), '/dashboard');
-      const key = g.gateway.keys.create({ name: '<b>Tom & Jerry</b>' }).record.id;
+      const key = (await g.gateway.keys.create({ name: '<b>Tom & Jerry</b>' })).record.id;
       const entry = (model: string, at: number, costUsd: number) => g.gateway.usage.record({ keyId: key, model, at, inputTokens: 1000, outputTokens: 10, cacheReadTokens: 0, cacheCreationTokens: 0, costUsd });
       entry('m-old', NOW - 30 * DAY, 100); // one day too old for the view
       entry('m-one', NOW - 29 * DAY, 1.25);
@@ -68,7 +68,7 @@ describe('budgets on the dashboard', () => {
   it('shows each key\'s budget, its own or its tier\'s, with what it spent this period', async () => {
     const g = await startTestGateway({ now: () => NOW, config: { tiers: { basic: { budget_usd: 10, budget_period: 'month' } } } });
     try {
-      const own = g.gateway.keys.create({ name: 'own-budget', budget: { usd: 2, period: 'day' } }).record.id;
+      const own = (await g.gateway.keys.create({ name: 'own-budget', budget: { usd: 2, period: 'day' } })).record.id;
       g.gateway.usage.record({ keyId: own, model: 'm', at: NOW, inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0, costUsd: 0.5 });
       const web = await signIn(g);
       const page = await web.get('/dashboard');

@@ -1,0 +1,159 @@
+/**
+ * The Responses API's state on the shared-state server (llmux.md section 6, responses.md "State"):
+ * stored responses, so `previous_response_id` and `item_reference` work whichever process answers,
+ * and the reasoning-seal secret, so every process opens what any of them sealed.
+ *
+ * - A response is one string key, `resp:{KEY}:ID` (the record as JSON, the owning key in the name:
+ *   to any other key it does not exist), with the store's TTL. Each item id it holds is indexed in
+ *   `respitem:{KEY}:ITEM`, a sorted set of the responses holding it in the order they were stored
+ *   (a counter on the server, `respseq`), with the same TTL, so `findItem` finds the latest still there.
+ * - One record larger than `maxBytes` is refused, as the in-memory store refuses it; the total is
+ *   the server's to bound (`maxmemory`), not this store's.
+ * - The seal secret is `seal-secret`, set once with SET NX by whichever process needs it first;
+ *   every process then reads the same one. It is never written anywhere else, nor logged.
+ *
+ * Every call needs the server; without it the call rejects (the pipeline answers 503, or keeps
+ * going without storing: see where it is wired).
+ */
+import { randomBytes } from 'node:crypto';
+import { createSealer, SEAL_SECRET_BYTES } from '../responses/seal.ts';
+import type { Sealer } from '../responses/seal.ts';
+import { DEFAULT_STORE_MAX_BYTES, DEFAULT_STORE_TTL_MS } from '../responses/store.ts';
+import type { ResponseStore, StoredItem, StoredResponse } from '../responses/store.ts';
+import { stateUnavailable } from '../errors.ts';
+import type { RespClient } from './resp.ts';
+
+export interface SharedResponseStoreOptions {
+  client: RespClient;
+  /** Prefix of every key this store writes; default `llmux:`. */
+  prefix?: string;
+  /** How long a response is kept after it was stored; default 86400 s. */
+  ttlMs?: number;
+  /** The largest record kept, in bytes of JSON; default 64 MiB. */
+  maxBytes?: number;
+}
+
+/** KEYS: the response, the counter, then its items' indexes; ARGV: JSON, TTL ms, response id. */
+const PUT_SCRIPT = `
+local seq = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+for i = 3, #KEYS do
+  redis.call('ZADD', KEYS[i], seq, ARGV[3])
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return seq
+`;
+
+/** Responses held per item id that `findItem` looks through, newest first. */
+const ITEM_HOLDERS_READ = 10;
+
+function itemIdsOf(record: StoredResponse): string[] {
+  const ids = [...record.input, ...record.response.output]
+    .map((item) => (item as { id?: unknown }).id)
+    .filter((id): id is string => typeof id === 'string' && id !== '');
+  return [...new Set(ids)];
+}
+
+function parseRecord(text: unknown): StoredResponse | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    return JSON.parse(text) as StoredResponse;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stored responses on the state server, as the in-memory store keeps them but for the total size. */
+export function createSharedResponseStore(options: SharedResponseStoreOptions): ResponseStore {
+  const { client } = options;
+  const prefix = options.prefix ?? 'llmux:';
+  const ttlMs = options.ttlMs ?? DEFAULT_STORE_TTL_MS;
+  const maxBytes = options.maxBytes ?? DEFAULT_STORE_MAX_BYTES;
+  const putScript = client.script(PUT_SCRIPT);
+  const responseKey = (keyId: string, id: string): string => `${prefix}resp:{${keyId}}:${id}`;
+  const itemKey = (keyId: string, itemId: string): string => `${prefix}respitem:{${keyId}}:${itemId}`;
+
+  async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw Object.assign(stateUnavailable(what), { cause: error });
+    }
+  }
+
+  return {
+    async put(record) {
+      const json = JSON.stringify(record);
+      if (Buffer.byteLength(json) > maxBytes) return false;
+      const keys = [responseKey(record.keyId, record.id), `${prefix}respseq`, ...itemIdsOf(record).map((itemId) => itemKey(record.keyId, itemId))];
+      // A large record takes longer to send than a command; it is stored after the answer anyway.
+      await call('Storing a response', () => putScript.run(keys, [json, ttlMs, record.id], { timeoutMs: Math.max(1000, Math.ceil(json.length / 10_000)) }));
+      return true;
+    },
+
+    async get(keyId, id) {
+      return parseRecord(await call('Reading a stored response', () => client.command(['GET', responseKey(keyId, id)])));
+    },
+
+    async delete(keyId, id) {
+      return (await call('Deleting a stored response', () => client.command(['DEL', responseKey(keyId, id)]))) === 1;
+    },
+
+    async findItem(keyId, itemId) {
+      const holders = await call('Reading a stored item', () => client.command(['ZREVRANGE', itemKey(keyId, itemId), 0, ITEM_HOLDERS_READ - 1]));
+      if (!Array.isArray(holders) || holders.length === 0) return undefined;
+      const records = await call('Reading a stored item', () => client.command(['MGET', ...holders.map((id) => responseKey(keyId, String(id)))]));
+      if (!Array.isArray(records)) return undefined;
+      for (const text of records) {
+        const record = parseRecord(text);
+        if (record === undefined) continue;
+        const found: StoredItem | undefined = [...record.response.output, ...record.input].find((item) => (item as { id?: unknown }).id === itemId);
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
+ * The seal secret every process shares: made by the first to ask (SET NX), read by all. Rejects
+ * when the server cannot be reached, or holds something that is not a 32-byte secret.
+ */
+export async function sharedSealSecret(client: RespClient, prefix = 'llmux:'): Promise<Buffer> {
+  const key = `${prefix}seal-secret`;
+  const fresh = randomBytes(SEAL_SECRET_BYTES).toString('base64url');
+  let current: unknown;
+  try {
+    [, current] = await client.batch([['SET', key, fresh, 'NX'], ['GET', key]]);
+  } catch (error) {
+    throw Object.assign(stateUnavailable('Sealed reasoning'), { cause: error });
+  }
+  const secret = typeof current === 'string' ? Buffer.from(current, 'base64url') : Buffer.alloc(0);
+  if (secret.length !== SEAL_SECRET_BYTES) {
+    throw new Error(`the state server's ${key} does not hold a ${SEAL_SECRET_BYTES}-byte seal secret; delete it to make a new one (reasoning sealed under the old one can no longer be replayed)`);
+  }
+  return secret;
+}
+
+/** Stored responses and the sealer, shared: the shape the gateway holds the Responses API's state in. */
+export interface SharedResponsesState {
+  readonly store: ResponseStore;
+  /** The sealer under the shared secret; made once, retried after a failure. */
+  sealer(): Promise<Sealer>;
+}
+
+/** The shared store and a sealer under the shared secret, made on first use. */
+export function createSharedResponsesState(options: SharedResponseStoreOptions): SharedResponsesState {
+  const store = createSharedResponseStore(options);
+  let sealer: Promise<Sealer> | undefined;
+  return {
+    store,
+    sealer() {
+      sealer ??= sharedSealSecret(options.client, options.prefix).then(createSealer);
+      sealer.catch(() => {
+        sealer = undefined;
+      });
+      return sealer;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * Everything several llmux processes share, opened on one state server (llmux.md section 6): the
+ * key store, the limiter, device grants, the usage ledger, and the Responses API's stored
+ * responses and seal secret, each behind the interface its in-process counterpart serves.
+ *
+ * Connections: one for the request path (admissions, keys, grants, usage writes), whose every
+ * command has `state.timeout_ms`; one for pub/sub (key changes), opened by the client itself; and
+ * one for bulk reads (usage queries, stored responses), so a large reply never holds up an
+ * admission behind it. The first one's status is the gateway's health: see ./health.ts.
+ *
+ * The Responses API's state (`responses`) is made here; the gateway hands it to the Responses
+ * dialect instead of its in-memory store and the secret in LLMUX_HOME when state is shared.
+ */
+import type { StateConfig } from '../config-types.ts';
+import type { DeviceFlowOptions } from '../auth/device-flow.ts';
+import { createRespClient, parseStateUrl } from './resp.ts';
+import type { RespClient } from './resp.ts';
+import { createStateHealth } from './health.ts';
+import type { StateHealth } from './health.ts';
+import { createSharedKeyStore } from './key-store.ts';
+import type { SharedKeyStore } from './key-store.ts';
+import { createSharedLimiter } from './limiter.ts';
+import type { SharedLimiter } from './limiter.ts';
+import { createSharedDeviceFlow } from './device-grants.ts';
+import type { SharedDeviceFlow } from './device-grants.ts';
+import { createSharedLedger } from './usage-ledger.ts';
+import type { SharedLedger } from './usage-ledger.ts';
+import { createSharedResponsesState } from './responses.ts';
+import type { SharedResponsesState } from './responses.ts';
+
+/** How long a usage query's round trip may take: it is not on a model request's path. */
+const QUERY_TIMEOUT_MS = 10_000;
+/** How long `ready` waits for the first read of the keys before the gateway starts without them. */
+const FIRST_READ_WAIT_MS = 5_000;
+
+export interface SharedStateOptions {
+  state: StateConfig;
+  /** A clock for everything instead of the server's and the process's (tests). */
+  now?: (() => number) | undefined;
+  /** Lines for the log: the state server going away and coming back, records it cannot use. */
+  log?(level: 'warn' | 'info', message: string): void;
+  /** The limiter's window (default 60 000) and unadmitted budget per process. */
+  windowMs?: number;
+  unadmittedBytes?: number;
+  /** Stored responses' life and largest size (config `responses`). */
+  responses?: { ttlMs?: number; maxBytes?: number };
+  /** Prefix of every key written; default `llmux:` (tests use their own). */
+  prefix?: string;
+  /** Certificate authorities for `rediss://` with a private CA. */
+  ca?: string | Buffer;
+}
+
+export interface SharedState {
+  /** The server as logs may show it (no password). */
+  readonly displayUrl: string;
+  readonly client: RespClient;
+  readonly health: StateHealth;
+  readonly keys: SharedKeyStore;
+  readonly limiter: SharedLimiter;
+  readonly usage: SharedLedger;
+  readonly responses: SharedResponsesState;
+  /** A device-grant store on the server, with the device flow's settings. */
+  deviceFlow(options?: DeviceFlowOptions): SharedDeviceFlow;
+  /** Settles once the keys were first read, or could not be within a few seconds. */
+  readonly ready: Promise<void>;
+  /** Writes what usage is pending, stops timers and closes the connections. */
+  close(): Promise<void>;
+}
+
+/** Opens the shared state; throws only for a bad URL (config has checked it already). */
+export function openSharedState(options: SharedStateOptions): SharedState {
+  const { state } = options;
+  const displayUrl = parseStateUrl(state.url).displayUrl;
+  const prefix = options.prefix ?? 'llmux:';
+  const now = options.now;
+  const clientOptions = { url: state.url, timeoutMs: state.timeoutMs, ...(options.ca === undefined ? {} : { ca: options.ca }) };
+  const client = createRespClient(clientOptions);
+  const bulk = createRespClient(clientOptions);
+  const health = createStateHealth({
+    client,
+    policy: state.onFailure,
+    displayUrl,
+    onChange: (degraded, message) => options.log?.(degraded ? 'warn' : 'info', message),
+  });
+  const warn = (message: string): void => options.log?.('warn', message);
+  const clock = now === undefined ? {} : { now };
+  const keys = createSharedKeyStore({ client, displayUrl, prefix, ...clock });
+  const limiter = createSharedLimiter({
+    client,
+    health,
+    prefix,
+    leaseMs: state.leaseMs,
+    onError: warn,
+    ...clock,
+    ...(options.windowMs === undefined ? {} : { windowMs: options.windowMs }),
+    ...(options.unadmittedBytes === undefined ? {} : { unadmittedBytes: options.unadmittedBytes }),
+  });
+  const usage = createSharedLedger({ client, queryClient: bulk, queryTimeoutMs: QUERY_TIMEOUT_MS, prefix, onError: (error) => warn(error.message), ...clock });
+  const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
+  const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
+
+  let closing: Promise<void> | undefined;
+  return {
+    displayUrl,
+    client,
+    health,
+    keys,
+    limiter,
+    usage,
+    responses,
+    deviceFlow: (flowOptions = {}) => createSharedDeviceFlow({ client, prefix, ...clock, ...flowOptions }),
+    ready,
+    close() {
+      closing ??= (async () => {
+        // Not a degradation: the health stops listening before the connections go.
+        health.close();
+        limiter.close();
+        keys.close();
+        await usage.close();
+        await Promise.all([client.close(), bulk.close()]);
+      })();
+      return closing;
+    },
+  };
+}
