@@ -147,6 +147,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       provider,
       clientFormat: request.format,
       upstreamFormat: answered.format,
+      model: answered.model.id,
       cancellation: exchange.cancellation,
       idleTimeoutMs: limits.streamIdleTimeoutMs,
       onWarning: exchange.onWarning,
@@ -163,9 +164,10 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const client = dialects[request.format];
   const includeUsage = client.wantsStreamUsage(request.body);
   const translation = translationFor(request.format, answered.format);
+  const model = answered.model.id;
   const result = await relayStream(upstream, res, (write) => (translation === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage })
-    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }))), {
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model })
+    : createTranslatedRelay(answered.format, translation.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning, model }))), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,
     idleTimeoutMs: limits.streamIdleTimeoutMs,

@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { FIXTURES, fixture, respond } from './helpers/fake-upstream.ts';
+import { jsonWithLlmuxModel, withLlmuxModel } from './helpers/model-names.ts';
 
 const messagesBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }], ...extra });
 const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'Hello' }], ...extra });
@@ -45,13 +46,16 @@ describe('same-format pass-through', () => {
 
   for (const name of readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && !f.includes('error'))) {
     const format = name.startsWith('anthropic') ? 'anthropic' : 'openai';
-    it(`keeps the body of ${name} byte for byte`, async () => {
+    it(`keeps the body of ${name} byte for byte but for the model, which names the llmux id`, async () => {
       t.upstream.queue.push(respond.fixtureJson(name));
+      const model = format === 'anthropic' ? 'claude-test' : 'gpt-test';
       const res = format === 'anthropic'
         ? await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() })
         : await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody() });
       assert.equal(res.status, 200);
-      assert.deepEqual(Buffer.from(await res.arrayBuffer()), fixture(name));
+      const out = Buffer.from(await res.arrayBuffer());
+      assert.deepEqual(out, jsonWithLlmuxModel(fixture(name), model));
+      assert.deepEqual(JSON.parse(out.toString()), { ...(JSON.parse(fixture(name).toString()) as Record<string, unknown>), model });
     });
   }
 
@@ -59,7 +63,7 @@ describe('same-format pass-through', () => {
   for (const name of streams) {
     const format = name.startsWith('anthropic') ? 'anthropic' : 'openai';
     const failed = name.includes('error');
-    it(`streams ${name} through ${failed ? 'up to its error' : 'byte for byte'}`, async () => {
+    it(`streams ${name} through ${failed ? 'up to its error' : 'byte for byte'}, naming the llmux model`, async () => {
       // The Azure recording is only the prompt-filter chunk that opens an otherwise normal stream.
       const bytes = name.startsWith('azure')
         ? Buffer.concat([fixture(name), fixture('openai-stream-text-include-usage.sse')])
@@ -71,16 +75,17 @@ describe('same-format pass-through', () => {
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
       const out = Buffer.from(await res.arrayBuffer());
+      const wanted = withLlmuxModel(format === 'anthropic' ? 'messages' : 'chat', bytes, format === 'anthropic' ? 'claude-test' : 'gpt-test').toString();
       if (!failed) {
-        assert.deepEqual(out.toString(), bytes.toString());
+        assert.deepEqual(out.toString(), wanted);
       } else if (format === 'openai') {
         // The error chunk is kept; the [DONE] after it is not, so clients see a failed stream.
         const text = out.toString();
         assert.match(text, /data: \{"error"/);
         assert.ok(!text.includes('[DONE]'));
-        assert.ok(bytes.toString().startsWith(text.trimEnd().split('\n\n').slice(0, -1).join('\n\n')));
+        assert.ok(wanted.startsWith(text.trimEnd().split('\n\n').slice(0, -1).join('\n\n')));
       } else {
-        assert.deepEqual(out.toString(), bytes.toString());
+        assert.deepEqual(out.toString(), wanted);
         assert.match(out.toString(), /event: error/);
       }
     });

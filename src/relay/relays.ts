@@ -24,8 +24,15 @@ export interface Relay {
   usage(): TokenUsage | undefined;
 }
 
-/** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
-export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: { dropUsageChunk: boolean }): Relay {
+/**
+ * A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error, but
+ * for the model id, which names `options.model` (the llmux id that answered).
+ */
+export function createPassThroughRelay(
+  format: WireFormat,
+  write: (bytes: Buffer | string) => void,
+  options: { dropUsageChunk: boolean; model: string },
+): Relay {
   const tap = createUsageTap(format, options);
   const { errorFrame } = dialects[format];
   let finished = false;

@@ -1,7 +1,7 @@
 /**
  * A whole (non-streamed) upstream answer to the client: the upstream's bytes unchanged when the
  * formats match (only usage is read, without parsing the whole answer when it can be found on its
- * own), else parsed once and translated.
+ * own, and the top-level `model` names the llmux id), else parsed once and translated.
  */
 import type { ServerResponse } from 'node:http';
 import type { ProviderConfig } from '../config-types.ts';
@@ -9,6 +9,7 @@ import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { peekUsage } from '../formats/usage-peek.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
+import { withModel } from '../translate/model-field.ts';
 import { GatewayError, upstreamFailed } from '../errors.ts';
 import { sendJson } from '../http/respond.ts';
 import { readUpstreamBody } from '../providers/upstream.ts';
@@ -23,6 +24,8 @@ export interface WholeAnswer {
   provider: ProviderConfig;
   clientFormat: WireFormat;
   upstreamFormat: WireFormat;
+  /** The llmux model id that answered: the answer names it. */
+  model: string;
   cancellation: Cancellation;
   idleTimeoutMs: number;
   onWarning(message: string): void;
@@ -42,13 +45,13 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   const translation = translationFor(answer.clientFormat, answer.upstreamFormat);
   if (translation === undefined) {
     const usage = peekUsage(bytes) ?? parseAnswer(bytes, provider)['usage'];
-    sendJson(res, 200, bytes);
+    sendJson(res, 200, withModel(bytes, Buffer.from(JSON.stringify(answer.model))));
     return readUsage(usage);
   }
   const parsed = parseAnswer(bytes, provider);
   let translated: unknown;
   try {
-    translated = translation.answer(parsed, answer.onWarning);
+    translated = translation.answer(parsed, answer.model, answer.onWarning);
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     throw upstreamFailed(`Provider "${provider.id}" sent an answer llmux could not translate`);

@@ -224,7 +224,8 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
  * Translates a chat-completions answer (choice 0) into a messages answer: `reasoning_content` (or
  * `reasoning`, as Groq and OpenRouter send it) -> a thinking block, `content` -> a text block,
  * `refusal` -> a text block with stop reason `refusal`, `tool_calls` -> tool_use blocks (ids
- * unchanged). The id is a fresh `msg_…`; `model` is the upstream's. An upstream answer is not
+ * unchanged). The id is a fresh `msg_…`; `model` is `options.model` (the llmux id) or else the
+ * upstream's. An upstream answer is not
  * validated, so every field is read leniently.
  */
 export function chatResponseToMessages(resp: unknown, options: ResponseTranslateOptions = {}): MessagesResponse {
@@ -267,7 +268,7 @@ export function chatResponseToMessages(resp: unknown, options: ResponseTranslate
     id: newId('msg_'),
     type: 'message',
     role: 'assistant',
-    model: typeof answer['model'] === 'string' ? answer['model'] : '',
+    model: options.model ?? (typeof answer['model'] === 'string' ? answer['model'] : ''),
     content,
     stop_reason: stop.stopReason,
     stop_sequence: stop.stopSequence,

@@ -23,26 +23,28 @@ export interface StreamTranslatorOptions {
   includeUsage: boolean;
   /** Told about input that was repaired rather than refused (for the request log). */
   onWarning(message: string): void;
+  /** The llmux model id that answered: every event names it. */
+  model: string;
 }
 
 /** Translates one client format to one upstream format and the answers back. */
 export interface Translation<C extends WireFormat, U extends WireFormat> {
   request(body: RequestOf[C], model: UpstreamModel, onWarning: (message: string) => void): RequestOf[U];
-  /** An upstream's whole answer, read leniently (it is not validated). */
-  answer(answer: unknown, onWarning: (message: string) => void): AnswerOf[C];
+  /** An upstream's whole answer, read leniently (it is not validated), naming the llmux `model` that answered. */
+  answer(answer: unknown, model: string, onWarning: (message: string) => void): AnswerOf[C];
   stream(options: StreamTranslatorOptions): StreamTranslator;
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
   request: (body, model) => messagesRequestToChat(body, model),
-  answer: (answer, onWarning) => chatResponseToMessages(answer, { onWarning }),
-  stream: ({ write, estimatedInputTokens }) => createChatToMessagesStream({ write, estimatedInputTokens }),
+  answer: (answer, model, onWarning) => chatResponseToMessages(answer, { model, onWarning }),
+  stream: ({ write, estimatedInputTokens, model, onWarning }) => createChatToMessagesStream({ write, estimatedInputTokens, model, onWarning }),
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
   request: (body, model, onWarning) => chatRequestToMessages(body, model, { onWarning }),
-  answer: (answer, onWarning) => messagesResponseToChat(answer, { onWarning }),
-  stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage }),
+  answer: (answer, model, onWarning) => messagesResponseToChat(answer, { model, onWarning }),
+  stream: ({ write, includeUsage, model }) => createMessagesToChatStream({ write, includeUsage, model }),
 };
 
 const TRANSLATIONS: { readonly [C in WireFormat]: { readonly [U in WireFormat]?: Translation<C, U> } } = {

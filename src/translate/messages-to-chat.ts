@@ -63,6 +63,8 @@ export interface ResponseTranslateOptions {
   now?: () => number;
   /** Told about input that was repaired rather than refused (for the request log). */
   onWarning?: (message: string) => void;
+  /** The llmux model id the answer names; the upstream's `model` when absent. */
+  model?: string;
 }
 
 const PARAGRAPH = '\n\n';
@@ -124,7 +126,8 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
 /**
  * Translates a messages-format answer into a chat-completions answer: text blocks -> `content`,
  * thinking -> `reasoning_content`, tool_use -> `tool_calls` (ids unchanged), stop reason and usage
- * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is the upstream's.
+ * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is `options.model`
+ * (the llmux id) or else the upstream's.
  * An upstream answer is not validated, so every field is read leniently.
  */
 export function messagesResponseToChat(resp: unknown, options: ResponseTranslateOptions = {}): ChatResponse {
@@ -157,7 +160,7 @@ export function messagesResponseToChat(resp: unknown, options: ResponseTranslate
     id: newId('chatcmpl-'),
     object: 'chat.completion',
     created: Math.floor(now() / 1000),
-    model: text(answer['model']),
+    model: options.model ?? text(answer['model']),
     choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinishReason(typeof answer['stop_reason'] === 'string' ? answer['stop_reason'] : null) }],
     usage: toChatUsage(fromMessagesUsage(asRecord(answer['usage']))),
   };

@@ -49,6 +49,8 @@ export interface ChatToMessagesStreamOptions {
   estimatedInputTokens?: number;
   /** Message id (`msg_…`); random by default. Tests pin it. */
   messageId?: string;
+  /** The llmux model id the answer names; the upstream's `model` when absent. */
+  model?: string;
   /** Told about upstream input that could not be passed on (for the request log). */
   onWarning?: (message: string) => void;
 }
@@ -133,7 +135,7 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
 
   function start(model: unknown): void {
     started = true;
-    const modelJson = JSON.stringify(typeof model === 'string' ? model : '');
+    const modelJson = JSON.stringify(options.model ?? (typeof model === 'string' ? model : ''));
     write(
       `event: message_start\ndata: {"type":"message_start","message":{"id":${messageIdJson},"type":"message","role":"assistant","content":[],` +
         `"model":${modelJson},"stop_reason":null,"stop_sequence":null,` +

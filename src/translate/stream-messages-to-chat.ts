@@ -31,6 +31,8 @@ export interface MessagesToChatStreamOptions {
   completionId?: string;
   /** Clock for `created`, in milliseconds; `Date.now` by default. */
   now?: () => number;
+  /** The llmux model id every chunk names; the upstream's `model` when absent. */
+  model?: string;
 }
 
 function nonEmptyString(value: unknown): string | undefined {
@@ -64,7 +66,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
   function start(model: unknown): void {
     started = true;
     const created = Math.floor(now() / 1000);
-    chunkHead = `{"id":${JSON.stringify(completionId)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(typeof model === 'string' ? model : '')}`;
+    chunkHead = `{"id":${JSON.stringify(completionId)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(options.model ?? (typeof model === 'string' ? model : ''))}`;
     deltaChunkStart = `data: ${chunkHead},"choices":[{"index":0,"delta":`;
     write(`${deltaChunkStart}{"role":"assistant","content":""}${deltaChunkEnd}`);
   }

@@ -805,6 +805,10 @@ describe('chatResponseToMessages: rules', () => {
     });
   });
 
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    assert.equal(chatResponseToMessages({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [] }, { model: 'llmux-id' }).model, 'llmux-id');
+  });
+
   it('warns about unparsable tool arguments in an answer and sends {}', () => {
     const warnings: string[] = [];
     const out = chatResponseToMessages(

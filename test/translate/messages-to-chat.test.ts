@@ -719,6 +719,10 @@ describe('messagesResponseToChat', () => {
     assert.equal(messagesResponseToChat(null as unknown as MessagesResponse, clock).choices[0]?.message.content, null);
   });
 
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    assert.equal(messagesResponseToChat(fixture('anthropic-nonstream-text.json'), { ...clock, model: 'llmux-id' }).model, 'llmux-id');
+  });
+
   it('gives every answer a fresh id and the current time by default', () => {
     const resp = fixture('anthropic-nonstream-text.json');
     const before = Math.floor(Date.now() / 1000);

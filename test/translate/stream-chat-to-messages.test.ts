@@ -202,6 +202,14 @@ describe('createChatToMessagesStream message framing', () => {
     });
   });
 
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    let output = '';
+    const translator = createChatToMessagesStream({ write: (text) => (output += text), messageId: 'msg_test', model: 'llmux-id' });
+    translator.push({ event: undefined, data: JSON.stringify(chunk({ content: 'hi' })) });
+    translator.end();
+    assert.equal((clientEvents(output)[0]?.data['message'] as Record<string, unknown>)['model'], 'llmux-id');
+  });
+
   it('gives a random msg_ id when none is pinned', () => {
     let output = '';
     const translator = createChatToMessagesStream({ write: (text) => (output += text) });

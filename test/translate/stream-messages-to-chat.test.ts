@@ -202,6 +202,20 @@ describe('createMessagesToChatStream chunks', () => {
     });
   });
 
+  it('names the llmux model it is given in every chunk instead of the upstream\'s', () => {
+    let output = '';
+    const translator = createMessagesToChatStream({ write: (text) => (output += text), includeUsage: true, model: 'llmux-id' });
+    for (const name of ['anthropic-stream-text-then-tool-use-haiku.sse']) {
+      const parser = createSseParser({ onEvent: (event) => translator.push(event) });
+      parser.feed(readFileSync(new URL(name, FIXTURES)));
+      parser.end();
+    }
+    const chunks = clientChunks(output);
+    assert.equal(chunks.pop(), '[DONE]');
+    assert.ok(chunks.length > 3);
+    for (const chunk of chunks) assert.equal((chunk as Record<string, unknown>)['model'], 'llmux-id');
+  });
+
   it('gives a random chatcmpl- id and the current time when none are pinned', () => {
     let output = '';
     const before = Math.floor(Date.now() / 1000);
