@@ -100,6 +100,13 @@ export interface RetryConfig {
   maxRetryAfterMs: number;
 }
 
+/**
+ * How requests are validated (llmux.md section 5): `compatible` accepts what the official APIs
+ * accept; `strict` also enforces the description's three stricter rules (text only in the first
+ * message, alternating roles, `tool_result` content required) and refuses unknown block types.
+ */
+export type ValidationMode = 'compatible' | 'strict';
+
 export interface Config {
   host: string;
   port: number;
@@ -113,6 +120,7 @@ export interface Config {
   tiers: Record<TierName, TierLimits>;
   limits: LimitsConfig;
   retry: RetryConfig;
+  validation: ValidationMode;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
 }

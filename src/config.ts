@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName } from './config-types.ts';
+import type { Config, LimitsConfig, ModelEntry, ProviderConfig, RetryConfig, TierLimits, TierName, ValidationMode } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
@@ -121,7 +121,7 @@ interface ParseContext {
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, WireFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<WireFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'validation', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -203,6 +203,12 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     builtinCatalog = obj['builtin_catalog'] as boolean;
   }
 
+  let validation: ValidationMode = 'compatible';
+  if (obj['validation'] !== undefined) {
+    if (obj['validation'] !== 'compatible' && obj['validation'] !== 'strict') fail('validation', 'must be "compatible" (the default) or "strict"');
+    validation = obj['validation'] as ValidationMode;
+  }
+
   return {
     host: ctx.host,
     port: ctx.port,
@@ -214,6 +220,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     tiers,
     limits,
     retry,
+    validation,
     env: ctx.env,
   };
 }

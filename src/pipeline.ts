@@ -82,7 +82,7 @@ export async function handleModelRequest<F extends WireFormat>(
   record.keyId = key.id;
   const dialect = dialects[format];
   const forwarded = dialect.readHeaders(req.headers);
-  const request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded);
+  const request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded, ctx.config.validation === 'strict');
   record.model = request.body.model;
   record.stream = request.body.stream === true;
   const model = ctx.catalog.get(request.body.model);

@@ -71,7 +71,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     peekHeaders(res, key);
-    const body = validateMessagesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
+    const body = validateMessagesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body) }));

@@ -93,12 +93,19 @@ describe('config', () => {
     [{ retry: { attempts: 0 } }, /retry\.attempts/],
     [{ retry: { jitter: 1 } }, /retry\.jitter: unknown field/],
     [{ builtin_catalog: 'no' }, /builtin_catalog: must be true or false/],
+    [{ validation: 'lenient' }, /validation: must be "compatible" \(the default\) or "strict"/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
       assert.throws(() => load(file), (err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
     });
   }
+
+  it('validates requests as the official APIs do by default, and by the description with "validation": "strict"', () => {
+    assert.equal(load({}).validation, 'compatible');
+    assert.equal(load({ validation: 'compatible' }).validation, 'compatible');
+    assert.equal(load({ validation: 'strict' }).validation, 'strict');
+  });
 
   it('names the file when it is unreadable or not JSON', () => {
     const dir = mkdtempSync(join(tmpdir(), 'llmux-config-'));

@@ -6,6 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import OpenAI from 'openai';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
@@ -91,5 +92,80 @@ describe('every answer names the llmux model that answered', () => {
     t.upstream.queue.push(respond.json(503, { error: { message: 'down', type: 'server_error' } }), respond.fixtureJson('anthropic-nonstream-text.json'));
     const message = await openaiClient(t).chat.completions.create({ model: 'gpt-flaky', messages: ask });
     assert.equal(message.model, 'claude-test');
+  });
+});
+
+/** A chat upstream's stream, one chunk per delta. */
+function chatStream(...deltas: Array<{ delta: Record<string, unknown>; finish?: string }>): string {
+  const chunks = deltas.map(({ delta, finish }) => `data: ${JSON.stringify({
+    id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'upstream-model', choices: [{ index: 0, delta, finish_reason: finish ?? null }],
+  })}\n\n`);
+  return `${chunks.join('')}data: [DONE]\n\n`;
+}
+
+const weatherCall = (id: string, args: string, index = 0): Record<string, unknown> => ({ index, id, type: 'function', function: { name: 'get_weather', arguments: args } });
+
+describe('streamed tool calls and refusals reach the SDK helpers as the whole answer does', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway(); });
+  after(async () => { await t.close(); });
+
+  it('runs the tool when a chat upstream ends its tool call with finish_reason stop (toolRunner, stream: true)', async () => {
+    // Gemini's OpenAI layer: the whole call in one chunk, then `stop`.
+    t.upstream.queue.push(
+      respond.sse(chatStream({ delta: { role: 'assistant', tool_calls: [weatherCall('call_w', '{"city":"Oslo"}')] } }, { delta: {}, finish: 'stop' })),
+      respond.sse(chatStream({ delta: { role: 'assistant', content: 'Sunny in Oslo.' } }, { delta: {}, finish: 'stop' })),
+    );
+    const calls: unknown[] = [];
+    const weather = betaTool({
+      name: 'get_weather',
+      description: 'Weather for a city',
+      inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      run: (input) => {
+        calls.push(input);
+        return 'sunny';
+      },
+    });
+    const final = await anthropicClient(t).beta.messages.toolRunner({ model: 'gpt-test', max_tokens: 200, messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [weather], stream: true });
+    assert.deepEqual(calls, [{ city: 'Oslo' }]);
+    assert.equal(final.stop_reason, 'end_turn');
+    assert.deepEqual(final.content.map((block) => (block.type === 'text' ? block.text : block.type)), ['Sunny in Oslo.']);
+    // The second upstream turn carries the tool's result after the call.
+    const second = t.upstream.requests.at(-1)?.body['messages'] as Array<Record<string, unknown>>;
+    assert.deepEqual(second.at(-1), { role: 'tool', tool_call_id: 'call_w', content: 'sunny' });
+    // The runner threads its turns; a chat upstream keeps no thread, so the continuation is refused
+    // once with the code on which the SDK sends the whole history instead (messages-to-chat.ts).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const lines = t.logs.slice(-3) as Array<Record<string, unknown>>;
+    assert.deepEqual(lines.map((line) => [line['status'], line['error_code']]), [[200, undefined], [400, 'thread_unsupported_request'], [200, undefined]]);
+  });
+
+  it('gives stop_reason refusal to a streamed refusal (messages.stream().finalMessage())', async () => {
+    t.upstream.queue.push(respond.sse(fixture('openai-stream-refusal.sse')));
+    const message = await anthropicClient(t).messages.stream({ model: 'gpt-test', max_tokens: 100, messages: ask }).finalMessage();
+    assert.equal(message.stop_reason, 'refusal');
+    assert.match(message.content[0]?.type === 'text' ? message.content[0].text : '', /can't assist/);
+  });
+
+  it('keeps every fragment of interleaved tool calls, so each input parses (messages.stream().finalMessage())', async () => {
+    t.upstream.queue.push(respond.sse(chatStream(
+      { delta: { role: 'assistant', tool_calls: [weatherCall('call_a', '{"city":')] } },
+      { delta: { tool_calls: [weatherCall('call_b', '{"city":', 1)] } },
+      { delta: { tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] } },
+      { delta: { tool_calls: [{ index: 1, function: { arguments: '"Lima"}' } }] }, finish: 'tool_calls' },
+    )));
+    const message = await anthropicClient(t).messages.stream({ model: 'gpt-test', max_tokens: 100, messages: ask }).finalMessage();
+    assert.equal(message.stop_reason, 'tool_use');
+    assert.deepEqual(message.content.map((block) => (block.type === 'tool_use' ? [block.id, block.input] : block.type)), [['call_a', { city: 'Oslo' }], ['call_b', { city: 'Lima' }]]);
+  });
+
+  it('gives a chat client the same finish_reason and tool calls streamed and whole (chat.completions.stream().finalChatCompletion())', async () => {
+    const openai = openaiClient(t);
+    t.upstream.queue.push(respond.sse(fixture('anthropic-stream-tool-use.sse')), respond.fixtureJson('anthropic-nonstream-tool-use.json'));
+    const streamed = await openai.chat.completions.stream({ model: 'claude-test', messages: ask }).finalChatCompletion();
+    assert.equal(streamed.choices[0]?.finish_reason, 'tool_calls');
+    assert.ok((streamed.choices[0]?.message.tool_calls?.length ?? 0) > 0);
+    const whole = await openai.chat.completions.create({ model: 'claude-test', messages: ask });
+    assert.equal(whole.choices[0]?.finish_reason, 'tool_calls');
   });
 });

@@ -40,9 +40,9 @@ export const messagesDialect: Dialect<'messages'> = {
   eventNames: MESSAGES_EVENT_NAMES,
 
   readHeaders: (headers): ForwardedHeaders => ({ version: checkVersionHeader(headers), beta: betaHeader(headers) }),
-  readRequest: (body, forwarded) => ({
+  readRequest: (body, forwarded, strict) => ({
     format: 'messages',
-    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true }),
+    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict }),
     version: forwarded.version,
     beta: forwarded.beta,
   }),

@@ -36,7 +36,7 @@ export interface Translation<C extends WireFormat, U extends WireFormat> {
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
-  request: (body, model) => messagesRequestToChat(body, model),
+  request: (body, model, onWarning) => messagesRequestToChat(body, model, { onWarning }),
   answer: (answer, model, onWarning) => chatResponseToMessages(answer, { model, onWarning }),
   stream: ({ write, estimatedInputTokens, model, onWarning }) => createChatToMessagesStream({ write, estimatedInputTokens, model, onWarning }),
 };

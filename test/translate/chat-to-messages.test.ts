@@ -513,6 +513,16 @@ describe('chatRequestToMessages: reasoning_effort', () => {
   });
 });
 
+describe('chatRequestToMessages: fields newer than the translation', () => {
+  it('drops top-level fields a messages upstream has no equivalent for, naming each in a warning', () => {
+    const warnings: string[] = [];
+    const out = chatRequestToMessages(request({ store: true, prediction: { type: 'content', content: 'x' }, seed: 3 }), MODEL, { onWarning: (w) => warnings.push(w) });
+    assert.deepEqual(warnings, ['store: dropped, a messages upstream has no equivalent', 'prediction: dropped, a messages upstream has no equivalent']);
+    assert.equal(Object.hasOwn(out, 'store'), false);
+    assert.equal(Object.hasOwn(out, 'prediction'), false);
+  });
+});
+
 describe('chatRequestToMessages: response_format', () => {
   it('asks for a JSON object in the system text', () => {
     const out = chatRequestToMessages(request({ messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], response_format: { type: 'json_object' } }), MODEL);
