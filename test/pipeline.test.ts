@@ -186,12 +186,55 @@ describe('upstream errors', () => {
     }
   });
 
-  it('says so when the provider refuses llmux\'s own credential', async () => {
-    t.upstream.queue.push(respond.json(401, { error: { message: 'Incorrect API key provided' } }));
-    const res = await chat();
-    assert.equal(res.status, 401);
+  it('makes an upstream 401 or 403 a 502 upstream_auth_failed naming the credential setting, never the credential', async () => {
+    for (const status of [401, 403]) {
+      t.upstream.queue.push(respond.json(status, { error: { message: 'Incorrect API key provided: upstream-o*****cret', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+      const res = await chat();
+      assert.equal(res.status, 502);
+      const text = await res.text();
+      const body = JSON.parse(text) as { error: Record<string, string> };
+      assert.equal(body.error['type'], 'api_error');
+      assert.equal(body.error['code'], 'upstream_auth_failed');
+      assert.match(body.error['message'] ?? '', /Provider "fake-openai" refused the credential llmux sends it .*providers\.fake-openai\.api_key in the llmux config/);
+      assert.ok(!text.includes('upstream-openai-secret') && !text.includes('cret'), text);
+    }
+  });
+
+  it('names the environment variable that holds a provider\'s credential', async () => {
+    const env = await startTestGateway({
+      env: { FAKE_KEY: 'from-env-secret' },
+      config: { providers: { 'fake-openai': { format: 'openai', base_url: `${t.upstream.url}/v1`, api_key: 'env:FAKE_KEY' } }, models: [{ id: 'gpt-test', provider: 'fake-openai' }] },
+    });
+    try {
+      t.upstream.queue.push(respond.json(401, { error: { message: 'bad key' } }));
+      const res = await fetch(`${env.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(env.key), body: chatBody() });
+      const text = await res.text();
+      assert.equal(res.status, 502);
+      assert.match(text, /the environment variable FAKE_KEY \(providers\.fake-openai\.api_key\)/);
+      assert.ok(!text.includes('from-env-secret'));
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('makes an upstream 529 (or an overloaded_error) our 529 overloaded_error, after retrying', async () => {
+    const overloaded = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+    t.upstream.queue.push(respond.json(529, overloaded), respond.json(529, overloaded));
+    const res = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() });
+    assert.equal(res.status, 529);
     const body = await res.json() as { error: Record<string, string> };
-    assert.match(body.error['message'] ?? '', /refused llmux's credential/);
+    assert.equal(body.error['type'], 'overloaded_error');
+    assert.equal(body.error['code'], 'upstream_overloaded');
+    t.upstream.queue.push(respond.json(503, overloaded), respond.json(503, overloaded));
+    assert.equal((await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() })).status, 529);
+  });
+
+  it('never passes on an upstream retry-after longer than the 60 s window', async () => {
+    t.upstream.queue.push(respond.json(429, { error: { message: 'slow down' } }, { 'retry-after': '3600' }));
+    const res = await chat();
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '60');
+    await res.arrayBuffer();
   });
 });
 

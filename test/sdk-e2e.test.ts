@@ -169,3 +169,36 @@ describe('streamed tool calls and refusals reach the SDK helpers as the whole an
     assert.equal(whole.choices[0]?.finish_reason, 'tool_calls');
   });
 });
+
+describe('errors the SDKs raise point at the right party', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway({ config: { retry: { attempts: 1, base_delay_ms: 1, max_delay_ms: 1 } } }); });
+  after(async () => { await t.close(); });
+
+  it('raises a server error, not AuthenticationError about the client\'s valid key, when the provider refuses llmux\'s credential', async () => {
+    t.upstream.queue.push(respond.json(401, { error: { message: 'Incorrect API key provided', code: 'invalid_api_key' } }));
+    await assert.rejects(openaiClient(t).chat.completions.create({ model: 'gpt-test', messages: ask }), (err: unknown) => {
+      assert.ok(!(err instanceof OpenAI.AuthenticationError));
+      assert.ok(err instanceof OpenAI.InternalServerError);
+      assert.equal(err.status, 502);
+      assert.equal(err.code, 'upstream_auth_failed');
+      return true;
+    });
+    t.upstream.queue.push(respond.json(403, { type: 'error', error: { type: 'permission_error', message: 'no access' } }));
+    await assert.rejects(anthropicClient(t).messages.create({ model: 'claude-test', max_tokens: 10, messages: ask }), (err: unknown) => {
+      assert.ok(!(err instanceof Anthropic.PermissionDeniedError));
+      assert.ok(err instanceof Anthropic.InternalServerError);
+      assert.equal(err.status, 502);
+      return true;
+    });
+  });
+
+  it('raises OverloadedError when the provider is overloaded', async () => {
+    t.upstream.queue.push(respond.json(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    await assert.rejects(anthropicClient(t).messages.create({ model: 'claude-test', max_tokens: 10, messages: ask }), (err: unknown) => {
+      assert.ok(err instanceof Anthropic.OverloadedError);
+      assert.equal(err.status, 529);
+      return true;
+    });
+  });
+});

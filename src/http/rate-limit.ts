@@ -37,18 +37,27 @@ export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState):
   }
 }
 
+/**
+ * The refusal's wait as `retry-after`: never more than the window (llmux.md section 3). The limiter
+ * counts a request until the end of the second after its window ends, so its figure can be the
+ * window plus one second; by then the client retrying once more is at worst told 1 s.
+ */
+export function retryAfterSeconds(refusal: Refusal): number {
+  return Math.min(refusal.retryAfterSeconds, Math.max(1, Math.ceil(refusal.windowMs / 1000)));
+}
+
 /** "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". */
 export function refusalMessage(refusal: Refusal): string {
   const perWindow = refusal.windowMs === 60_000 ? 'per minute' : `per ${String(refusal.windowMs / 1000)} s`;
   const what = refusal.reason === 'requests'
     ? `${String(refusal.limit)} requests ${perWindow}`
     : refusal.reason === 'tokens' ? `${String(refusal.limit)} tokens ${perWindow}` : `${String(refusal.limit)} concurrent requests`;
-  return `Rate limit exceeded: ${what} for this key; retry after ${String(refusal.retryAfterSeconds)} s`;
+  return `Rate limit exceeded: ${what} for this key; retry after ${String(retryAfterSeconds(refusal))} s`;
 }
 
 /** The 429 `rate_limit_error` / `rate_limit_exceeded` for a refusal, with the state's headers and `retry-after`. */
 export function rateLimitError(refusal: Refusal): GatewayError {
   const headers = rateLimitHeaders(refusal.state);
-  headers['retry-after'] = String(refusal.retryAfterSeconds);
+  headers['retry-after'] = String(retryAfterSeconds(refusal));
   return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', refusalMessage(refusal), { headers });
 }
