@@ -10,7 +10,7 @@
  * formats is looked up in the dialect table (src/dialects/), never branched on here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from './config-types.ts';
+import type { Config, ModelEntry } from './config-types.ts';
 import type { Catalog } from './catalog/catalog.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { authenticate, checkModelAllowed } from './auth/authenticate.ts';
@@ -80,17 +80,28 @@ export async function handleModelRequest<F extends WireFormat>(
 ): Promise<void> {
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
+  const limits = limitsFor(key, ctx.config.tiers);
   const dialect = dialects[format];
-  const forwarded = dialect.readHeaders(req.headers);
-  const request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded, ctx.config.validation === 'strict');
-  record.model = request.body.model;
-  record.stream = request.body.stream === true;
-  const model = ctx.catalog.get(request.body.model);
-  if (model === undefined) throw modelNotFound(request.body.model);
-  checkModelAllowed(key, model.id);
+  let request: ClientRequestOf<F>;
+  let model: ModelEntry;
+  try {
+    const forwarded = dialect.readHeaders(req.headers);
+    request = dialect.readRequest(parseJsonBody(await readBody(req, ctx.config.limits.maxBodyBytes)), forwarded, ctx.config.validation === 'strict');
+    record.model = request.body.model;
+    record.stream = request.body.stream === true;
+    const found = ctx.catalog.get(request.body.model);
+    if (found === undefined) throw modelNotFound(request.body.model);
+    checkModelAllowed(key, found.id, req.headers);
+    model = found;
+  } catch (err) {
+    // An authenticated refusal carries the key's rate-limit headers too (llmux.md section 3); the
+    // state is read only then, so an admitted request pays for it once, at admission.
+    if (!res.headersSent) setRateLimitHeaders(res, ctx.limiter.peek(key.id, limits).state);
+    throw err;
+  }
 
   const estimate = estimateRequestTokens(request.body);
-  const admission = ctx.limiter.admit(key.id, limitsFor(key, ctx.config.tiers), estimate);
+  const admission = ctx.limiter.admit(key.id, limits, estimate);
   if (!admission.ok) throw rateLimitError(admission);
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.

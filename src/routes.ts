@@ -31,6 +31,14 @@ export interface CoreRoutesContext extends PipelineContext {
   openRequests(): number;
 }
 
+/** The messages operations (with count_tokens), at `/v1` and at the root. */
+const MESSAGES_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/messages', '/v1/messages/count_tokens', '/messages/count_tokens']);
+
+/** Whether `path` is a messages operation, whose errors carry the top-level `"type": "error"` (llmux.md section 3). */
+export function isMessagesOperation(path: string): boolean {
+  return MESSAGES_PATHS.has(path);
+}
+
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
   const { catalog, config, limiter } = ctx;
 
@@ -86,10 +94,12 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   routes.add('GET', '/models', listModels);
   routes.add('GET', '/models/:id*', getModel);
   routes.add('POST', '/messages', messages);
+  routes.add('POST', '/messages/count_tokens', countTokens);
   routes.add('POST', '/chat/completions', chat);
 
   routes.add('GET', '/metrics', (req, res, _p, record) => {
     const key = authed(req, record);
+    peekHeaders(res, key);
     requireAdmin(key, req.headers);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
     res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size() }));

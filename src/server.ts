@@ -23,7 +23,7 @@ import { createRouter, pathOf } from './http/router.ts';
 import { ClientClosedError, GatewayError, notFound } from './errors.ts';
 import { errorBody, pickRequestId, sendError } from './http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
-import { mountCoreRoutes } from './routes.ts';
+import { isMessagesOperation, mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
 import { createStderrLogger, logLine, logMessage } from './request-log.ts';
 import type { Logger } from './request-log.ts';
@@ -105,6 +105,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     const startedMs = now();
     const requestId = pickRequestId(req.headers);
     res.setHeader('x-request-id', requestId);
+    // The Anthropic SDKs read `request-id` (llmux.md section 3).
+    res.setHeader('request-id', requestId);
     const record: RequestRecord = { attempts: [] };
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
@@ -154,7 +156,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       handlerDone();
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
-      });
+      }, isMessagesOperation(pathOf(url)));
       // Don't leave an unread request body on a keep-alive connection.
       if (!req.complete) req.resume();
     });

@@ -41,7 +41,7 @@ export function createPassThroughRelay(
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', code: 'upstream_error' }));
+    write(errorFrame({ message, type: 'api_error' }));
     finished = true;
   }
 

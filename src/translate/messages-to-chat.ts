@@ -202,9 +202,11 @@ export function messagesResponseToChat(resp: unknown, options: ResponseTranslate
     }
   }
 
+  // Null only beside tool calls, as OpenAI answers; an answer with nothing at all is "" (the stream
+  // of the same answer assembles to "" too, from its first delta).
   const message: ChatResponse['choices'][number]['message'] = {
     role: 'assistant',
-    content: hasText ? content : null,
+    content: hasText || toolCalls.length === 0 ? content : null,
     refusal: null,
   };
   if (reasoning !== '') message.reasoning_content = reasoning;

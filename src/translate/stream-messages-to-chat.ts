@@ -7,7 +7,8 @@
  * - With `includeUsage`, every chunk but the usage chunk carries `"usage":null`, as OpenAI's
  *   API does when `stream_options.include_usage` is set.
  * - An upstream `event: error` keeps its Anthropic error type in the chat error chunk
- *   (`overloaded_error`, `rate_limit_error`, ...), with `code: null` like OpenAI's own error chunks.
+ *   (`overloaded_error`, `rate_limit_error`, ...); its `code` is the one a pass-through stream's
+ *   failure gets (formats/frames.ts `streamErrorCode`): `upstream_overloaded` or `upstream_error`.
  * - Only the first `message_delta` ends the answer; text after it is ignored.
  * - A tool call whose input never got a non-empty `input_json_delta` (a tool without arguments)
  *   gets `arguments: "{}"` when its block stops, as OpenAI sends it: chat clients JSON.parse the

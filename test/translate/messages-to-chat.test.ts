@@ -714,14 +714,14 @@ describe('messagesResponseToChat', () => {
     });
   });
 
-  it('translates the recorded Anthropic refusal with no content as content_filter with null content', () => {
+  it('translates the recorded Anthropic refusal with no content as content_filter with empty content, as its stream assembles', () => {
     const answer = messagesResponseToChat(fixture('anthropic-nonstream-refusal.json'), clock);
     assert.deepEqual(withStableId(answer), {
       id: 'chatcmpl-ID',
       object: 'chat.completion',
       created: 1735689600,
       model: 'claude-fable-5',
-      choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: 'content_filter' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: 'content_filter' }],
       usage: { prompt_tokens: 18, completion_tokens: 5, total_tokens: 23, prompt_tokens_details: { cached_tokens: 0 } },
     });
   });
@@ -794,7 +794,7 @@ describe('messagesResponseToChat', () => {
     });
     assert.equal(answer.model, '');
     assert.deepEqual(answer.usage, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0 } });
-    assert.equal(messagesResponseToChat(null as unknown as MessagesResponse, clock).choices[0]?.message.content, null);
+    assert.equal(messagesResponseToChat(null as unknown as MessagesResponse, clock).choices[0]?.message.content, '');
   });
 
   it('names the llmux model it is given instead of the upstream\'s', () => {
