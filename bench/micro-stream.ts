@@ -61,6 +61,16 @@ interface ScenarioResult {
 
 const COALESCED_EVENTS_PER_CHUNK = 20;
 
+/**
+ * The llmux model ids the scenarios name (a chat provider's model, a messages provider's): unlike
+ * the upstream's, as with bench/llmux-server.ts's models, so every chat chunk and the message_start
+ * are rewritten, but of the same length as `gpt-4o-2024-08-06` and `claude-sonnet-4-5-20250929`,
+ * so the output size matches code from before llmux named its own model and `--baseline` can
+ * compare the two.
+ */
+const LLMUX_CHAT_MODEL = 'bench-chat-000000';
+const LLMUX_MESSAGES_MODEL = 'bench-messages-00000000000';
+
 /** The four factories from `dir`: TypeScript sources, or compiled `.js` when `dir` holds those (`dist/`). */
 async function loadHotPath(dir: string): Promise<HotPath> {
   const base = pathToFileURL(resolve(dir) + '/').href;
@@ -106,9 +116,9 @@ function scenarios(hot: HotPath): Scenario[] {
         },
       });
     };
-    tapScenario('tap-chat: chat pass-through', 'chat', chatEvents, {});
-    tapScenario('tap-chat-drop: chat pass-through, usage chunk dropped', 'chat', chatEvents, { dropUsageChunk: true });
-    tapScenario('tap-messages: messages pass-through', 'messages', messagesEvents, {});
+    tapScenario('tap-chat: chat pass-through', 'chat', chatEvents, { model: LLMUX_CHAT_MODEL });
+    tapScenario('tap-chat-drop: chat pass-through, usage chunk dropped', 'chat', chatEvents, { dropUsageChunk: true, model: LLMUX_CHAT_MODEL });
+    tapScenario('tap-messages: messages pass-through', 'messages', messagesEvents, { model: LLMUX_MESSAGES_MODEL });
 
     const translateScenario = (name: string, events: string[], create: (write: (text: string) => void) => StreamTranslator): void => {
       const chunks = chunksOf(events, perChunk);
@@ -130,9 +140,9 @@ function scenarios(hot: HotPath): Scenario[] {
       });
     };
     translateScenario('to-messages: parser + chat -> messages', chatEvents, (write) =>
-      hot.createChatToMessagesStream({ write, estimatedInputTokens: 14, messageId: 'msg_micro' }));
+      hot.createChatToMessagesStream({ write, estimatedInputTokens: 14, messageId: 'msg_micro', model: LLMUX_CHAT_MODEL }));
     translateScenario('to-chat: parser + messages -> chat', messagesEvents, (write) =>
-      hot.createMessagesToChatStream({ write, includeUsage: true, completionId: 'chatcmpl-micro', now: () => 1_727_346_168_000 }));
+      hot.createMessagesToChatStream({ write, includeUsage: true, completionId: 'chatcmpl-micro', now: () => 1_727_346_168_000, model: LLMUX_MESSAGES_MODEL }));
   }
   return list;
 }

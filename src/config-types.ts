@@ -152,6 +152,13 @@ export interface StateConfig {
   leaseMs: number;
 }
 
+/**
+ * How requests are validated (llmux.md section 5): `compatible` accepts what the official APIs
+ * accept; `strict` also enforces the description's three stricter rules (text only in the first
+ * message, alternating roles, `tool_result` content required) and refuses unknown block types.
+ */
+export type ValidationMode = 'compatible' | 'strict';
+
 export interface Config {
   host: string;
   port: number;
@@ -171,6 +178,7 @@ export interface Config {
   responses: ResponsesConfig;
   /** The shared-state server, when several processes act as one gateway; undefined: state in this process and LLMUX_HOME. */
   state: StateConfig | undefined;
+  validation: ValidationMode;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, StateConfig, TelemetryConfig, TierLimits, TierName } from './config-types.ts';
+import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, StateConfig, TelemetryConfig, TierLimits, TierName, ValidationMode } from './config-types.ts';
 import { isTierName } from './config-types.ts';
 import { builtinProviders } from './catalog/providers.ts';
 import { BUILTIN_MODELS } from './catalog/builtin-models.ts';
@@ -128,7 +128,7 @@ interface ParseContext {
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', 'validation', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -215,6 +215,12 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     builtinCatalog = obj['builtin_catalog'] as boolean;
   }
 
+  let validation: ValidationMode = 'compatible';
+  if (obj['validation'] !== undefined) {
+    if (obj['validation'] !== 'compatible' && obj['validation'] !== 'strict') fail('validation', 'must be "compatible" (the default) or "strict"');
+    validation = obj['validation'] as ValidationMode;
+  }
+
   return {
     host: ctx.host,
     port: ctx.port,
@@ -230,6 +236,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     telemetry: parseTelemetry(obj['telemetry'], fail),
     responses: parseResponses(obj['responses'], fail),
     state: parseState(obj['state'], ctx.env['LLMUX_STATE_URL'] || undefined, fail),
+    validation,
     env: ctx.env,
   };
 }

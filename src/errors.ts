@@ -50,8 +50,11 @@ export class GatewayError extends Error {
  */
 export class UpstreamError extends GatewayError {
   readonly retryable: boolean;
-  constructor(status: number, code: string, message: string, retryable: boolean, cause?: unknown) {
-    super(status, 'api_error', code, message, cause === undefined ? {} : { cause });
+  constructor(status: number, code: string, message: string, retryable: boolean, cause?: unknown, options: { type?: ErrorType; headers?: Record<string, string> } = {}) {
+    super(status, options.type ?? 'api_error', code, message, {
+      ...(cause === undefined ? {} : { cause }),
+      ...(options.headers === undefined ? {} : { headers: options.headers }),
+    });
     this.name = 'UpstreamError';
     this.retryable = retryable;
   }

@@ -107,7 +107,16 @@ export async function handleModelRequest<F extends WireFormat>(
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
   await checkBudget(ctx, key, res);
-  const { request, model, estimate, admission, turn } = await readAndAdmit(ctx, dialects[format], key, req, res, record);
+  let admitted: Admitted<F>;
+  try {
+    admitted = await readAndAdmit(ctx, dialects[format], key, req, res, record);
+  } catch (err) {
+    // An authenticated refusal carries the key's rate-limit headers too (llmux.md section 3); the
+    // state is read only then, so an admitted request pays for it once, at admission.
+    if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
+    throw err;
+  }
+  const { request, model, estimate, admission, turn } = admitted;
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -199,13 +208,13 @@ async function readAndAdmit<F extends WireFormat>(
   onClose(res, () => claim.release());
   const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
   try {
-    const arrived = dialect.readRequest(parseJsonBody(bytes), forwarded);
+    const arrived = dialect.readRequest(parseJsonBody(bytes), forwarded, ctx.config.validation === 'strict');
     record.model = arrived.body.model;
     record.stream = arrived.body.stream === true;
     const model = ctx.catalog.get(arrived.body.model);
     if (model === undefined) throw modelNotFound(arrived.body.model);
     record.requestedModel = model.id;
-    checkModelAllowed(key, model.id);
+    checkModelAllowed(key, model.id, req.headers);
     const provider = ctx.attempts.provider(model.provider);
     const turn = await dialect.beginTurn(arrived, {
       keyId: key.id,
@@ -281,7 +290,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const includeUsage = client.wantsStreamUsage(request.body);
   const { translated } = answered;
   const result = await relayStream(upstream, res, (write) => (translated === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, clientModel: answered.model.id, redact })
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,

@@ -41,6 +41,14 @@ export interface CoreRoutesContext extends PipelineContext {
   stateDegraded(): boolean | undefined;
 }
 
+/** The messages operations (with count_tokens), at `/v1` and at the root. */
+const MESSAGES_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/messages', '/v1/messages/count_tokens', '/messages/count_tokens']);
+
+/** Whether `path` is a messages operation, whose errors carry the top-level `"type": "error"` (llmux.md section 3). */
+export function isMessagesOperation(path: string): boolean {
+  return MESSAGES_PATHS.has(path);
+}
+
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
   const { catalog, config, limiter } = ctx;
 
@@ -91,7 +99,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     onClose(res, () => claim.release());
     const bytes = await readBody(req, config.limits.maxBodyBytes, { idleTimeoutMs: config.limits.bodyTimeoutMs, claim });
     limiter.chargeUnadmitted(key.id, limits, bytes.length);
-    const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true });
+    const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body) }));
@@ -102,7 +110,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   /** The key's stored response `params.id`, or 404: another key's does not exist for this one. */
   const storedResponse = async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord): Promise<StoredResponse> => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const id = params['id'] ?? '';
     const stored = await store.get(key.id, id);
     if (stored === undefined) throw responseNotFound(id);
@@ -115,7 +123,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   };
   const deleteResponse: RouteHandler = async (req, res, params, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const id = params['id'] ?? '';
     if (!(await store.delete(key.id, id))) throw responseNotFound(id);
     sendJson(res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
@@ -127,7 +135,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   // Like count_tokens: an estimate, after previous_response_id and item_reference are resolved.
   const inputTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
-    peekHeaders(res, key);
+    await peekHeaders(res, key);
     const body = validateResponsesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
     if (typeof body.model === 'string') {
       record.model = body.model;
@@ -153,6 +161,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   routes.add('GET', '/models', listModels);
   routes.add('GET', '/models/:id*', getModel);
   routes.add('POST', '/messages', messages);
+  routes.add('POST', '/messages/count_tokens', countTokens);
   routes.add('POST', '/chat/completions', chat);
 
   // A key sees its own usage; an admin key may ask for another key's, or every key's.
@@ -168,8 +177,9 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     sendJson(res, 200, JSON.stringify({ object: 'list', data: rows }));
   });
 
-  routes.add('GET', '/metrics', (req, res, _p, record) => {
+  routes.add('GET', '/metrics', async (req, res, _p, record) => {
     const key = authed(req, record);
+    await peekHeaders(res, key);
     requireAdmin(key, req.headers);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
     res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded() }));

@@ -28,7 +28,7 @@ import { limitUnreadBody, mayOutgrowDiscard } from './http/body.ts';
 import { ClientClosedError, GatewayError, notFound } from './errors.ts';
 import { errorBody, pickRequestId, sendError } from './http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
-import { mountCoreRoutes } from './routes.ts';
+import { isMessagesOperation, mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
 import { createStderrLogger, logLine, logMessage } from './request-log.ts';
 import type { Logger } from './request-log.ts';
@@ -187,6 +187,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     const startedMs = now();
     const requestId = pickRequestId(req.headers);
     res.setHeader('x-request-id', requestId);
+    // The Anthropic SDKs read `request-id` (llmux.md section 3).
+    res.setHeader('request-id', requestId);
     const record: RequestRecord = { attempts: [] };
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
@@ -250,7 +252,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
-      });
+      }, isMessagesOperation(pathOf(url)));
     });
   }
 

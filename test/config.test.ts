@@ -114,6 +114,7 @@ describe('config', () => {
     [{ state: { url: 'redis://127.0.0.1', on_failure: 'open' } }, /state\.on_failure: must be "local" .* or "closed"/],
     [{ state: { url: 'redis://127.0.0.1', lease_ms: 500 } }, /state\.lease_ms: must be at least 1000/],
     [{ state: { url: 'redis://127.0.0.1', prefix: 'x' } }, /state\.prefix: unknown field \(url, timeout_ms, on_failure, lease_ms\)/],
+    [{ validation: 'lenient' }, /validation: must be "compatible" \(the default\) or "strict"/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
@@ -165,6 +166,12 @@ describe('config', () => {
   it('never repeats a state URL\'s password in an error', () => {
     assert.throws(() => load({ state: { url: 'redis://user:hunter2@host:6379/x' } }), (err: Error) => /state\.url/.test(err.message) && !err.message.includes('hunter2'));
     assert.throws(() => load({ state: { url: 'redis://user:hunter2@ho st:6379' } }), (err: Error) => /state\.url/.test(err.message) && !err.message.includes('hunter2'));
+  });
+
+  it('validates requests as the official APIs do by default, and by the description with "validation": "strict"', () => {
+    assert.equal(load({}).validation, 'compatible');
+    assert.equal(load({ validation: 'compatible' }).validation, 'compatible');
+    assert.equal(load({ validation: 'strict' }).validation, 'strict');
   });
 
   it('names the file when it is unreadable or not JSON', () => {

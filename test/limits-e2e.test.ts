@@ -46,6 +46,23 @@ describe('per-key limits end to end', () => {
     }
   });
 
+  it('never asks for a retry-after longer than the 60 s window, even mid-second', async () => {
+    const clock = Date.parse('2026-11-21T00:00:00.500Z');
+    const t = await startTestGateway({ now: () => clock });
+    try {
+      const { key } = await t.gateway.keys.create({ name: 'one-a-minute', limits: { rpm: 1 } });
+      const first = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo() });
+      assert.equal(first.status, 200);
+      await first.arrayBuffer();
+      const refused = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo() });
+      assert.equal(refused.status, 429);
+      assert.equal(refused.headers.get('retry-after'), '60');
+      assert.match(((await refused.json()) as { error: { message: string } }).error.message, /retry after 60 s/);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('refuses over the concurrency cap, and a finished or abandoned stream frees its slot', async () => {
     const t = await startTestGateway();
     try {

@@ -5,6 +5,7 @@ import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gat
 import type { TestGateway } from './helpers/gateway.ts';
 import { FIXTURES, fixture, respond } from './helpers/fake-upstream.ts';
 import { assembleResponsesStream } from './helpers/responses-stream.ts';
+import { jsonWithLlmuxModel, withLlmuxModel } from './helpers/model-names.ts';
 
 const messagesBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }], ...extra });
 const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'Hello' }], ...extra });
@@ -46,13 +47,16 @@ describe('same-format pass-through', () => {
 
   for (const name of readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && !f.includes('error'))) {
     const format = name.startsWith('anthropic') ? 'anthropic' : 'openai';
-    it(`keeps the body of ${name} byte for byte`, async () => {
+    it(`keeps the body of ${name} byte for byte but for the model, which names the llmux id`, async () => {
       t.upstream.queue.push(respond.fixtureJson(name));
+      const model = format === 'anthropic' ? 'claude-test' : 'gpt-test';
       const res = format === 'anthropic'
         ? await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() })
         : await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody() });
       assert.equal(res.status, 200);
-      assert.deepEqual(Buffer.from(await res.arrayBuffer()), fixture(name));
+      const out = Buffer.from(await res.arrayBuffer());
+      assert.deepEqual(out, jsonWithLlmuxModel(fixture(name), model));
+      assert.deepEqual(JSON.parse(out.toString()), { ...(JSON.parse(fixture(name).toString()) as Record<string, unknown>), model });
     });
   }
 
@@ -60,7 +64,7 @@ describe('same-format pass-through', () => {
   for (const name of streams) {
     const format = name.startsWith('anthropic') ? 'anthropic' : 'openai';
     const failed = name.includes('error');
-    it(`streams ${name} through ${failed ? 'up to its error' : 'byte for byte'}`, async () => {
+    it(`streams ${name} through ${failed ? 'up to its error' : 'byte for byte'}, naming the llmux model`, async () => {
       // The Azure recording is only the prompt-filter chunk that opens an otherwise normal stream.
       const bytes = name.startsWith('azure')
         ? Buffer.concat([fixture(name), fixture('openai-stream-text-include-usage.sse')])
@@ -72,16 +76,17 @@ describe('same-format pass-through', () => {
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
       const out = Buffer.from(await res.arrayBuffer());
+      const wanted = withLlmuxModel(format === 'anthropic' ? 'messages' : 'chat', bytes, format === 'anthropic' ? 'claude-test' : 'gpt-test').toString();
       if (!failed) {
-        assert.deepEqual(out.toString(), bytes.toString());
+        assert.deepEqual(out.toString(), wanted);
       } else if (format === 'openai') {
         // The error chunk is kept; the [DONE] after it is not, so clients see a failed stream.
         const text = out.toString();
         assert.match(text, /data: \{"error"/);
         assert.ok(!text.includes('[DONE]'));
-        assert.ok(bytes.toString().startsWith(text.trimEnd().split('\n\n').slice(0, -1).join('\n\n')));
+        assert.ok(wanted.startsWith(text.trimEnd().split('\n\n').slice(0, -1).join('\n\n')));
       } else {
-        assert.deepEqual(out.toString(), bytes.toString());
+        assert.deepEqual(out.toString(), wanted);
         assert.match(out.toString(), /event: error/);
       }
     });
@@ -182,12 +187,55 @@ describe('upstream errors', () => {
     }
   });
 
-  it('says so when the provider refuses llmux\'s own credential', async () => {
-    t.upstream.queue.push(respond.json(401, { error: { message: 'Incorrect API key provided' } }));
-    const res = await chat();
-    assert.equal(res.status, 401);
+  it('makes an upstream 401 or 403 a 502 upstream_auth_failed naming the credential setting, never the credential', async () => {
+    for (const status of [401, 403]) {
+      t.upstream.queue.push(respond.json(status, { error: { message: 'Incorrect API key provided: upstream-o*****cret', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+      const res = await chat();
+      assert.equal(res.status, 502);
+      const text = await res.text();
+      const body = JSON.parse(text) as { error: Record<string, string> };
+      assert.equal(body.error['type'], 'api_error');
+      assert.equal(body.error['code'], 'upstream_auth_failed');
+      assert.match(body.error['message'] ?? '', /Provider "fake-openai" refused the credential llmux sends it .*providers\.fake-openai\.api_key in the llmux config/);
+      assert.ok(!text.includes('upstream-openai-secret') && !text.includes('cret'), text);
+    }
+  });
+
+  it('names the environment variable that holds a provider\'s credential', async () => {
+    const env = await startTestGateway({
+      env: { FAKE_KEY: 'from-env-secret' },
+      config: { providers: { 'fake-openai': { format: 'openai', base_url: `${t.upstream.url}/v1`, api_key: 'env:FAKE_KEY' } }, models: [{ id: 'gpt-test', provider: 'fake-openai' }] },
+    });
+    try {
+      t.upstream.queue.push(respond.json(401, { error: { message: 'bad key' } }));
+      const res = await fetch(`${env.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(env.key), body: chatBody() });
+      const text = await res.text();
+      assert.equal(res.status, 502);
+      assert.match(text, /the environment variable FAKE_KEY \(providers\.fake-openai\.api_key\)/);
+      assert.ok(!text.includes('from-env-secret'));
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('makes an upstream 529 (or an overloaded_error) our 529 overloaded_error, after retrying', async () => {
+    const overloaded = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+    t.upstream.queue.push(respond.json(529, overloaded), respond.json(529, overloaded));
+    const res = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() });
+    assert.equal(res.status, 529);
     const body = await res.json() as { error: Record<string, string> };
-    assert.match(body.error['message'] ?? '', /refused llmux's credential/);
+    assert.equal(body.error['type'], 'overloaded_error');
+    assert.equal(body.error['code'], 'upstream_overloaded');
+    t.upstream.queue.push(respond.json(503, overloaded), respond.json(503, overloaded));
+    assert.equal((await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody() })).status, 529);
+  });
+
+  it('never passes on an upstream retry-after longer than the 60 s window', async () => {
+    t.upstream.queue.push(respond.json(429, { error: { message: 'slow down' } }, { 'retry-after': '3600' }));
+    const res = await chat();
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '60');
+    await res.arrayBuffer();
   });
 });
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
+import { createKeyStore } from '../src/auth/key-store.ts';
 
 /** A raw request, for what fetch won't send (wrong methods with bodies, huge headers). */
 function raw(url: string, options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
@@ -224,6 +225,37 @@ describe('server: count_tokens bodies', () => {
       const bad = await post({ ...base, max_tokens: 0 });
       assert.equal(bad.status, 400);
       assert.match((await bad.json() as { error: { message: string } }).error.message, /^max_tokens: /);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('server: keys created or revoked while it runs', () => {
+  it('honours a key another store object creates, and refuses it once revoked, within about 100 ms', async () => {
+    const t = await startTestGateway();
+    const other = createKeyStore(t.home);
+    const echo = (key: string): Promise<Response> => fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    /** The status the server answers `key` with once it is `wanted`, within 100 ms (the fallback poll is 500 ms). */
+    const within100ms = async (key: string, wanted: number): Promise<void> => {
+      const deadline = Date.now() + 100;
+      for (;;) {
+        const res = await echo(key);
+        await res.arrayBuffer();
+        if (res.status === wanted) return;
+        if (Date.now() > deadline) assert.fail(`still ${res.status} after 100 ms, wanted ${wanted}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        const { key } = other.create({ name: `cli-${round}` });
+        await within100ms(key, 200);
+        other.revoke(`cli-${round}`);
+        await within100ms(key, 401);
+      }
     } finally {
       await t.close();
     }

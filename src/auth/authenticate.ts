@@ -63,13 +63,14 @@ export function requireAdmin(record: KeyRecord, headers: IncomingHttpHeaders): v
   );
 }
 
-/** 403 when a key limited to some models asks for another. */
-export function checkModelAllowed(record: KeyRecord, model: string): void {
+/** 403 when a key limited to some models asks for another; with `X-Debug-Auth: true`, which key and that it is limited. */
+export function checkModelAllowed(record: KeyRecord, model: string, headers: IncomingHttpHeaders): void {
   if (record.models === null || record.models.includes(model)) return;
   throw new GatewayError(
     403,
     'permission_error',
     'model_not_allowed',
     `This key may not use model "${model.slice(0, 200)}"; it is limited to: ${record.models.join(', ')}`,
+    isDebug(headers) ? { extra: { debug: { key_id: record.id, model_allowed: false } } } : {},
   );
 }

@@ -2,14 +2,17 @@
  * The key store: `$LLMUX_HOME/keys.json`, holding only a SHA-256 of each key (llmux.md section 1).
  * Writes are atomic (temp file, fsync, rename, directory fsync) under a lock file
  * (./key-store-lock.ts), so the CLI and a running server can change it side by side; a running
- * server re-reads it when it changes (checked every 500 ms, so a change is seen within 1 s). A corrupt or half-written file is reported with a
+ * server re-reads it when it changes: at once, by watching the directory (the file is replaced by a
+ * rename, which a watch on the file itself would lose), and every 500 ms as well, so a change is
+ * seen within 1 s where watching is not to be had (some network and container filesystems). A corrupt or half-written file is reported with a
  * clear message and never silently replaced.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
-  closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, constants as fsc,
+  closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, watch as fsWatch, writeSync, constants as fsc,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import type { FSWatcher } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Budget, TierLimits, TierName } from '../config-types.ts';
 import { isBudget, isLimit, isTierName } from '../config-types.ts';
 import type { KeyRecord } from './key-record.ts';
@@ -52,7 +55,7 @@ export interface KeyStore {
   revoke(idOrName: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
   /** Re-reads the store if it changed (a shared store starts a re-read and returns). */
   reload(): void;
-  /** Starts following changes made by other processes (unref'd timers). */
+  /** Starts watching the file for changes made by other processes (a directory watch, and an unref'd poll). */
   watch(onError?: (message: string) => void): void;
   close(): void;
 }
@@ -171,6 +174,9 @@ export function newKeyRecord(options: NewKey, nowMs: number): NewKeyResult {
   return { key, record };
 }
 
+/** How long a watched change may keep changing before it is read. */
+const WATCH_SETTLE_MS = 20;
+
 /** The record a key's revocation leaves: revoked now, or when it already was. */
 export function revokedRecord(record: KeyRecord, nowMs: number): KeyRecord {
   return { ...record, revoked_at: record.revoked_at ?? new Date(nowMs).toISOString() };
@@ -222,6 +228,7 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
   let bySecret = createSecretIndex([]);
   let signature = '';
   let timer: NodeJS.Timeout | undefined;
+  let watcher: FSWatcher | undefined;
 
   function fileSignature(): string {
     try {
@@ -297,7 +304,7 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
     watch(onError) {
       if (timer !== undefined) return;
       let failedSignature = '';
-      timer = setInterval(() => {
+      const check = (): void => {
         try {
           load();
         } catch (err) {
@@ -306,12 +313,37 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
           if (sig !== failedSignature) onError?.((err as Error).message);
           failedSignature = sig;
         }
-      }, 500);
+      };
+      timer = setInterval(check, 500);
       timer.unref();
+      try {
+        // Temp and lock files come and go beside it; only the store's own name matters (some
+        // platforms give no name: then any change is checked, which costs one stat). A burst of
+        // events (a hand edit truncates, then writes) is read once, when it has settled.
+        const name = basename(path);
+        let pending: NodeJS.Timeout | undefined;
+        watcher = fsWatch(dirname(path), { persistent: false }, (_event, changed) => {
+          if ((changed !== null && changed !== name) || pending !== undefined) return;
+          pending = setTimeout(() => {
+            pending = undefined;
+            check();
+          }, WATCH_SETTLE_MS);
+          pending.unref();
+        });
+        watcher.on('error', () => {
+          watcher?.close();
+          watcher = undefined;
+        });
+      } catch {
+        // No directory yet, or no watching on this filesystem: the poll covers it.
+        watcher = undefined;
+      }
     },
     close() {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
+      watcher?.close();
+      watcher = undefined;
     },
   };
 }

@@ -5,8 +5,10 @@ import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../translate/usage.ts';
+import { chatUserId } from '../translate/chat-user.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
+import { withModel } from '../translate/model-field.ts';
 import { statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 
@@ -24,12 +26,15 @@ export const chatDialect: Dialect<'chat'> = {
   upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
   passThroughBody(body, upstreamId) {
     const copy: ChatRequest = { ...body, model: upstreamId };
+    // OpenAI refuses a `user` over 64 characters (llmux.md section 5).
+    if (typeof body.user === 'string') copy.user = chatUserId(body.user);
     // Ask for usage so tokens/min counts what was really used; the usage tap hides the extra
     // chunk from clients that did not ask for it.
     if (body.stream === true) copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
     return JSON.stringify(copy);
   },
-  passThroughAnswer: (bytes) => ({ bytes, answer: undefined }),
+  // The top-level `model` names the llmux id that answered; nothing else is touched.
+  passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
   readUsage: (usage) => fromChatUsage(asRecord(usage)),
 
   pingFrame: COMMENT_PING_FRAME,

@@ -69,8 +69,8 @@ export interface Dialect<F extends WireFormat> {
 
   /** Checks the format's own request headers before the body is read; returns what is forwarded upstream. */
   readHeaders(headers: IncomingHttpHeaders): ForwardedHeaders;
-  /** Validates a client's parsed body into the request the pipeline carries. */
-  readRequest(body: unknown, forwarded: ForwardedHeaders): ClientRequestOf<F>;
+  /** Validates a client's parsed body into the request the pipeline carries; `strict`: config `"validation": "strict"`. */
+  readRequest(body: unknown, forwarded: ForwardedHeaders, strict: boolean): ClientRequestOf<F>;
   /** The request's output cap, if it gives one. */
   maxTokens(body: RequestOf[F]): number | undefined;
   /** Whether a streamed answer should end with a usage report the client asked for. */

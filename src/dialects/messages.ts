@@ -10,6 +10,7 @@ import { fromMessagesUsage } from '../translate/usage.ts';
 import { invalidParameters } from '../errors.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
+import { withModel } from '../translate/model-field.ts';
 import { statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 
@@ -41,9 +42,9 @@ export const messagesDialect: Dialect<'messages'> = {
   eventNames: MESSAGES_EVENT_NAMES,
 
   readHeaders: (headers): ForwardedHeaders => ({ version: checkVersionHeader(headers), beta: betaHeader(headers) }),
-  readRequest: (body, forwarded) => ({
+  readRequest: (body, forwarded, strict) => ({
     format: 'messages',
-    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true }),
+    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict }),
     version: forwarded.version,
     beta: forwarded.beta,
   }),
@@ -58,7 +59,8 @@ export const messagesDialect: Dialect<'messages'> = {
     return headers;
   },
   passThroughBody: (body, upstreamId) => JSON.stringify({ ...body, model: upstreamId }),
-  passThroughAnswer: (bytes) => ({ bytes, answer: undefined }),
+  // The top-level `model` names the llmux id that answered; nothing else is touched.
+  passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
   readUsage: (usage) => fromMessagesUsage(asRecord(usage)),
 
   pingFrame: MESSAGES_PING_FRAME,

@@ -9,13 +9,22 @@ import type { ErrorType } from '../errors.ts';
 export interface StreamErrorInfo {
   message: string;
   type?: ErrorType | string;
-  /** Chat format only: `error.code`; null when there is none to give. */
+  /** Chat format only: `error.code`; by default the one {@link streamErrorCode} gives the type. */
   code?: string | null;
   /**
    * What the stream carried of the answer before it failed, when the writer knows it (a Responses
    * pass-through: the response object `response.created` named), so the failure names the same response.
    */
   answer?: unknown;
+}
+
+/**
+ * The chat `error.code` of an in-stream failure: the code llmux answers the same failure with
+ * before a stream starts (`upstream_overloaded` for an overloaded provider, else `upstream_error`),
+ * so one failure reads the same passed through and translated.
+ */
+export function streamErrorCode(type: string | undefined): string {
+  return type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error';
 }
 
 /** Event names of the Anthropic messages stream, interned by the SSE parser. */
@@ -30,7 +39,8 @@ export function messagesErrorFrame(error: StreamErrorInfo): string {
 
 /** An error after a chat-format stream has started: an error chunk, and no `[DONE]` after it. */
 export function chatErrorFrame(error: StreamErrorInfo): string {
-  return `data: ${JSON.stringify({ error: { message: error.message, type: error.type ?? 'api_error', code: error.code ?? null } })}\n\n`;
+  const type = error.type ?? 'api_error';
+  return `data: ${JSON.stringify({ error: { message: error.message, type, code: error.code ?? streamErrorCode(type) } })}\n\n`;
 }
 
 /** Keep-alive of a messages-format stream, as Anthropic sends it. */

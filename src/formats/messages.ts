@@ -6,6 +6,14 @@
  * Checks run in the order of the spec's field table and stop at the first bad field. Unknown
  * top-level fields and unknown fields inside known objects are passed through untouched; tool
  * `input` and `input_schema.properties` are opaque objects, never walked.
+ *
+ * Forward compatibility (llmux.md section 5): values the description does not rule on are never
+ * refused: any `thinking.type` (only `enabled` has its budget checked) and any `thinking.display`.
+ * Three rules of the description are stricter than the Anthropic API and real clients break on
+ * them (a screenshot pasted as the first prompt, consecutive user turns, a `tool_result` with no
+ * content); by default llmux accepts what the API accepts, and so it does a block of a type newer
+ * than this file. Option `strict` (config `"validation": "strict"`) enforces those rules and
+ * refuses unknown block types.
  */
 import type { MessagesRequest } from './wire.ts';
 import {
@@ -38,6 +46,11 @@ export interface MessagesValidationOptions {
    * nothing), so neither it nor the budget-below-max_tokens rule applies.
    */
   countTokens?: boolean;
+  /**
+   * The description's stricter rules: text only in the first message, alternating roles,
+   * `tool_result` content required, no block types but the known ones.
+   */
+  strict?: boolean;
 }
 
 const ROLES = oneOf(['user', 'assistant']);
@@ -48,8 +61,6 @@ const CACHE_TTLS = oneOf(['5m', '1h']);
 const TEXT_TYPE = oneOf(['text']);
 const OBJECT_TYPE = oneOf(['object']);
 const TOOL_CHOICE_TYPES = oneOf(['auto', 'any', 'tool', 'none']);
-const THINKING_TYPES = oneOf(['enabled', 'disabled', 'adaptive']);
-const THINKING_DISPLAYS = oneOf(['summarized', 'omitted']);
 const SERVICE_TIERS = oneOf(['auto', 'standard_only']);
 
 /** Thinking budgets below this are refused by Anthropic. */
@@ -74,8 +85,9 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export function validateMessagesRequest(body: unknown, options: MessagesValidationOptions = {}): MessagesRequest {
   const request = checkObject(body, 'body', 'a JSON object');
 
+  const strict = options.strict === true;
   checkNonEmptyString(field(request, 'model'), 'model');
-  checkMessages(field(request, 'messages'));
+  checkMessages(field(request, 'messages'), strict);
   const maxTokens = options.countTokens === true && field(request, 'max_tokens') === undefined
     ? Number.POSITIVE_INFINITY
     : checkInteger(field(request, 'max_tokens'), 'max_tokens', 1);
@@ -106,7 +118,7 @@ export function validateMessagesRequest(body: unknown, options: MessagesValidati
   return request as MessagesRequest;
 }
 
-function checkMessages(value: unknown): void {
+function checkMessages(value: unknown, strict: boolean): void {
   const messages = checkArray(value, 'messages', 'a non-empty array of messages');
   if (messages.length === 0) fail('messages', 'must have at least 1 item');
   let previousRole = '';
@@ -121,11 +133,12 @@ function checkMessages(value: unknown): void {
     }
     const role = checkOneOf(field(message, 'role'), at(path, 'role'), ROLES);
     if (i === 0 && role !== 'user') fail(at(path, 'role'), 'the first message must have role "user"');
-    if (role === previousRole) {
+    // The API merges consecutive same-role turns; the description wants them alternating.
+    if (strict && role === previousRole) {
       fail(at(path, 'role'), `must be "${role === 'user' ? 'assistant' : 'user'}": roles must alternate between user and assistant`);
     }
     previousRole = role;
-    checkMessageContent(field(message, 'content'), at(path, 'content'), role, i === 0);
+    checkMessageContent(field(message, 'content'), at(path, 'content'), role, strict && i === 0, strict);
   }
 }
 
@@ -133,24 +146,24 @@ function checkSystemTurn(value: unknown, path: string): void {
   if (typeof value === 'string') return;
   const blocks = checkArray(value, path, 'a string or an array of text blocks');
   for (let i = 0; i < blocks.length; i++) {
-    const type = checkBlock(blocks[i], at(path, i), 'system');
+    const type = checkBlock(blocks[i], at(path, i), 'system', true);
     if (type !== 'text') fail(at(at(path, i), 'type'), 'must be "text": a system turn may only contain text');
   }
 }
 
-function checkMessageContent(value: unknown, path: string, role: string, isFirst: boolean): void {
+function checkMessageContent(value: unknown, path: string, role: string, textOnly: boolean, strict: boolean): void {
   if (typeof value === 'string') return;
   const blocks = checkArray(value, path, 'a string or an array of content blocks');
   for (let i = 0; i < blocks.length; i++) {
     const blockPath = at(path, i);
-    const type = checkBlock(blocks[i], blockPath, role);
-    // gateway-api.md: "Only text content is supported for the first user message."
-    if (isFirst && type !== 'text') fail(at(blockPath, 'type'), 'must be "text": the first message may only contain text');
+    const type = checkBlock(blocks[i], blockPath, role, strict);
+    // gateway-api.md: "Only text content is supported for the first user message." (strict only)
+    if (textOnly && type !== 'text') fail(at(blockPath, 'type'), 'must be "text": the first message may only contain text');
   }
 }
 
-/** Checks one content block of a message and returns its type. */
-function checkBlock(value: unknown, path: string, role: string): string {
+/** Checks one content block of a message and returns its type; `strict` refuses unknown types. */
+function checkBlock(value: unknown, path: string, role: string, strict: boolean): string {
   const block = checkObject(value, path, 'a content block object');
   const typePath = at(path, 'type');
   const type = field(block, 'type');
@@ -169,7 +182,7 @@ function checkBlock(value: unknown, path: string, role: string): string {
       return type;
     case 'tool_result':
       if (role !== 'user') fail(typePath, 'tool_result blocks may only appear in user messages');
-      checkToolResultBlock(block, path);
+      checkToolResultBlock(block, path, strict);
       return type;
     case 'tool_use':
     case 'server_tool_use':
@@ -203,7 +216,9 @@ function checkBlock(value: unknown, path: string, role: string): string {
         checkNonEmptyString(field(block, 'tool_use_id'), at(path, 'tool_use_id'));
         return type;
       }
-      return reject(type, typePath, BLOCK_TYPES);
+      // A block type newer than this file: the API accepts what it knows, so only strict refuses it.
+      if (strict || type === '') return reject(type, typePath, BLOCK_TYPES);
+      return type;
   }
 }
 
@@ -240,11 +255,13 @@ function isHttpUrl(url: string): boolean {
   return (url.startsWith('https://') && url.length > 8) || (url.startsWith('http://') && url.length > 7);
 }
 
-function checkToolResultBlock(block: JsonObject, path: string): void {
+function checkToolResultBlock(block: JsonObject, path: string, strict: boolean): void {
   checkNonEmptyString(field(block, 'tool_use_id'), at(path, 'tool_use_id'));
   const contentPath = at(path, 'content');
   const content = field(block, 'content');
-  if (typeof content !== 'string') {
+  // The API takes a tool_result without content (a tool that printed nothing); the description requires it.
+  const absentAllowed = content === undefined && !strict;
+  if (!absentAllowed && typeof content !== 'string') {
     const items = checkArray(content, contentPath, 'a string or an array of content blocks');
     for (let i = 0; i < items.length; i++) {
       const itemPath = at(contentPath, i);
@@ -319,16 +336,17 @@ function checkToolChoice(value: unknown): void {
   if (disableParallel !== undefined) checkBoolean(disableParallel, 'tool_choice.disable_parallel_tool_use');
 }
 
+/**
+ * `thinking`: an object with a string `type`; `enabled` (the description's) has its budget checked.
+ * Other types (`disabled`, `adaptive`, newer ones) and any `display` (`summarized`, `omitted`,
+ * Claude Code's `updates`, newer ones) are the upstream's to judge.
+ */
 function checkThinking(value: unknown, maxTokens: number, interleaved: boolean): void {
-  const thinking = checkObject(value, 'thinking', 'an object with type enabled, disabled or adaptive');
-  const type = checkOneOf(field(thinking, 'type'), 'thinking.type', THINKING_TYPES);
+  const thinking = checkObject(value, 'thinking', 'an object with a type (enabled, disabled, adaptive, …)');
+  const type = checkNonEmptyString(field(thinking, 'type'), 'thinking.type');
   if (type === 'enabled') {
     const budget = checkInteger(field(thinking, 'budget_tokens'), 'thinking.budget_tokens', MIN_THINKING_BUDGET_TOKENS);
     if (budget >= maxTokens && !interleaved) fail('thinking.budget_tokens', 'must be less than max_tokens');
-  }
-  const display = field(thinking, 'display');
-  if (display !== undefined && display !== null && type !== 'disabled') {
-    checkOneOf(display, 'thinking.display', THINKING_DISPLAYS);
   }
 }
 

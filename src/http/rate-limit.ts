@@ -38,6 +38,16 @@ export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState):
 }
 
 /**
+/**
+ * The refusal's wait as `retry-after`: never more than the window (llmux.md section 3). The limiter
+ * counts a request until the end of the second after its window ends, so its figure can be the
+ * window plus one second; by then the client retrying once more is at worst told 1 s.
+ */
+export function retryAfterSeconds(refusal: Refusal): number {
+  return Math.min(refusal.retryAfterSeconds, Math.max(1, Math.ceil(refusal.windowMs / 1000)));
+}
+
+/**
  * "Rate limit exceeded: 60 requests per minute for this key; retry after 12 s". A tokens refusal of
  * a request whose body was read says what it reserved, so the client knows whether a smaller
  * `max_tokens` would have gone through.
@@ -64,12 +74,12 @@ export function refusalMessage(refusal: Refusal): string {
       what = `${limit} bytes ${perWindow} of bodies for this key of requests that were refused or only counted tokens`;
       break;
   }
-  return `Rate limit exceeded: ${what}; retry after ${String(refusal.retryAfterSeconds)} s`;
+  return `Rate limit exceeded: ${what}; retry after ${String(retryAfterSeconds(refusal))} s`;
 }
 
 /** The 429 `rate_limit_error` / `rate_limit_exceeded` for a refusal, with the state's headers and `retry-after`. */
 export function rateLimitError(refusal: Refusal): GatewayError {
   const headers = rateLimitHeaders(refusal.state);
-  headers['retry-after'] = String(refusal.retryAfterSeconds);
+  headers['retry-after'] = String(retryAfterSeconds(refusal));
   return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', refusalMessage(refusal), { headers });
 }

@@ -33,8 +33,15 @@ export interface Relay {
   answer(): unknown;
 }
 
-/** A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error. */
-export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer | string) => void, options: UsageTapOptions & { redact: Redact }): Relay {
+/**
+ * A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error, but
+ * for the model id, which names `options.model` (the llmux id that answered).
+ */
+export function createPassThroughRelay(
+  format: WireFormat,
+  write: (bytes: Buffer | string) => void,
+  options: UsageTapOptions & { redact: Redact },
+): Relay {
   const { redact } = options;
   const tap = createUsageTap(format, options);
   const { errorFrame } = dialects[format];
@@ -44,7 +51,7 @@ export function createPassThroughRelay(format: WireFormat, write: (bytes: Buffer
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', code: 'upstream_error', answer: tap.answer() }));
+    write(errorFrame({ message, type: 'api_error', answer: tap.answer() }));
     finished = true;
   }
 

@@ -1,7 +1,7 @@
 /**
  * A whole (non-streamed) upstream answer to the client: the upstream's bytes unchanged when the
  * formats match (only usage is read, without parsing the whole answer when it can be found on its
- * own), else parsed once and translated.
+ * own, and the top-level `model` names the llmux id), else parsed once and translated.
  */
 import type { ServerResponse } from 'node:http';
 import type { ProviderConfig } from '../config-types.ts';

@@ -39,7 +39,8 @@
  *   (a chat upstream gives none).
  * - Dropped, no messages equivalent: `frequency_penalty`, `presence_penalty`, `seed`, `logprobs`,
  *   `stream_options`, `service_tier`, assistant `reasoning_content` history (no signature to replay),
- *   image `detail`, tool `strict`, unknown extra fields.
+ *   image `detail`, tool `strict`. Top-level fields newer than this file (`store`, `prediction`,
+ *   `web_search_options`, …) are dropped too, each named in a warning (llmux.md section 5).
  */
 import type {
   ChatRequest,
@@ -56,7 +57,7 @@ import type {
   MessagesToolChoice,
   MessagesToolResultBlock,
 } from '../formats/wire.ts';
-import { invalidParameters } from '../errors.ts';
+import { invalidParameters, truncate } from '../errors.ts';
 import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
@@ -68,6 +69,13 @@ export interface RequestTranslateOptions {
   /** Told about input that was repaired rather than refused, e.g. unparsable tool arguments (for the request log). */
   onWarning?: (message: string) => void;
 }
+
+/** Top-level fields this translator reads, or drops on purpose as documented above. */
+const KNOWN_FIELDS = new Set([
+  'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p',
+  'max_tokens', 'max_completion_tokens', 'frequency_penalty', 'presence_penalty', 'n', 'stop', 'user', 'response_format',
+  'seed', 'reasoning_effort', 'logprobs', 'top_logprobs', 'service_tier',
+]);
 
 const PARAGRAPH = '\n\n';
 const HTTP_URL = /^https?:\/\//i;
@@ -101,6 +109,9 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   const warn = options.onWarning ?? (() => {});
   if (typeof req.n === 'number' && req.n > 1) {
     throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`);
+  }
+  for (const key of Object.keys(req)) {
+    if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a messages upstream has no equivalent`);
   }
 
   const systemParts: string[] = [];
@@ -224,7 +235,8 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
  * Translates a chat-completions answer (choice 0) into a messages answer: `reasoning_content` (or
  * `reasoning`, as Groq and OpenRouter send it) -> a thinking block, `content` -> a text block,
  * `refusal` -> a text block with stop reason `refusal`, `tool_calls` -> tool_use blocks (ids
- * unchanged). The id is a fresh `msg_…`; `model` is the upstream's. An upstream answer is not
+ * unchanged). The id is a fresh `msg_…`; `model` is `options.model` (the llmux id) or else the
+ * upstream's. An upstream answer is not
  * validated, so every field is read leniently.
  */
 export function chatResponseToMessages(resp: unknown, options: ResponseTranslateOptions = {}): MessagesResponse {
@@ -267,7 +279,7 @@ export function chatResponseToMessages(resp: unknown, options: ResponseTranslate
     id: newId('msg_'),
     type: 'message',
     role: 'assistant',
-    model: typeof answer['model'] === 'string' ? answer['model'] : '',
+    model: options.model ?? (typeof answer['model'] === 'string' ? answer['model'] : ''),
     content,
     stop_reason: stop.stopReason,
     stop_sequence: stop.stopSequence,

@@ -100,18 +100,18 @@ export interface Translation<C extends WireFormat, U extends WireFormat> {
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
-  request: (body, { model }) => ({
-    body: messagesRequestToChat(body, model),
-    answer: (answer, { onWarning }) => chatResponseToMessages(answer, { onWarning }),
-    stream: ({ write, estimatedInputTokens }) => createChatToMessagesStream({ write, estimatedInputTokens }),
+  request: (body, { modelId, model, onWarning }) => ({
+    body: messagesRequestToChat(body, model, { onWarning }),
+    answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning }),
+    stream: (options) => createChatToMessagesStream({ write: options.write, estimatedInputTokens: options.estimatedInputTokens, model: modelId, onWarning: options.onWarning }),
   }),
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
-  request: (body, { model, onWarning }) => ({
+  request: (body, { modelId, model, onWarning }) => ({
     body: chatRequestToMessages(body, model, { onWarning }),
-    answer: (answer, options) => messagesResponseToChat(answer, { onWarning: options.onWarning }),
-    stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage }),
+    answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
+    stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage, model: modelId }),
   }),
 };
 

@@ -15,15 +15,27 @@
  *   one was there; it is not moved into another message.
  * - `document` blocks: a base64 PDF becomes a chat `file` part (OpenAI's file input), a text or
  *   content source becomes text, a URL source becomes a placeholder naming the URL.
+ * - Consecutive turns of one role (accepted, as the Anthropic API accepts them) are merged into
+ *   one, so the upstream sees alternating turns.
  * - Anthropic-defined tools (a `type` other than `custom`: server tools such as
  *   `web_search_20250305`, or schema-less client tools such as `bash_20250124`) cannot be
- *   described to a chat upstream: 400 naming `tools.N.type`.
+ *   described to a chat upstream: they are dropped, named in the request log's warnings
+ *   (llmux.md section 5), with a `tool_choice` that names one of them.
  * - `thinking {type:'adaptive'}` with `output_config.effort` low / medium / high (max -> high)
- *   becomes `reasoning_effort`; adaptive without an effort leaves the upstream's default.
+ *   becomes `reasoning_effort`; adaptive without an effort leaves the upstream's default. Thinking
+ *   types newer than this file are dropped with a warning.
+ * - `metadata.user_id` longer than OpenAI's 64 characters (Claude Code's) goes as a stable hash
+ *   (./chat-user.ts).
+ * - `thread` (the Anthropic SDK's message threads): the server holds the conversation, which a
+ *   translated request cannot give a chat upstream. A `create` is dropped with a warning (the
+ *   request carries the whole history); a `continue`, which sends only the new messages, is a 400
+ *   `thread_unsupported_request` with `error.details.error_code` saying so, on which the SDK goes
+ *   on without threads and sends the whole history.
  * - `stop_sequences` pass through whole, even past OpenAI's limit of 4: other chat upstreams allow
  *   more, and a silent cut would change where the answer stops.
  * - Fields with no chat equivalent are dropped: `top_k`, `service_tier`, `cache_control`,
- *   `redacted_thinking` blocks, thinking signatures, unknown extra fields.
+ *   `redacted_thinking` blocks, thinking signatures. Top-level fields and block types newer than
+ *   this file (`context_management`, `container`, …) are dropped too, each named in a warning.
  */
 import type {
   ChatContentPart,
@@ -37,7 +49,8 @@ import type {
   MessagesResponse,
   MessagesTool,
 } from '../formats/wire.ts';
-import { invalidParameters, truncate } from '../errors.ts';
+import { GatewayError, truncate } from '../errors.ts';
+import { chatUserId } from './chat-user.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { fromMessagesUsage, toChatUsage } from './usage.ts';
 import { asRecord, records } from '../json.ts';
@@ -57,12 +70,31 @@ export interface UpstreamModel {
   maxOutputTokens: number;
 }
 
+/** Options of the request translators. */
+export interface RequestTranslateOptions {
+  /** Told about input that was repaired or dropped rather than refused (for the request log). */
+  onWarning?: (message: string) => void;
+}
+
+/** Top-level fields this translator reads, or drops on purpose as documented above. */
+const KNOWN_FIELDS = new Set([
+  'model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stream', 'stop_sequences', 'tools',
+  'tool_choice', 'thinking', 'service_tier', 'metadata', 'output_config', 'thread',
+]);
+
+/** Block types a chat message can carry something of. */
+const KNOWN_BLOCKS = new Set([
+  'text', 'image', 'document', 'search_result', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking',
+]);
+
 /** Options of the answer translators; `now` is injectable so tests need no real clock. */
 export interface ResponseTranslateOptions {
   /** Milliseconds since the epoch, like `Date.now`. */
   now?: () => number;
   /** Told about input that was repaired rather than refused (for the request log). */
   onWarning?: (message: string) => void;
+  /** The llmux model id the answer names; the upstream's `model` when absent. */
+  model?: string;
 }
 
 const PARAGRAPH = '\n\n';
@@ -71,15 +103,24 @@ const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model 
 
 /**
  * Translates a validated messages-format request into the chat-completions request for `model`.
- * Throws `invalidParameters` for an Anthropic-defined tool, which a chat upstream cannot run;
- * anything else odd is read leniently (fields of the wrong shape are left out), never thrown.
+ * Throws `thread_unsupported_request` for a `thread` continuation, which a chat upstream cannot
+ * continue; anything else odd is read leniently (fields of the wrong shape are left out, fields and
+ * blocks it cannot carry dropped with a warning), never thrown.
  */
-export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel): ChatRequest {
+export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ChatRequest {
+  const warn = options.onWarning ?? (() => {});
+  checkThread(req['thread'], warn);
+  for (const key of Object.keys(req)) {
+    if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a chat-completions upstream has no equivalent`);
+  }
+
   const messages: ChatMessage[] = [];
   const system = systemText(req.system);
   if (system !== '') messages.push({ role: 'system', content: system });
 
-  for (const message of records(req.messages)) {
+  const turns = records(req.messages);
+  turns.forEach((message, index) => warnUnknownBlocks(message['content'], index, warn));
+  for (const message of mergedTurns(turns)) {
     if (message['role'] === 'system') {
       // A mid-conversation system turn (Claude Code) stays a system message where it stands.
       const text = systemText(message['content'] as MessagesRequest['system']);
@@ -93,12 +134,20 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
   const out: ChatRequest = { model: model.upstreamId, messages };
   if (typeof req.max_tokens === 'number') out[model.maxTokensParam] = req.max_tokens;
 
-  const tools = Array.isArray(req.tools) ? req.tools : [];
+  const tools: ChatTool[] = [];
+  (Array.isArray(req.tools) ? req.tools : []).forEach((tool, index) => {
+    const chatTool = toolToChat(tool, index, warn);
+    if (chatTool !== undefined) tools.push(chatTool);
+  });
   if (tools.length > 0) {
-    out.tools = tools.map(toolToChat);
+    out.tools = tools;
     const choice = asRecord(req.tool_choice);
     const chatChoice = choice === undefined ? undefined : toolChoiceToChat(choice);
-    if (chatChoice !== undefined) out.tool_choice = chatChoice;
+    if (typeof chatChoice === 'object' && !tools.some((tool) => tool.function.name === chatChoice.function.name)) {
+      warn(`tool_choice: dropped, it names tool "${truncate(chatChoice.function.name, 100)}", which this model's chat-completions upstream cannot run`);
+    } else if (chatChoice !== undefined) {
+      out.tool_choice = chatChoice;
+    }
     if (choice?.['disable_parallel_tool_use'] === true) out.parallel_tool_calls = false;
   }
 
@@ -107,8 +156,15 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
   if (typeof req.temperature === 'number') out.temperature = req.temperature;
   if (typeof req.top_p === 'number') out.top_p = req.top_p;
   const userId = asRecord(req.metadata)?.['user_id'];
-  if (typeof userId === 'string') out.user = userId;
+  if (typeof userId === 'string') out.user = chatUserId(userId);
 
+  const thinkingType = asRecord(req.thinking)?.['type'];
+  if (typeof thinkingType === 'string' && !['enabled', 'adaptive', 'disabled'].includes(thinkingType)) {
+    warn(`thinking.type "${truncate(thinkingType, 100)}": dropped, a chat-completions upstream has no equivalent`);
+  }
+  for (const key of Object.keys(asRecord(req['output_config']) ?? {})) {
+    if (key !== 'effort') warn(`output_config.${truncate(key, 100)}: dropped, a chat-completions upstream has no equivalent`);
+  }
   if (model.reasoning) {
     const effort = reasoningEffort(req);
     if (effort !== undefined) out.reasoning_effort = effort;
@@ -124,7 +180,8 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
 /**
  * Translates a messages-format answer into a chat-completions answer: text blocks -> `content`,
  * thinking -> `reasoning_content`, tool_use -> `tool_calls` (ids unchanged), stop reason and usage
- * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is the upstream's.
+ * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is `options.model`
+ * (the llmux id) or else the upstream's.
  * An upstream answer is not validated, so every field is read leniently.
  */
 export function messagesResponseToChat(resp: unknown, options: ResponseTranslateOptions = {}): ChatResponse {
@@ -145,9 +202,11 @@ export function messagesResponseToChat(resp: unknown, options: ResponseTranslate
     }
   }
 
+  // Null only beside tool calls, as OpenAI answers; an answer with nothing at all is "" (the stream
+  // of the same answer assembles to "" too, from its first delta).
   const message: ChatResponse['choices'][number]['message'] = {
     role: 'assistant',
-    content: hasText ? content : null,
+    content: hasText || toolCalls.length === 0 ? content : null,
     refusal: null,
   };
   if (reasoning !== '') message.reasoning_content = reasoning;
@@ -157,7 +216,7 @@ export function messagesResponseToChat(resp: unknown, options: ResponseTranslate
     id: newId('chatcmpl-'),
     object: 'chat.completion',
     created: Math.floor(now() / 1000),
-    model: text(answer['model']),
+    model: options.model ?? text(answer['model']),
     choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinishReason(typeof answer['stop_reason'] === 'string' ? answer['stop_reason'] : null) }],
     usage: toChatUsage(fromMessagesUsage(asRecord(answer['usage']))),
   };
@@ -310,13 +369,13 @@ function toolCall(block: Record<string, unknown>): ChatToolCall {
   return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: JSON.stringify(input) } };
 }
 
-function toolToChat(tool: MessagesTool, index: number): ChatTool {
+/** A custom tool as a chat function; an Anthropic-defined one (a server tool) is dropped with a warning. */
+function toolToChat(tool: MessagesTool, index: number, warn: (message: string) => void): ChatTool | undefined {
   const record = asRecord(tool) ?? {};
   const type = record['type'];
   if (type !== undefined && type !== 'custom') {
-    throw invalidParameters(
-      `tools.${index}.type: "${truncate(String(type), 100)}" is an Anthropic-defined tool, which this model's chat-completions upstream cannot run; send a custom tool with name and input_schema instead`,
-    );
+    warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which this model's chat-completions upstream cannot run`);
+    return undefined;
   }
   const fn: ChatTool['function'] = { name: text(record['name']) };
   if (typeof record['description'] === 'string') fn.description = record['description'];
@@ -338,6 +397,54 @@ function toolChoiceToChat(choice: Record<string, unknown>): ChatToolChoice | und
     default:
       return undefined;
   }
+}
+
+/**
+ * `thread`: a `continue` sends only the messages after a reply the server holds; a translated
+ * request has no server that holds it. The Anthropic SDK reads `error.details.error_code`
+ * `thread_unsupported_request` and sends that turn, and every later one, with the whole history.
+ */
+function checkThread(thread: unknown, warn: (message: string) => void): void {
+  if (thread === undefined || thread === null || thread === false) return;
+  if (asRecord(thread)?.['type'] === 'continue') {
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'thread_unsupported_request',
+      "thread: this model's provider speaks the chat-completions format, which keeps no message threads; send the whole conversation without thread",
+      { extra: { details: { error_code: 'thread_unsupported_request', unsupported: ['thread'] } } },
+    );
+  }
+  warn('thread: dropped, a chat-completions upstream keeps no message threads (the request carries the whole history)');
+}
+
+/** Consecutive user or assistant turns as one turn each (a system turn stands between them). */
+function mergedTurns(messages: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const message of messages) {
+    const last = out[out.length - 1];
+    if (last === undefined || message['role'] === 'system' || last['role'] !== message['role']) {
+      out.push(message);
+      continue;
+    }
+    out[out.length - 1] = { role: last['role'], content: [...asBlocks(last['content']), ...asBlocks(message['content'])] };
+  }
+  return out;
+}
+
+function asBlocks(content: unknown): unknown[] {
+  if (Array.isArray(content)) return content;
+  return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+}
+
+/** Names in the log the blocks of a turn that a chat message has nothing for. */
+function warnUnknownBlocks(content: unknown, index: number, warn: (message: string) => void): void {
+  records(content).forEach((block, k) => {
+    const type = block['type'];
+    if (typeof type === 'string' && !KNOWN_BLOCKS.has(type) && !type.endsWith('_tool_use') && !type.endsWith('_tool_result') && typeof block['text'] !== 'string') {
+      warn(`messages.${index}.content.${k}: dropped, a chat-completions upstream has nothing for a "${truncate(type, 100)}" block`);
+    }
+  });
 }
 
 /** `thinking` -> `reasoning_effort` by budget (translation.md); adaptive thinking by its effort. */

@@ -7,7 +7,8 @@
  * - With `includeUsage`, every chunk but the usage chunk carries `"usage":null`, as OpenAI's
  *   API does when `stream_options.include_usage` is set.
  * - An upstream `event: error` keeps its Anthropic error type in the chat error chunk
- *   (`overloaded_error`, `rate_limit_error`, ...), with `code: null` like OpenAI's own error chunks.
+ *   (`overloaded_error`, `rate_limit_error`, ...); its `code` is the one a pass-through stream's
+ *   failure gets (formats/frames.ts `streamErrorCode`): `upstream_overloaded` or `upstream_error`.
  * - Only the first `message_delta` ends the answer; text after it is ignored.
  * - A tool call whose input never got a non-empty `input_json_delta` (a tool without arguments)
  *   gets `arguments: "{}"` when its block stops, as OpenAI sends it: chat clients JSON.parse the
@@ -31,6 +32,8 @@ export interface MessagesToChatStreamOptions {
   completionId?: string;
   /** Clock for `created`, in milliseconds; `Date.now` by default. */
   now?: () => number;
+  /** The llmux model id every chunk names; the upstream's `model` when absent. */
+  model?: string;
 }
 
 function nonEmptyString(value: unknown): string | undefined {
@@ -64,7 +67,7 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
   function start(model: unknown): void {
     started = true;
     const created = Math.floor(now() / 1000);
-    chunkHead = `{"id":${JSON.stringify(completionId)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(typeof model === 'string' ? model : '')}`;
+    chunkHead = `{"id":${JSON.stringify(completionId)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(options.model ?? (typeof model === 'string' ? model : ''))}`;
     deltaChunkStart = `data: ${chunkHead},"choices":[{"index":0,"delta":`;
     write(`${deltaChunkStart}{"role":"assistant","content":""}${deltaChunkEnd}`);
   }

@@ -1,9 +1,6 @@
 /**
  * Usage tap for same-format pass-through: upstream bytes go to the client unchanged, while the
  * few events that matter to the gateway (usage, completion, in-stream errors) are read on the side.
- * Responses streams are the exception that proves it: the events that carry the response object
- * (`response.created`, `.in_progress` and the terminal one) name the model, which becomes the llmux
- * id the client asked for, so those few events are rewritten; every delta passes as it came.
  *
  * Hot path: most chunks are only searched for candidate byte patterns, in one pass and without
  * allocating; only the events that hold a candidate are parsed. A chunk that ends on an event boundary
@@ -14,9 +11,19 @@
  * chunk. So the chat search is one JS loop that skips ahead (Horspool), and the messages search hops
  * between line ends with single-byte `indexOf` (memchr); bench/micro-stream.ts measures both.
  *
- * Longer than our usual file: the tap, its boundary tracking and each format's candidate search and
- * reader share the byte-level helpers above, and are measured together; split, they would only
- * pass those helpers around.
+ * Responses streams are the exception that proves it: the events that carry the response object
+ * (`response.created`, `.in_progress` and the terminal one) name the model, which becomes the llmux
+ * id the client asked for, so those few events are rewritten; every delta passes as it came.
+ *
+ * The tap also makes the stream name the llmux model id (llmux.md section 3): given `model`, the
+ * top-level `model` value of each chat chunk, and the message's in a messages `message_start`, is
+ * replaced when it differs (./model-field.ts finds it; a tool input's `model` key is never touched).
+ * The chat search then looks for `"model"` keys in the same pass; each costs two or three native
+ * byte searches (its line's start, the brackets before it) and, when replaced, one copy of the chunk:
+ * about 300 ns a chunk in bench/micro-stream.ts.
+ *
+ * Longer than most files on purpose: the two searches, the readers and the byte surgery share the
+ * boundary handling, and splitting them would spread one pass over the bytes across files.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
@@ -24,6 +31,7 @@ import { foldMessagesUsage, fromChatUsage, fromResponsesUsage } from './usage.ts
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
 import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, isLineEnd, nextEventEnd } from '../sse/lines.ts';
 import { isRecord } from '../json.ts';
+import { MODEL_KEY, chatModelValue, copyRange, isModelKeyAt, messageStartModelValue, replaceOne, sameBytes, type ValueSpan } from './model-field.ts';
 
 export interface UsageTap {
   /** Returns the bytes that may be forwarded now: everything up to the last complete event boundary
@@ -53,14 +61,17 @@ export interface UsageTap {
 
 export interface UsageTapOptions {
   /**
+   * The llmux model id: a top-level upstream `model` value that differs is replaced by it (chat,
+   * messages), and so is the `model` of every response object a Responses stream carries.
+   */
+  model?: string;
+  /**
    * Chat format: drop the usage-only chunk (`choices: []`) that llmux asked the upstream for
    * when the client itself did not ask for `stream_options.include_usage`.
    */
   dropUsageChunk?: boolean;
   /** Largest partial event held back, default 16 MiB. */
   maxEventBytes?: number;
-  /** Responses streams: the model id written over the upstream's in every response object. */
-  clientModel?: string;
 }
 
 const SPACE = 0x20;
@@ -94,13 +105,19 @@ const USAGE_KEY = Buffer.from('"usage"');
 const ERROR_KEY = Buffer.from('"error"');
 const DONE = Buffer.from('[DONE]');
 const SCAN_WINDOW = 6;
-const SCAN_SKIP = new Uint8Array(256).fill(SCAN_WINDOW);
-for (const tail of [USAGE_KEY.subarray(1), ERROR_KEY.subarray(1), DONE]) {
-  for (let i = 0; i < SCAN_WINDOW - 1; i += 1) {
-    const byte = tail[i] as number;
-    SCAN_SKIP[byte] = Math.min(SCAN_SKIP[byte] as number, SCAN_WINDOW - 1 - i);
+function skipTable(tails: Buffer[]): Uint8Array {
+  const table = new Uint8Array(256).fill(SCAN_WINDOW);
+  for (const tail of tails) {
+    for (let i = 0; i < SCAN_WINDOW - 1; i += 1) {
+      const byte = tail[i] as number;
+      table[byte] = Math.min(table[byte] as number, SCAN_WINDOW - 1 - i);
+    }
   }
+  return table;
 }
+const SCAN_SKIP = skipTable([USAGE_KEY.subarray(1), ERROR_KEY.subarray(1), DONE]);
+/** The same search with `"model"` keys as candidates too (its tail `model"` is 6 bytes as well). */
+const SCAN_SKIP_WITH_MODEL = skipTable([USAGE_KEY.subarray(1), ERROR_KEY.subarray(1), DONE, MODEL_KEY.subarray(1)]);
 
 /**
  * Whether the JSON key that starts at `keyStart` (`keyLength` bytes with its quotes) has an object
@@ -115,9 +132,10 @@ function hasObjectValue(bytes: Buffer, keyStart: number, keyLength: number, orSt
   return bytes[i] === OPEN_BRACE || (orString && bytes[i] === QUOTE);
 }
 
-/** Where the first chat candidate at or after `from` starts, or -1. */
-function findChatCandidate(bytes: Buffer, from: number): number {
+/** Where the first chat candidate at or after `from` starts, or -1; with `withModel`, `"model"` keys count. */
+function findChatCandidate(bytes: Buffer, from: number, withModel: boolean): number {
   const length = bytes.length;
+  const skip = withModel ? SCAN_SKIP_WITH_MODEL : SCAN_SKIP;
   let windowEnd = from + SCAN_WINDOW - 1;
   while (windowEnd < length) {
     const last = bytes[windowEnd] as number;
@@ -127,11 +145,13 @@ function findChatCandidate(bytes: Buffer, from: number): number {
         if (hasObjectValue(bytes, keyStart, USAGE_KEY.length, false)) return keyStart;
       } else if (matchesAt(bytes, keyStart, ERROR_KEY)) {
         if (hasObjectValue(bytes, keyStart, ERROR_KEY.length, true)) return keyStart;
+      } else if (withModel && isModelKeyAt(bytes, keyStart)) {
+        return keyStart;
       }
     } else if (last === CLOSE_BRACKET && matchesAt(bytes, windowEnd - DONE.length + 1, DONE)) {
       return windowEnd - DONE.length + 1;
     }
-    windowEnd += SCAN_SKIP[last] as number;
+    windowEnd += skip[last] as number;
   }
   return -1;
 }
@@ -205,10 +225,12 @@ interface TapState {
   /** Set for the event just read. */
   sawUsageOnlyChunk: boolean;
   sawError: boolean;
+  sawMessageStart: boolean;
   /** Set for the event just read: what to forward instead of its bytes. */
   replacement: string | undefined;
   /** The response object carried last (Responses). */
   answer: unknown;
+  /** The llmux model id the response objects of a Responses stream are to name. */
   clientModel: string | undefined;
 }
 
@@ -260,6 +282,7 @@ function readMessagesEvent(event: SseEvent, state: TapState): void {
   }
   if (!isRecord(payload)) return;
   if (name === 'message_start') {
+    state.sawMessageStart = true;
     const message = payload['message'];
     if (isRecord(message) && isRecord(message['usage'])) state.reported = foldMessagesUsage(undefined, message['usage'], 'start');
     return;
@@ -313,17 +336,20 @@ function readResponsesEvent(event: SseEvent, state: TapState): void {
 }
 
 const READERS: Record<WireFormat, TapReader> = {
-  chat: { findCandidate: findChatCandidate, readEvent: readChatEvent },
+  chat: { findCandidate: (bytes, from) => findChatCandidate(bytes, from, false), readEvent: readChatEvent },
   messages: { findCandidate: findMessagesCandidate, readEvent: readMessagesEvent, eventNames: MESSAGES_EVENT_NAMES },
   responses: { findCandidate: findResponsesCandidate, readEvent: readResponsesEvent },
 };
+const CHAT_READER_WITH_MODEL: TapReader = { findCandidate: (bytes, from) => findChatCandidate(bytes, from, true), readEvent: readChatEvent };
 
 /**
  * Creates a tap for one upstream stream of the given wire format. `feed` returns what may be
  * written to the client now; `end` returns what was still held when the upstream finished.
  */
 export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}): UsageTap {
-  const reader = READERS[format];
+  const modelJson = options.model === undefined ? undefined : Buffer.from(JSON.stringify(options.model));
+  const chatModels = modelJson !== undefined && format === 'chat';
+  const reader = chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
   // Only chat streams have a usage-only chunk for the reader to report.
   const dropUsageChunk = options.dropUsageChunk === true;
   const maxEventBytes = options.maxEventBytes ?? 16 * 1024 * 1024;
@@ -342,10 +368,23 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     upstreamError: undefined,
     sawUsageOnlyChunk: false,
     sawError: false,
+    sawMessageStart: false,
     replacement: undefined,
     answer: undefined,
-    clientModel: options.clientModel,
+    clientModel: options.model,
   };
+  // Per inspected chunk, as start/end pairs in order: model values to replace, events to drop. The
+  // arrays are reused; the counts say how much of them is this chunk's (setting an array's length
+  // is a runtime call, measured at 3% of a rewritten stream).
+  const replaced: number[] = [];
+  const dropped: number[] = [];
+  // Responses events rewritten whole (the few that carry the response object): their spans and new text.
+  const swapped: number[] = [];
+  const swaps: string[] = [];
+  let swappedCount = 0;
+  let replacedCount = 0;
+  let droppedCount = 0;
+  const span: ValueSpan = { start: 0, end: 0 };
 
   // Made on the first candidate: most chunks of most streams never need one.
   let parser: SseParser | undefined;
@@ -361,41 +400,102 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     if (stopped) return EMPTY;
     let match = reader.findCandidate(bytes, 0);
     if (match === -1) return bytes;
-    parser ??= createSseParser(reader.eventNames === undefined ? { onEvent } : { onEvent, eventNames: reader.eventNames });
-    // Made when an event is dropped: the pieces forwarded around it.
-    let pieces: Buffer[] | undefined;
-    let keptFrom = 0;
+    replacedCount = 0;
+    droppedCount = 0;
+    swappedCount = 0;
     let position = 0;
     while (match !== -1) {
+      if (chatModels && bytes[match + 1] === MODEL_KEY[1]) {
+        if (chatModelValue(bytes, match, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+        match = reader.findCandidate(bytes, match + MODEL_KEY.length);
+        continue;
+      }
+      parser ??= createSseParser(reader.eventNames === undefined ? { onEvent } : { onEvent, eventNames: reader.eventNames });
       const start = eventStartBefore(bytes, position, match);
       const end = nextEventEnd(bytes, start);
       state.sawUsageOnlyChunk = false;
       state.sawError = false;
+      state.sawMessageStart = false;
       state.replacement = undefined;
       // One event at a time, so one can be dropped or replaced without touching the others' bytes.
       parser.feed(bytes.subarray(start, end));
       if (end >= bytes.length && last) parser.end();
       else parser.reset();
       position = end;
-      const dropped = dropUsageChunk && state.sawUsageOnlyChunk;
-      if (dropped || state.replacement !== undefined) {
-        pieces ??= [];
-        if (start > keptFrom) pieces.push(bytes.subarray(keptFrom, start));
-        if (state.replacement !== undefined) pieces.push(Buffer.from(state.replacement));
-        keptFrom = end;
+      if (state.replacement !== undefined) {
+        // A Responses event naming the model, failures included: forwarded with the llmux id.
+        swaps[swappedCount >> 1] = state.replacement;
+        span.start = start;
+        span.end = end;
+        swappedCount = note(swapped, swappedCount, span);
       }
       if (state.sawError) {
         stopped = true;
         break;
       }
+      if (dropUsageChunk && state.sawUsageOnlyChunk) {
+        // The event's own model value goes with it.
+        while (replacedCount > 0 && (replaced[replacedCount - 2] as number) >= start) replacedCount -= 2;
+        span.start = start;
+        span.end = end;
+        droppedCount = note(dropped, droppedCount, span);
+      } else if (state.sawMessageStart && modelJson !== undefined) {
+        if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+      }
       match = reader.findCandidate(bytes, end);
     }
     // After an upstream error nothing more is forwarded, in this chunk or later.
     const keptTo = stopped ? position : bytes.length;
-    if (pieces === undefined && keptTo === bytes.length) return bytes;
-    pieces ??= [];
-    if (keptTo > keptFrom) pieces.push(bytes.subarray(keptFrom, keptTo));
-    return pieces.length <= 1 ? (pieces[0] ?? EMPTY) : Buffer.concat(pieces);
+    if (replacedCount === 0 && droppedCount === 0 && swappedCount === 0 && keptTo === bytes.length) return bytes;
+    // Only a Responses stream swaps events, and it neither drops events nor replaces model values.
+    return swappedCount > 0 ? rebuildSwapped(bytes, keptTo) : rebuild(bytes, keptTo);
+  }
+
+  /** The bytes up to `keptTo` with the swapped events written anew. */
+  function rebuildSwapped(bytes: Buffer, keptTo: number): Buffer {
+    const pieces: Array<Buffer> = [];
+    let from = 0;
+    for (let w = 0; w < swappedCount && (swapped[w] as number) < keptTo; w += 2) {
+      if ((swapped[w] as number) > from) pieces.push(bytes.subarray(from, swapped[w]));
+      pieces.push(Buffer.from(swaps[w >> 1] as string));
+      from = swapped[w + 1] as number;
+    }
+    if (keptTo > from) pieces.push(bytes.subarray(from, keptTo));
+    return pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
+  }
+
+  /**
+   * The bytes up to `keptTo` with the dropped events left out and the model values replaced (both in
+   * order), copied once into one new buffer.
+   */
+  function rebuild(bytes: Buffer, keptTo: number): Buffer {
+    const model = modelJson ?? EMPTY;
+    if (replacedCount === 2 && droppedCount === 0 && keptTo === bytes.length) return replaceOne(bytes, replaced[0] as number, replaced[1] as number, model);
+    let size = keptTo;
+    for (let r = 0; r < replacedCount; r += 2) if ((replaced[r] as number) < keptTo) size += model.length - ((replaced[r + 1] as number) - (replaced[r] as number));
+    for (let d = 0; d < droppedCount; d += 2) if ((dropped[d] as number) < keptTo) size -= (dropped[d + 1] as number) - (dropped[d] as number);
+    const out = Buffer.allocUnsafe(size);
+    let from = 0;
+    let at = 0;
+    let r = 0;
+    let d = 0;
+    while (r < replacedCount || d < droppedCount) {
+      const takeReplacement = d >= droppedCount || (r < replacedCount && (replaced[r] as number) < (dropped[d] as number));
+      const cutStart = (takeReplacement ? replaced[r] : dropped[d]) as number;
+      const cutEnd = (takeReplacement ? replaced[r + 1] : dropped[d + 1]) as number;
+      if (cutStart >= keptTo) break;
+      at = copyRange(bytes, from, cutStart, out, at);
+      if (takeReplacement) {
+        out.set(model, at);
+        at += model.length;
+        r += 2;
+      } else {
+        d += 2;
+      }
+      from = cutEnd;
+    }
+    copyRange(bytes, from, keptTo, out, at);
+    return out;
   }
 
   /** End of the last blank line (event boundary) in `chunk`, or -1; advances the line state. */
@@ -498,3 +598,10 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Writes `span` as the next pair of `list` (from `count` on); returns the new count. */
+function note(list: number[], count: number, span: ValueSpan): number {
+  list[count] = span.start;
+  list[count + 1] = span.end;
+  return count + 2;
+}

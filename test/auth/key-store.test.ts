@@ -124,6 +124,31 @@ describe('key store', () => {
     server.close();
   });
 
+  it('sees a key created or revoked by another process at once, by watching the directory', async () => {
+    const dir = home();
+    const server = createKeyStore(dir);
+    server.watch();
+    const other = createKeyStore(dir);
+    /** Polls for up to 100 ms, well inside the 500 ms fallback poll. */
+    const within100ms = async (seen: () => boolean, what: string): Promise<void> => {
+      const deadline = Date.now() + 100;
+      while (!seen()) {
+        if (Date.now() > deadline) assert.fail(`${what} not seen within 100 ms`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        const { key } = other.create({ name: `cli-${round}` });
+        await within100ms(() => server.findBySecret(key) !== undefined, `key ${round} created`);
+        other.revoke(`cli-${round}`);
+        await within100ms(() => typeof server.findBySecret(key)?.revoked_at === 'string', `key ${round} revoked`);
+      }
+    } finally {
+      server.close();
+    }
+  });
+
   it('loses no key when two processes create keys at the same time', async () => {
     const dir = home();
     const script = `import { createKeyStore } from ${JSON.stringify(new URL('../../src/auth/key-store.ts', import.meta.url).pathname)};

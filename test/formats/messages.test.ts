@@ -82,9 +82,9 @@ function fullRequest(): Body {
   };
 }
 
-function rejection(body: unknown): GatewayError {
+function rejection(body: unknown, options: { strict?: boolean } = {}): GatewayError {
   try {
-    validateMessagesRequest(body);
+    validateMessagesRequest(body, options);
   } catch (err) {
     assert.ok(err instanceof GatewayError, `expected a GatewayError, got ${String(err)}`);
     return err;
@@ -98,6 +98,8 @@ interface BrokenRule {
   /** Text the message must contain after the path. */
   says: string;
   breakIt(body: Body): void;
+  /** One of the description's rules that only `strict` enforces (llmux.md section 5). */
+  strictOnly?: true;
 }
 
 const brokenRules: BrokenRule[] = [
@@ -123,6 +125,7 @@ const brokenRules: BrokenRule[] = [
     path: 'messages.3.role',
     says: 'must be "assistant": roles must alternate',
     breakIt: (b) => (b.messages[3].role = 'user'),
+    strictOnly: true,
   },
   { rule: 'content is required', path: 'messages.1.content', says: 'is required', breakIt: (b) => delete b.messages[1].content },
   { rule: 'content must be a string or an array', path: 'messages.1.content', says: 'a string or an array', breakIt: (b) => (b.messages[1].content = 7) },
@@ -131,6 +134,7 @@ const brokenRules: BrokenRule[] = [
     path: 'messages.0.content.1.type',
     says: 'first message may only contain text',
     breakIt: (b) => (b.messages[0].content[1] = { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }),
+    strictOnly: true,
   },
   // content blocks
   { rule: 'a block must be an object', path: 'messages.2.content.4', says: 'content block object', breakIt: (b) => (b.messages[2].content[4] = 'text') },
@@ -140,6 +144,7 @@ const brokenRules: BrokenRule[] = [
     path: 'messages.2.content.4.type',
     says: 'one of text, image, document, tool_use, tool_result, thinking, redacted_thinking',
     breakIt: (b) => (b.messages[2].content[4] = { type: 'video', url: 'x' }),
+    strictOnly: true,
   },
   { rule: 'text needs a string text', path: 'messages.2.content.4.text', says: 'a string', breakIt: (b) => (b.messages[2].content[4].text = ['a']) },
   { rule: 'cache_control must be an object', path: 'messages.0.content.1.cache_control', says: 'an object', breakIt: (b) => (b.messages[0].content[1].cache_control = 'ephemeral') },
@@ -184,7 +189,7 @@ const brokenRules: BrokenRule[] = [
   },
   // tool_result
   { rule: 'tool_result needs a tool_use_id', path: 'messages.2.content.0.tool_use_id', says: 'is required', breakIt: (b) => delete b.messages[2].content[0].tool_use_id },
-  { rule: 'tool_result content is required', path: 'messages.2.content.0.content', says: 'is required', breakIt: (b) => delete b.messages[2].content[0].content },
+  { rule: 'tool_result content is required', path: 'messages.2.content.0.content', says: 'is required', breakIt: (b) => delete b.messages[2].content[0].content, strictOnly: true },
   { rule: 'tool_result content must be a string or an array', path: 'messages.2.content.0.content', says: 'a string or an array', breakIt: (b) => (b.messages[2].content[0].content = { text: 'x' }) },
   { rule: 'tool_result content items must be objects', path: 'messages.2.content.0.content.0', says: 'an object', breakIt: (b) => (b.messages[2].content[0].content[0] = 'text') },
   { rule: 'tool_result content items need a type', path: 'messages.2.content.0.content.0.type', says: 'is required', breakIt: (b) => delete b.messages[2].content[0].content[0].type },
@@ -287,12 +292,11 @@ const brokenRules: BrokenRule[] = [
   { rule: 'disable_parallel_tool_use must be a boolean', path: 'tool_choice.disable_parallel_tool_use', says: 'a boolean', breakIt: (b) => (b.tool_choice.disable_parallel_tool_use = 1) },
   // thinking
   { rule: 'thinking must be an object', path: 'thinking', says: 'an object', breakIt: (b) => (b.thinking = true) },
-  { rule: 'thinking type is enabled, disabled or adaptive', path: 'thinking.type', says: 'one of enabled, disabled, adaptive', breakIt: (b) => (b.thinking.type = 'on') },
+  { rule: 'thinking needs a type', path: 'thinking.type', says: 'is required', breakIt: (b) => delete b.thinking.type },
   { rule: 'enabled thinking needs budget_tokens', path: 'thinking.budget_tokens', says: 'is required', breakIt: (b) => delete b.thinking.budget_tokens },
   { rule: 'budget_tokens is at least 1024', path: 'thinking.budget_tokens', says: 'an integer >= 1024', breakIt: (b) => (b.thinking.budget_tokens = 1023) },
   { rule: 'budget_tokens is an integer', path: 'thinking.budget_tokens', says: 'an integer >= 1024', breakIt: (b) => (b.thinking.budget_tokens = 2048.5) },
   { rule: 'budget_tokens is below max_tokens', path: 'thinking.budget_tokens', says: 'less than max_tokens', breakIt: (b) => (b.thinking.budget_tokens = 8192) },
-  { rule: 'thinking display is summarized or omitted', path: 'thinking.display', says: 'one of summarized, omitted', breakIt: (b) => (b.thinking.display = 'full') },
   // service_tier, metadata
   { rule: 'service_tier is auto or standard_only', path: 'service_tier', says: 'one of auto, standard_only', breakIt: (b) => (b.service_tier = 'priority') },
   { rule: 'metadata must be an object', path: 'metadata', says: 'an object', breakIt: (b) => (b.metadata = 'user_abc') },
@@ -306,16 +310,37 @@ describe('validateMessagesRequest', () => {
   });
 
   describe('refuses a request that breaks one rule, naming the path', () => {
-    for (const { rule, path, says, breakIt } of brokenRules) {
-      it(rule, () => {
+    for (const { rule, path, says, breakIt, strictOnly } of brokenRules) {
+      it(strictOnly ? `${rule} (strict validation)` : rule, () => {
         const body = fullRequest();
         breakIt(body);
-        const err = rejection(body);
+        const err = rejection(body, { strict: true });
         assert.equal(err.status, 400);
         assert.equal(err.type, 'invalid_request_error');
         assert.equal(err.code, 'invalid_parameters');
         assert.ok(err.message.startsWith(`${path}: `), `"${err.message}" should start with "${path}: "`);
         assert.ok(err.message.includes(says), `"${err.message}" should say "${says}"`);
+      });
+    }
+  });
+
+  describe('accepts by default what the Anthropic API accepts and only strict validation refuses', () => {
+    for (const { rule, breakIt } of brokenRules.filter((broken) => broken.strictOnly === true)) {
+      it(`accepts a request that breaks "${rule}"`, () => {
+        const body = fullRequest();
+        breakIt(body);
+        assert.equal(validateMessagesRequest(body), body);
+      });
+    }
+  });
+
+  describe('never refuses thinking types and display values the description does not rule on, in either mode', () => {
+    for (const thinking of [{ type: 'adaptive', display: 'updates' }, { type: 'adaptive' }, { type: 'disabled', display: 'summarized' }, { type: 'on' }, { type: 'enabled', budget_tokens: 2048, display: 'full' }]) {
+      it(`accepts thinking ${JSON.stringify(thinking)}`, () => {
+        for (const strict of [false, true]) {
+          const body = { ...fullRequest(), thinking };
+          assert.equal(validateMessagesRequest(body, { strict }), body);
+        }
       });
     }
   });
@@ -558,7 +583,7 @@ describe('validateMessagesRequest', () => {
       const body = { model: 'm', max_tokens: 5, messages, tools, stop_sequences: Array.from({ length: 10_000 }, String) };
       assert.equal(validateMessagesRequest(body), body);
       messages[9_999] = { role: 'user', content: 'x' };
-      assert.match(rejection(body).message, /^messages\.9999\.role: must be "assistant"/);
+      assert.match(rejection(body, { strict: true }).message, /^messages\.9999\.role: must be "assistant"/);
     });
 
     it('treats deeply nested tool input and schemas as opaque', () => {
@@ -590,12 +615,14 @@ describe('validateMessagesRequest', () => {
     it('never echoes request content in its messages', () => {
       const body = fullRequest();
       body.messages[2].content[4] = { type: 'secret-sk-llmux-AAAA', text: 'sk-llmux-AAAA' };
-      assert.doesNotMatch(rejection(body).message, /sk-llmux/);
+      assert.doesNotMatch(rejection(body, { strict: true }).message, /sk-llmux/);
     });
   });
 
   it('throws only GatewayError 400s for thousands of random mutations of valid bodies', () => {
-    assertOnlyRefusals({ validate: validateMessagesRequest, seeds: [fullRequest(), { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }], mutate, seed: 0x5eed, rounds: 4000 });
+    const seeds = [fullRequest(), { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }];
+    assertOnlyRefusals({ validate: validateMessagesRequest, seeds, mutate, seed: 0x5eed, rounds: 4000 });
+    assertOnlyRefusals({ validate: (body) => validateMessagesRequest(body, { strict: true }), seeds, mutate, seed: 0x5eee, rounds: 2000 });
   });
 });
 
@@ -633,9 +660,10 @@ describe('Claude Code mid-conversation system turns', () => {
     assert.throws(() => validateMessagesRequest(image), /messages\.1\.content\.0\.type: must be "text": a system turn may only contain text/);
   });
 
-  it('still refuses two user turns in a row around a system turn', () => {
+  it('still refuses two user turns in a row around a system turn under strict validation, and accepts them by default', () => {
     const twice = structuredClone(base);
     twice.messages[2] = { role: 'user', content: 'again' };
-    assert.throws(() => validateMessagesRequest(twice), /messages\.2\.role: must be "assistant"/);
+    assert.throws(() => validateMessagesRequest(twice, { strict: true }), /messages\.2\.role: must be "assistant"/);
+    assert.doesNotThrow(() => validateMessagesRequest(twice));
   });
 });

@@ -92,7 +92,8 @@ test('retry-after is the whole seconds until the request would be admitted, and 
     clock.set(at);
     const refusal = refused(limiter.admit('key_a', BASIC, 0));
     assert.equal(refusal.retryAfterSeconds, Math.ceil((61_000 - at) / 1000), `at ${at}`);
-    assert.equal(refusal.headers['retry-after'], String(refusal.retryAfterSeconds));
+    // The header never asks for more than the window (llmux.md section 3).
+    assert.equal(refusal.headers['retry-after'], String(Math.min(60, refusal.retryAfterSeconds)));
     clock.set(at + refusal.retryAfterSeconds * 1000 - 1);
     if (at + refusal.retryAfterSeconds * 1000 - 1 < 61_000) refused(limiter.admit('key_a', BASIC, 0));
     clock.set(at + refusal.retryAfterSeconds * 1000);
@@ -502,7 +503,7 @@ test('requests that are never admitted have a budget of their own: the key\'s rp
   const byCount = limiter.check('key_a', oneRpm, 'unadmitted');
   assert.deepEqual([byCount?.reason, byCount?.retryAfterSeconds], ['unadmitted_requests', 61]);
   assert.equal(limiter.check('key_a', oneRpm, 'model')?.reason, 'unadmitted_requests', 'a model request would read its body too');
-  assert.equal(refusalMessage(byCount!), 'Rate limit exceeded: 1 requests per minute for this key that were refused or only counted tokens; retry after 61 s');
+  assert.equal(refusalMessage(byCount!), 'Rate limit exceeded: 1 requests per minute for this key that were refused or only counted tokens; retry after 60 s');
   assert.equal(limiter.admit('key_a', oneRpm, 10).ok, true, 'a body already read is not refused for the budget it spent');
   clock.set(30_000);
   for (let i = 0; i < 3; i++) limiter.chargeUnadmitted('key_b', ROOMY, 400_000);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { gzipSync, brotliCompressSync } from 'node:zlib';
+import { jsonWithLlmuxModel, withLlmuxModel } from '../helpers/model-names.ts';
 import { fixture, respond } from '../helpers/fake-upstream.ts';
 import type { Responder } from '../helpers/fake-upstream.ts';
 
@@ -124,12 +125,13 @@ describe('an upstream that compresses its answers', () => {
     t.upstream.queue.push(compressing(asked, 'gzip', whole, 'application/json'));
     const json = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
     assert.equal(json.status, 200);
-    assert.deepEqual(await json.json(), JSON.parse(whole.toString()));
+    // The answer names the llmux model (llmux.md section 3); otherwise it is the upstream's, decoded.
+    assert.deepEqual(await json.json(), JSON.parse(jsonWithLlmuxModel(whole, 'gpt-test').toString()));
 
     const stream = fixture('openai-stream-text-include-usage.sse');
     t.upstream.queue.push(compressing(asked, 'gzip', stream, 'text/event-stream'));
     const passed = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'gpt-test', max_tokens: 10, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }) });
-    assert.equal(await passed.text(), stream.toString());
+    assert.equal(await passed.text(), withLlmuxModel('chat', stream, 'gpt-test').toString());
 
     t.upstream.queue.push(compressing(asked, 'gzip', fixture('anthropic-stream-text.sse'), 'text/event-stream'));
     const translated = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
@@ -144,7 +146,7 @@ describe('an upstream that compresses its answers', () => {
     const whole = fixture('anthropic-nonstream-text.json');
     t.upstream.queue.push(compressing(asked, 'br', whole, 'application/json'));
     const br = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
-    assert.deepEqual(await br.json(), JSON.parse(whole.toString()));
+    assert.deepEqual(await br.json(), JSON.parse(jsonWithLlmuxModel(whole, 'claude-test').toString()));
     t.upstream.queue.push(compressing(asked, 'zstd', whole, 'application/json'));
     const unknown = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
     assert.equal(unknown.status, 502);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeUpstream, fixture, respond } from '../helpers/fake-upstream.ts';
+import { withLlmuxModel } from '../helpers/model-names.ts';
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
@@ -54,7 +55,7 @@ describe('graceful shutdown', () => {
       if (done) break;
       text += new TextDecoder().decode(value);
     }
-    assert.equal(text, fixture('anthropic-stream-tool-use.sse').toString());
+    assert.equal(text, withLlmuxModel('messages', fixture('anthropic-stream-tool-use.sse'), 'claude-test').toString());
     assert.equal(await exited, 0);
     await upstream.close();
   });

@@ -513,6 +513,16 @@ describe('chatRequestToMessages: reasoning_effort', () => {
   });
 });
 
+describe('chatRequestToMessages: fields newer than the translation', () => {
+  it('drops top-level fields a messages upstream has no equivalent for, naming each in a warning', () => {
+    const warnings: string[] = [];
+    const out = chatRequestToMessages(request({ store: true, prediction: { type: 'content', content: 'x' }, seed: 3 }), MODEL, { onWarning: (w) => warnings.push(w) });
+    assert.deepEqual(warnings, ['store: dropped, a messages upstream has no equivalent', 'prediction: dropped, a messages upstream has no equivalent']);
+    assert.equal(Object.hasOwn(out, 'store'), false);
+    assert.equal(Object.hasOwn(out, 'prediction'), false);
+  });
+});
+
 describe('chatRequestToMessages: response_format', () => {
   it('asks for a JSON object in the system text', () => {
     const out = chatRequestToMessages(request({ messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], response_format: { type: 'json_object' } }), MODEL);
@@ -803,6 +813,10 @@ describe('chatResponseToMessages: rules', () => {
       stop_sequence: null,
       usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     });
+  });
+
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    assert.equal(chatResponseToMessages({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [] }, { model: 'llmux-id' }).model, 'llmux-id');
   });
 
   it('warns about unparsable tool arguments in an answer and sends {}', () => {

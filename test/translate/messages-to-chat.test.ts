@@ -320,13 +320,16 @@ describe('messagesRequestToChat: tools and tool_choice', () => {
     ]);
   });
 
-  it('refuses an Anthropic server tool with a 400 naming the field', () => {
+  it('drops an Anthropic server tool, and a tool_choice naming it, with a warning naming the field', () => {
     const serverTool = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 } as unknown as NonNullable<MessagesRequest['tools']>[number];
-    assert.throws(
-      () => messagesRequestToChat(request({ tools: [...(tools ?? []), serverTool] }), MODEL),
-      (err: unknown) =>
-        err instanceof GatewayError && err.status === 400 && err.code === 'invalid_parameters' && err.message.startsWith('tools.2.type: "web_search_20250305"'),
-    );
+    const warnings: string[] = [];
+    const chat = messagesRequestToChat(request({ tools: [...(tools ?? []), serverTool], tool_choice: { type: 'tool', name: 'web_search' } }), MODEL, { onWarning: (w) => warnings.push(w) });
+    assert.deepEqual(chat.tools?.map((tool) => tool.function.name), ['get_weather', 'noop']);
+    assert.equal(chat.tool_choice, undefined);
+    assert.equal(warnings.length, 2);
+    assert.match(warnings[0] ?? '', /^tools\.2: dropped, "web_search_20250305" is an Anthropic-defined tool/);
+    assert.match(warnings[1] ?? '', /^tool_choice: dropped/);
+    assert.equal(messagesRequestToChat(request({ tools: [serverTool] }), MODEL).tools, undefined);
   });
 
   it('accepts a tool whose type is custom', () => {
@@ -585,6 +588,81 @@ describe('messagesRequestToChat: a Claude Code conversation end to end', () => {
   });
 });
 
+describe('messagesRequestToChat: what the description does not rule on (llmux.md section 5)', () => {
+  function translateWarned(extra: Record<string, unknown>): { chat: ReturnType<typeof messagesRequestToChat>; warnings: string[] } {
+    const warnings: string[] = [];
+    const chat = messagesRequestToChat({ ...request(), ...extra } as MessagesRequest, MODEL, { onWarning: (w) => warnings.push(w) });
+    return { chat, warnings };
+  }
+
+  it('drops fields it has no chat equivalent for, naming each in a warning, and keeps the rest of the request', () => {
+    const { chat, warnings } = translateWarned({
+      context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
+      container: 'c1',
+      output_config: { effort: 'high', format: { type: 'json_schema', schema: {} } },
+      thinking: { type: 'adaptive', display: 'updates' },
+    });
+    assert.deepEqual(warnings, [
+      'context_management: dropped, a chat-completions upstream has no equivalent',
+      'container: dropped, a chat-completions upstream has no equivalent',
+      'output_config.format: dropped, a chat-completions upstream has no equivalent',
+    ]);
+    assert.deepEqual(chat.messages, [{ role: 'user', content: 'Hi' }]);
+    assert.equal(Object.hasOwn(chat, 'context_management'), false);
+  });
+
+  it('drops a thinking type newer than it knows with a warning', () => {
+    const { chat, warnings } = translateWarned({ thinking: { type: 'deliberate', budget_tokens: 4000 } });
+    assert.equal(chat.reasoning_effort, undefined);
+    assert.deepEqual(warnings, ['thinking.type "deliberate": dropped, a chat-completions upstream has no equivalent']);
+  });
+
+  it('drops a thread create with a warning, and refuses a thread continue with the code the Anthropic SDK recovers from', () => {
+    const { warnings } = translateWarned({ thread: { type: 'create' } });
+    assert.match(warnings[0] ?? '', /^thread: dropped/);
+    assert.throws(
+      () => translateWarned({ thread: { type: 'continue', previous_message_id: 'msg_1' } }),
+      (err: unknown) => err instanceof GatewayError && err.status === 400 && err.code === 'thread_unsupported_request'
+        && (err.extra?.['details'] as Record<string, unknown>)['error_code'] === 'thread_unsupported_request',
+    );
+  });
+
+  it('drops block types newer than it knows, naming them, and keeps the text of those that carry some', () => {
+    const { chat, warnings } = translateWarned({
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'container_upload', file_id: 'f' }, { type: 'new_text_kind', text: 'b' }] }],
+    });
+    assert.deepEqual(chat.messages, [{ role: 'user', content: 'a\n\nb' }]);
+    assert.deepEqual(warnings, ['messages.0.content.1: dropped, a chat-completions upstream has nothing for a "container_upload" block']);
+  });
+
+  it('merges consecutive turns of one role, as the Anthropic API does', () => {
+    const { chat } = translateWarned({
+      messages: [
+        { role: 'user', content: 'first' },
+        { role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }, { type: 'text', text: 'second' }] },
+        { role: 'assistant', content: 'one' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1' }] },
+      ],
+    });
+    assert.deepEqual(chat.messages, [
+      { role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }, { type: 'text', text: 'second' }] },
+      { role: 'assistant', content: 'one', tool_calls: [{ id: 't1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 't1', content: '' },
+    ]);
+  });
+
+  it('sends a metadata.user_id longer than 64 characters as a stable 64-character hash, and a shorter one as it is', () => {
+    const long = `user_${'a'.repeat(64)}_account_${'b'.repeat(36)}_session_${'c'.repeat(36)}`;
+    const first = translateWarned({ metadata: { user_id: long } }).chat.user ?? '';
+    assert.equal(first.length, 64);
+    assert.notEqual(first, long.slice(0, 64));
+    assert.equal(translateWarned({ metadata: { user_id: long } }).chat.user, first);
+    assert.notEqual(translateWarned({ metadata: { user_id: `${long}x` } }).chat.user, first);
+    assert.equal(translateWarned({ metadata: { user_id: 'u'.repeat(64) } }).chat.user, 'u'.repeat(64));
+  });
+});
+
 describe('messagesResponseToChat', () => {
   it('translates the recorded Anthropic text answer exactly', () => {
     const answer = messagesResponseToChat(fixture('anthropic-nonstream-text.json'), clock);
@@ -636,14 +714,14 @@ describe('messagesResponseToChat', () => {
     });
   });
 
-  it('translates the recorded Anthropic refusal with no content as content_filter with null content', () => {
+  it('translates the recorded Anthropic refusal with no content as content_filter with empty content, as its stream assembles', () => {
     const answer = messagesResponseToChat(fixture('anthropic-nonstream-refusal.json'), clock);
     assert.deepEqual(withStableId(answer), {
       id: 'chatcmpl-ID',
       object: 'chat.completion',
       created: 1735689600,
       model: 'claude-fable-5',
-      choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: 'content_filter' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: 'content_filter' }],
       usage: { prompt_tokens: 18, completion_tokens: 5, total_tokens: 23, prompt_tokens_details: { cached_tokens: 0 } },
     });
   });
@@ -716,7 +794,11 @@ describe('messagesResponseToChat', () => {
     });
     assert.equal(answer.model, '');
     assert.deepEqual(answer.usage, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0 } });
-    assert.equal(messagesResponseToChat(null as unknown as MessagesResponse, clock).choices[0]?.message.content, null);
+    assert.equal(messagesResponseToChat(null as unknown as MessagesResponse, clock).choices[0]?.message.content, '');
+  });
+
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    assert.equal(messagesResponseToChat(fixture('anthropic-nonstream-text.json'), { ...clock, model: 'llmux-id' }).model, 'llmux-id');
   });
 
   it('gives every answer a fresh id and the current time by default', () => {

@@ -202,6 +202,14 @@ describe('createChatToMessagesStream message framing', () => {
     });
   });
 
+  it('names the llmux model it is given instead of the upstream\'s', () => {
+    let output = '';
+    const translator = createChatToMessagesStream({ write: (text) => (output += text), messageId: 'msg_test', model: 'llmux-id' });
+    translator.push({ event: undefined, data: JSON.stringify(chunk({ content: 'hi' })) });
+    translator.end();
+    assert.equal((clientEvents(output)[0]?.data['message'] as Record<string, unknown>)['model'], 'llmux-id');
+  });
+
   it('gives a random msg_ id when none is pinned', () => {
     let output = '';
     const translator = createChatToMessagesStream({ write: (text) => (output += text) });
@@ -289,9 +297,14 @@ describe('createChatToMessagesStream content blocks', () => {
     assert.deepEqual(events.map((event) => event.event), ['message_start', 'message_delta', 'message_stop']);
   });
 
-  it('streams OpenAI refusal text as text and keeps the stop reason of finish_reason', () => {
+  it('streams OpenAI refusal text as text and ends it with stop_reason refusal, as the whole answer does', () => {
     const events = assertWellFormed(translate(chunk({ role: 'assistant', content: null, refusal: '' }), chunk({ refusal: "I can't" }), chunk({}, 'stop'), '[DONE]').output, false);
     assert.deepEqual(events[2]?.data['delta'], { type: 'text_delta', text: "I can't" });
+    assert.deepEqual(events.at(-2)?.data['delta'], { stop_reason: 'refusal', stop_sequence: null });
+  });
+
+  it('keeps stop_reason end_turn when the refusal field only ever came empty', () => {
+    const events = clientEvents(translate(chunk({ role: 'assistant', content: 'fine', refusal: '' }), chunk({ refusal: null }, 'stop'), '[DONE]').output);
     assert.equal((events.at(-2)?.data['delta'] as Record<string, unknown>)['stop_reason'], 'end_turn');
   });
 
@@ -357,18 +370,118 @@ describe('createChatToMessagesStream content blocks', () => {
     assert.deepEqual(args, [[0, '{"x":'], [0, '1}'], [1, '{}'], [2, '{}']]);
   });
 
-  it('drops argument fragments for a tool call whose block is already closed', () => {
+  it('streams the lowest tool call live and holds an interleaved later one until the earlier is complete (vLLM)', () => {
+    const writes: string[] = [];
+    const translator = createChatToMessagesStream({ write: (text) => writes.push(text), messageId: 'msg_test' });
+    const push = (value: Record<string, unknown>): void => translator.push({ event: undefined, data: JSON.stringify(value) });
+    push(chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'a', arguments: '{"x":' } }] }));
+    push(chunk({ tool_calls: [{ index: 1, id: 'call_2', type: 'function', function: { name: 'b', arguments: '{"y":' } }] }));
+    // Call 1 is held: nothing of it is written while call 0 is still open.
+    assert.ok(!writes.join('').includes('call_2'));
+    push(chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }));
+    // Call 0 is complete: its block closes and call 1 comes out with what it had so far.
+    assert.ok(writes.join('').includes('call_2'));
+    push(chunk({ tool_calls: [{ index: 1, function: { arguments: '2}' } }] }, 'tool_calls'));
+    translator.push({ event: undefined, data: '[DONE]' });
+    const events = assertWellFormed(writes.join(''), false);
+    assert.deepEqual(
+      events.slice(1, -2).map((event) => event.data),
+      [
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_1', name: 'a', input: {} } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"x":' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '1}' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_2', name: 'b', input: {} } },
+        { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"y":' } },
+        { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '2}' } },
+        { type: 'content_block_stop', index: 1 },
+      ],
+    );
+  });
+
+  it('never drops a fragment of interleaved tool calls: each block\'s partial_json parses to the call\'s whole arguments', () => {
+    const { output } = translate(
+      chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'a', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 1, id: 'call_2', function: { name: 'b', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 2, id: 'call_3', function: { name: 'c', arguments: '{"z"' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"x":' } }] }),
+      chunk({ tool_calls: [{ index: 1, function: { arguments: '{"y":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '[1,' } }] }),
+      chunk({ tool_calls: [{ index: 2, function: { arguments: ':3}' } }] }),
+      chunk({ tool_calls: [{ index: 1, function: { arguments: '"}"}' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '2]}' } }] }),
+      chunk({}, 'tool_calls'),
+      '[DONE]',
+    );
+    const events = assertWellFormed(output, false);
+    const inputs = new Map<string, string>();
+    let open = '';
+    for (const { event, data } of events) {
+      if (event === 'content_block_start') {
+        open = String((data['content_block'] as Record<string, unknown>)['id']);
+        inputs.set(open, '');
+      } else if (event === 'content_block_delta') {
+        inputs.set(open, (inputs.get(open) ?? '') + String((data['delta'] as Record<string, unknown>)['partial_json']));
+      }
+    }
+    assert.deepEqual([...inputs.keys()], ['call_1', 'call_2', 'call_3']);
+    assert.deepEqual(JSON.parse(inputs.get('call_1') ?? ''), { x: [1, 2] });
+    assert.deepEqual(JSON.parse(inputs.get('call_2') ?? ''), { y: '}' });
+    assert.deepEqual(JSON.parse(inputs.get('call_3') ?? ''), { z: 3 });
+    assert.deepEqual(events.at(-2)?.data['delta'], { stop_reason: 'tool_use', stop_sequence: null });
+  });
+
+  it('writes text that arrives while a tool call is still open after that call, so the call keeps every fragment', () => {
     const events = assertWellFormed(
       translate(
-        chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'a', arguments: '{' } }] }),
-        chunk({ tool_calls: [{ index: 1, id: 'call_2', function: { name: 'b', arguments: '{' } }] }),
-        chunk({ tool_calls: [{ index: 0, function: { arguments: '}' } }] }),
+        chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'a', arguments: '{"x":' } }] }),
+        chunk({ content: 'meanwhile' }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }),
         chunk({}, 'tool_calls'),
         '[DONE]',
       ).output,
       false,
     );
-    assert.equal(events.filter((event) => event.event === 'content_block_delta').length, 2);
+    assert.deepEqual(
+      events.slice(1, -2).map((event) => [event.event, event.data['index']]),
+      [
+        ['content_block_start', 0], ['content_block_delta', 0], ['content_block_delta', 0], ['content_block_stop', 0],
+        ['content_block_start', 1], ['content_block_delta', 1], ['content_block_stop', 1],
+      ],
+    );
+    assert.deepEqual(events[5]?.data['content_block'], { type: 'text', text: '' });
+  });
+
+  it('gives tool calls that end with finish_reason stop (Gemini, forced tool_choice, older Ollama) stop_reason tool_use', () => {
+    for (const finish of ['stop', undefined]) {
+      const chunks: Array<Record<string, unknown> | string> = [
+        chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }),
+      ];
+      if (finish !== undefined) chunks.push(chunk({}, finish));
+      chunks.push('[DONE]');
+      const events = assertWellFormed(translate(...chunks).output, false);
+      assert.deepEqual(events.at(-2)?.data['delta'], { stop_reason: 'tool_use', stop_sequence: null }, String(finish));
+    }
+  });
+
+  it('streams a legacy function_call as a tool_use block', () => {
+    const events = assertWellFormed(
+      translate(
+        chunk({ role: 'assistant', content: null, function_call: { name: 'lookup', arguments: '' } }),
+        chunk({ function_call: { arguments: '{"q":' } }),
+        chunk({ function_call: { arguments: '"x"}' } }),
+        chunk({}, 'function_call'),
+        '[DONE]',
+      ).output,
+      false,
+    );
+    const start = events[1]?.data['content_block'] as Record<string, unknown>;
+    assert.equal(start['type'], 'tool_use');
+    assert.equal(start['name'], 'lookup');
+    assert.match(String(start['id']), /^call_[0-9a-f]{24}$/);
+    const json = events.filter((event) => event.event === 'content_block_delta').map((event) => (event.data['delta'] as Record<string, unknown>)['partial_json']).join('');
+    assert.deepEqual(JSON.parse(json), { q: 'x' });
+    assert.deepEqual(events.at(-2)?.data['delta'], { stop_reason: 'tool_use', stop_sequence: null });
   });
 
   it('gives a tool call without an id a generated toolu_ id', () => {

@@ -202,6 +202,20 @@ describe('createMessagesToChatStream chunks', () => {
     });
   });
 
+  it('names the llmux model it is given in every chunk instead of the upstream\'s', () => {
+    let output = '';
+    const translator = createMessagesToChatStream({ write: (text) => (output += text), includeUsage: true, model: 'llmux-id' });
+    for (const name of ['anthropic-stream-text-then-tool-use-haiku.sse']) {
+      const parser = createSseParser({ onEvent: (event) => translator.push(event) });
+      parser.feed(readFileSync(new URL(name, FIXTURES)));
+      parser.end();
+    }
+    const chunks = clientChunks(output);
+    assert.equal(chunks.pop(), '[DONE]');
+    assert.ok(chunks.length > 3);
+    for (const chunk of chunks) assert.equal((chunk as Record<string, unknown>)['model'], 'llmux-id');
+  });
+
   it('gives a random chatcmpl- id and the current time when none are pinned', () => {
     let output = '';
     const before = Math.floor(Date.now() / 1000);
@@ -445,7 +459,7 @@ describe('createMessagesToChatStream errors', () => {
       messageStop,
     );
     const chunks = assertWellFormed(output, true);
-    assert.deepEqual(chunks.at(-1), { error: { message: 'Overloaded', type: 'overloaded_error', code: null } });
+    assert.deepEqual(chunks.at(-1), { error: { message: 'Overloaded', type: 'overloaded_error', code: 'upstream_overloaded' } });
     assert.equal(translator.failed, true);
     assert.equal(translator.finished, true);
   });
@@ -473,7 +487,7 @@ describe('createMessagesToChatStream errors', () => {
     const translator = createMessagesToChatStream({ write: (text) => writes.push(text), includeUsage: true, completionId: 'chatcmpl-test', now: () => NOW_MS });
     translator.push({ event: 'message_start', data: JSON.stringify(messageStart()) });
     translator.fail('upstream timed out');
-    assert.equal(writes.at(-1), 'data: {"error":{"message":"upstream timed out","type":"api_error","code":null}}\n\n');
+    assert.equal(writes.at(-1), 'data: {"error":{"message":"upstream timed out","type":"api_error","code":"upstream_error"}}\n\n');
     const count = writes.length;
     translator.fail('again');
     translator.push({ event: 'message_stop', data: JSON.stringify(messageStop) });

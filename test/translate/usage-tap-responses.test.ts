@@ -16,7 +16,7 @@ import { parseResponsesEvents } from '../helpers/responses-stream.ts';
 const CLIENT_MODEL = 'llmux-model';
 
 function run(pieces: Buffer[], clientModel: string | null = CLIENT_MODEL): { out: Buffer; tap: UsageTap } {
-  const tap = createUsageTap('responses', clientModel === null ? {} : { clientModel });
+  const tap = createUsageTap('responses', clientModel === null ? {} : { model: clientModel });
   const forwarded: Buffer[] = [];
   for (const piece of pieces) {
     const out = tap.feed(piece);

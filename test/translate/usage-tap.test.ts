@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import type { TokenUsage, WireFormat } from '../../src/formats/wire.ts';
 import { createUsageTap, type UsageTap, type UsageTapOptions } from '../../src/translate/usage-tap.ts';
 import { everySplit, randomPieces, seededRandom, splitAt } from '../helpers/split.ts';
+import { withLlmuxModel } from '../helpers/model-names.ts';
 
 const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
 const WHOLE_FILE_SPLIT_BYTES = 10 * 1024;
@@ -451,5 +452,77 @@ describe('createUsageTap options', () => {
     assert.match(tap.upstreamError ?? '', /larger than 100 bytes/);
     assert.equal(tap.feed(Buffer.from('"}\n\n')), undefined);
     assert.equal(tap.end(), undefined);
+  });
+});
+
+describe('createUsageTap naming the llmux model', () => {
+  const MODEL = 'llmux-model';
+  const names = readdirSync(FIXTURES).filter((name) => name.endsWith('.sse')).sort();
+
+  for (const name of names) {
+    const bytes = readFileSync(new URL(name, FIXTURES));
+    const format = formatOf(name);
+    const wanted = withLlmuxModel(format, expectedForwarded(name, bytes), MODEL);
+
+    it(`names the llmux model in ${name} and changes no other byte, whatever the split`, () => {
+      const pieceSets = bytes.length <= WHOLE_FILE_SPLIT_BYTES
+        ? [...everySplit(bytes)].map(({ pieces }) => pieces)
+        : [[bytes], randomPieces(bytes, 1, 64), randomPieces(bytes, 2, 700)];
+      for (const pieces of pieceSets) {
+        const { forwarded, tap } = run(format, pieces, { model: MODEL });
+        assert.ok(Buffer.concat(forwarded).equals(wanted), 'forwarded bytes differ');
+        assertReports(tap, EXPECTED[name] as Expected, 'reports');
+      }
+      // The reference above replaced the top-level value: every chunk, or the message, names the model.
+      for (const block of wanted.toString().split(/\n\n/)) {
+        const data = block.split('\n').find((line) => line.startsWith('data:'))?.slice(5).trim();
+        if (data === undefined || data === '[DONE]') continue;
+        const parsed = JSON.parse(data) as Record<string, unknown>;
+        if (format === 'chat' && 'model' in parsed) assert.equal(parsed['model'], MODEL);
+        if (format === 'messages' && parsed['type'] === 'message_start') assert.equal((parsed['message'] as Record<string, unknown>)['model'], MODEL);
+      }
+    });
+  }
+
+  it('forwards each chunk itself, uncopied, when the upstream already names the llmux model', () => {
+    const bytes = readFileSync(new URL('openai-stream-text-include-usage.sse', FIXTURES));
+    const tap = createUsageTap('chat', { model: 'gpt-4o-2024-08-06' });
+    for (const start of eventStarts(bytes).slice(0, -1)) {
+      const end = bytes.indexOf('\n\n', start) + 2;
+      const chunk = bytes.subarray(start, end);
+      assert.equal(tap.feed(chunk), chunk);
+    }
+  });
+
+  it('never touches a model key below the top level (a tool input, a nested object)', () => {
+    const nestedFirst = `data: {"id":"c","choices":[{"index":0,"delta":{"model":"nested","content":"\\"model\\": \\"text\\""}}],"model":"up"}\n\n`;
+    const { forwarded } = run('chat', [Buffer.from(nestedFirst)], { model: 'mine' });
+    assert.equal(Buffer.concat(forwarded).toString(), nestedFirst.replace('"model":"up"', '"model":"mine"'));
+
+    const start = {
+      type: 'message_start',
+      message: { id: 'm', type: 'message', role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'n', input: { model: 'tool-arg' } }], model: 'up', usage: { input_tokens: 1, output_tokens: 1 } },
+    };
+    const delta = { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"model": "x"}' } };
+    const messages = `event: message_start\ndata: ${JSON.stringify(start)}\n\nevent: content_block_delta\ndata: ${JSON.stringify(delta)}\n\n`;
+    const out = Buffer.concat(run('messages', [Buffer.from(messages)], { model: 'mine' }).forwarded).toString();
+    assert.equal(out, messages.replace('"model":"up"', '"model":"mine"'));
+  });
+
+  it('leaves a JSON text split over several data lines as it is', () => {
+    const split = 'data: {"id":"c",\ndata: "model":"up","choices":[]}\n\n';
+    assert.equal(Buffer.concat(run('chat', [Buffer.from(split)], { model: 'mine' }).forwarded).toString(), split);
+  });
+
+  it('drops the usage-only chunk with its model, and renames the model in the chunks around it', () => {
+    const include = readFileSync(new URL('openai-stream-text-include-usage.sse', FIXTURES));
+    const usageStart = include.indexOf('"choices":[]');
+    const eventStart = include.lastIndexOf('\n\n', usageStart) + 2;
+    const eventEnd = include.indexOf('\n\n', usageStart) + 2;
+    const wanted = withLlmuxModel('chat', Buffer.concat([include.subarray(0, eventStart), include.subarray(eventEnd)]), 'mine');
+    for (const seed of [1, 2, 3]) {
+      const { forwarded } = run('chat', randomPieces(include, seed, 300), { dropUsageChunk: true, model: 'mine' });
+      assert.ok(Buffer.concat(forwarded).equals(wanted), `seed ${seed}`);
+    }
   });
 });

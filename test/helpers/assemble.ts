@@ -1,0 +1,195 @@
+/**
+ * Streams assembled into whole answers the way the official SDKs accumulate them: the Anthropic
+ * SDK's `MessageStream` (blocks by `index`, text and thinking deltas appended, `partial_json`
+ * gathered per block and parsed, `message_delta` setting the stop reason) and the OpenAI SDK's
+ * `ChatCompletionStream` (choices by `index`, `content` / `refusal` / reasoning appended, tool
+ * calls by `index` with their `arguments` appended, the last `finish_reason`). Used to compare a
+ * stream with the whole answer of the same content, and to derive the whole upstream answer of a
+ * recorded stream that has no whole twin.
+ */
+import { createSseParser } from '../../src/sse/parser.ts';
+import type { SseEvent } from '../../src/sse/parser.ts';
+
+type Json = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The parsed events of an SSE byte stream. */
+export function sseEvents(bytes: Buffer | string): SseEvent[] {
+  const events: SseEvent[] = [];
+  const parser = createSseParser({ onEvent: (event) => events.push(event) });
+  parser.feed(typeof bytes === 'string' ? Buffer.from(bytes) : bytes);
+  parser.end();
+  return events;
+}
+
+/** A tool input that did not parse: the raw text, kept so two sides can still be compared. */
+export interface IncompleteInput { incomplete: string }
+
+/**
+ * A messages-format stream as one messages answer (`MessageStream.finalMessage()`), or undefined
+ * when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
+ * `{}` when there was none, or `{incomplete: text}` when it does not parse (a call cut by max_tokens).
+ */
+export function assembleMessagesStream(bytes: Buffer | string): Json | undefined {
+  let message: Json | undefined;
+  const content: Json[] = [];
+  const json = new Map<number, string>();
+  for (const event of sseEvents(bytes)) {
+    const data = JSON.parse(event.data) as Json;
+    switch (data['type']) {
+      case 'error':
+        return undefined;
+      case 'message_start':
+        message = { ...(data['message'] as Json) };
+        break;
+      case 'content_block_start':
+        content[data['index'] as number] = { ...(data['content_block'] as Json) };
+        break;
+      case 'content_block_delta': {
+        const index = data['index'] as number;
+        const block = content[index];
+        const delta = data['delta'] as Json;
+        if (block === undefined) break;
+        if (delta['type'] === 'text_delta' && block['type'] === 'text') block['text'] = String(block['text'] ?? '') + String(delta['text']);
+        else if (delta['type'] === 'thinking_delta' && block['type'] === 'thinking') block['thinking'] = String(block['thinking'] ?? '') + String(delta['thinking']);
+        else if (delta['type'] === 'signature_delta' && block['type'] === 'thinking') block['signature'] = delta['signature'];
+        else if (delta['type'] === 'input_json_delta') json.set(index, (json.get(index) ?? '') + String(delta['partial_json']));
+        break;
+      }
+      case 'message_delta': {
+        if (message === undefined) break;
+        const delta = data['delta'] as Json;
+        message['stop_reason'] = delta['stop_reason'];
+        message['stop_sequence'] = delta['stop_sequence'] ?? null;
+        message['usage'] = { ...(message['usage'] as Json), ...(data['usage'] as Json) };
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (message === undefined) return undefined;
+  json.forEach((text, index) => {
+    const block = content[index];
+    if (block === undefined) return;
+    if (text.trim() === '') return;
+    try {
+      block['input'] = JSON.parse(text);
+    } catch {
+      block['input'] = { incomplete: text } satisfies IncompleteInput;
+    }
+  });
+  message['content'] = content.filter((block) => block !== undefined);
+  return message;
+}
+
+/**
+ * A chat-format stream as one chat completion (`ChatCompletionStream.finalChatCompletion()`), or
+ * undefined when the stream holds an error chunk. Legacy `function_call` deltas are gathered too.
+ */
+export function assembleChatStream(bytes: Buffer | string): Json | undefined {
+  let completion: Json | undefined;
+  const choices = new Map<number, Json>();
+  for (const event of sseEvents(bytes)) {
+    if (event.data === '[DONE]') break;
+    const chunk = JSON.parse(event.data) as Json;
+    if (chunk['error'] !== undefined && chunk['error'] !== null) return undefined;
+    const { choices: chunkChoices, ...rest } = chunk;
+    completion = { ...(completion ?? {}), ...rest };
+    for (const choice of Array.isArray(chunkChoices) ? (chunkChoices as Json[]) : []) {
+      const index = typeof choice['index'] === 'number' ? choice['index'] : 0;
+      let snapshot = choices.get(index);
+      if (snapshot === undefined) {
+        snapshot = { index, message: { role: 'assistant', content: null }, finish_reason: null };
+        choices.set(index, snapshot);
+      }
+      const message = snapshot['message'] as Json;
+      const delta = isRecord(choice['delta']) ? choice['delta'] : {};
+      for (const key of ['content', 'refusal', 'reasoning_content', 'reasoning']) {
+        const piece = delta[key];
+        if (typeof piece === 'string') message[key] = String(message[key] ?? '') + piece;
+      }
+      if (isRecord(delta['function_call'])) {
+        const call = (message['function_call'] as Json | undefined) ?? { name: '', arguments: '' };
+        const fragment = delta['function_call'];
+        if (typeof fragment['name'] === 'string') call['name'] = String(call['name']) + fragment['name'];
+        if (typeof fragment['arguments'] === 'string') call['arguments'] = String(call['arguments']) + fragment['arguments'];
+        message['function_call'] = call;
+      }
+      if (Array.isArray(delta['tool_calls'])) {
+        const calls = (message['tool_calls'] as Json[] | undefined) ?? [];
+        for (const fragment of delta['tool_calls'] as Json[]) {
+          const at = typeof fragment['index'] === 'number' ? fragment['index'] : calls.length;
+          const call = calls[at] ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+          calls[at] = call;
+          const fn = call['function'] as Json;
+          if (typeof fragment['id'] === 'string' && fragment['id'] !== '') call['id'] = fragment['id'];
+          const fragmentFn = isRecord(fragment['function']) ? fragment['function'] : {};
+          if (typeof fragmentFn['name'] === 'string' && fragmentFn['name'] !== '') fn['name'] = fragmentFn['name'];
+          if (typeof fragmentFn['arguments'] === 'string') fn['arguments'] = String(fn['arguments']) + fragmentFn['arguments'];
+        }
+        message['tool_calls'] = calls;
+      }
+      if (typeof choice['finish_reason'] === 'string') snapshot['finish_reason'] = choice['finish_reason'];
+      for (const key of ['stop_reason', 'matched_stop']) if (choice[key] !== undefined) snapshot[key] = choice[key];
+    }
+  }
+  if (completion === undefined) return undefined;
+  return { ...completion, object: 'chat.completion', choices: [...choices.values()].sort((a, b) => Number(a['index']) - Number(b['index'])) };
+}
+
+/** What two answers must agree on, read from a messages answer. */
+export interface MessagesGist {
+  text: string;
+  thinking: string;
+  tools: Array<{ id: string; name: string; input: unknown }>;
+  stopReason: unknown;
+  stopSequence: unknown;
+}
+
+export function messagesGist(answer: Json): MessagesGist {
+  const gist: MessagesGist = { text: '', thinking: '', tools: [], stopReason: answer['stop_reason'], stopSequence: answer['stop_sequence'] ?? null };
+  for (const block of (answer['content'] as Json[] | undefined) ?? []) {
+    if (block['type'] === 'text') gist.text += String(block['text'] ?? '');
+    else if (block['type'] === 'thinking') gist.thinking += String(block['thinking'] ?? '');
+    else if (block['type'] === 'tool_use') gist.tools.push({ id: String(block['id']), name: String(block['name']), input: block['input'] });
+  }
+  return gist;
+}
+
+/** What two answers must agree on, read from a chat completion (choice 0). */
+export interface ChatGist {
+  content: string;
+  reasoning: string;
+  tools: Array<{ id: string; name: string; input: unknown }>;
+  finishReason: unknown;
+}
+
+/** Arguments as the input they stand for: parsed, or `{incomplete: text}` when they do not parse. */
+export function argumentsInput(args: unknown): unknown {
+  const text = typeof args === 'string' ? args : '';
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { incomplete: text } satisfies IncompleteInput;
+  }
+}
+
+export function chatGist(completion: Json): ChatGist {
+  const choice = ((completion['choices'] as Json[] | undefined) ?? []).find((c) => (c['index'] ?? 0) === 0) ?? {};
+  const message = (choice['message'] as Json | undefined) ?? {};
+  const tools = ((message['tool_calls'] as Json[] | undefined) ?? []).map((call) => {
+    const fn = (call['function'] as Json | undefined) ?? {};
+    return { id: String(call['id']), name: String(fn['name']), input: argumentsInput(fn['arguments']) };
+  });
+  return {
+    // A chat client reads null content as no text.
+    content: typeof message['content'] === 'string' ? message['content'] : '',
+    reasoning: String(message['reasoning_content'] ?? message['reasoning'] ?? ''),
+    tools,
+    finishReason: choice['finish_reason'],
+  };
+}
