@@ -36,7 +36,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'responses/': ['formats/', 'errors', 'json', 'files'],
   'catalog/': ['config-types', 'formats/', 'json'],
   'usage/': ['config-types', 'formats/', 'translate/', 'errors', 'request-record'],
-  'config': ['config-types', 'catalog/', 'formats/', 'json', 'state/'],
+  'config-entries': ['config-types', 'catalog/', 'formats/', 'json'],
+  'config': ['config-types', 'config-entries', 'catalog/', 'json', 'state/'],
   // Shared state (Valkey/Redis): the RESP client, and the shared implementations of the limiter,
   // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
   'state/': ['config-types', 'errors', 'json', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],

@@ -3,6 +3,9 @@
  * a messages-format request sent on to a chat-completions upstream, and a messages-format answer
  * (from a messages upstream) given back to a chat-completions client.
  *
+ * Longer than most files on purpose, like ./chat-to-messages.ts: the request and the answer of one
+ * direction share their helpers, and translation.md's table reads against one file.
+ *
  * Decisions where the spec is silent (the official APIs decide, and these notes record how):
  * - Text blocks of one turn are joined with "\n\n" in requests (as the spec does for system blocks),
  *   so separately authored pieces (Claude Code's `<system-reminder>` blocks) stay apart. In answers
