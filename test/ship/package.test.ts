@@ -52,8 +52,10 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.deepEqual(stray, []);
     for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/server.d.ts', 'package.json']) assert.ok(paths.includes(needed), needed);
     assert.ok(!paths.some((p) => p.startsWith('dist/test') || p.startsWith('src/') || p === 'dist/llmux'));
-    // 300 KiB until issue 16; the shared-state backend (src/state/, in dist/ and in the bundled CLI) adds about 25 KB.
-    assert.ok(packed.size < 340 * 1024, `tarball is ${packed.size} bytes`);
+    // A bound against stray files, not a budget: 300 KiB until the Responses API (issue 12), the
+    // shared-state backend (issue 16) and usage (issue 17) came, each in dist/ and in the bundled
+    // CLI; 341 KB with all of them.
+    assert.ok(packed.size < 420 * 1024, `tarball is ${packed.size} bytes`);
   });
 
   test('installs globally into a prefix with a working llmux command', async () => {
