@@ -326,6 +326,8 @@ describe('three llmux serve processes on one state server (on_failure local)', {
       assert.equal(lines.filter((l) => l.includes('unavailable (')).length, 1, `one line when it degrades: ${lines.join('\n')}`);
       assert.equal(lines.filter((l) => l.includes('is back: limits and keys are shared again')).length, 1, `one line when it recovers: ${lines.join('\n')}`);
     }
+    // The test's own client (which makes the key) reconnects on its own backoff, up to 2 s behind the processes.
+    await within(5000, "the test's client back on the state server", async () => cluster.client.command(['PING']).then(() => true, () => false));
     // Shared again, without a restart: a new key's requests/min hold across the three once more.
     const three = await cluster.key({ name: 'after-restart', limits: { rpm: 3 } });
     const urls = cluster.urls();
