@@ -10,7 +10,7 @@ import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../errors.ts';
 import type { Attempt } from '../request-record.ts';
-import type { TranslatedRequest, TurnOf } from '../translate/index.ts';
+import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
 import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
 import type { UpstreamBody } from './upstream-body.ts';
@@ -50,7 +50,7 @@ export interface Answered<F extends WireFormat = WireFormat> {
   /** The format the provider answered in. */
   format: WireFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
-  translated: TranslatedRequest<F, WireFormat> | undefined;
+  translated: AnswerTranslation<F> | undefined;
 }
 
 export interface AttemptOptions<F extends WireFormat> {

@@ -69,7 +69,8 @@ export interface UpstreamRequest {
   format: WireFormat;
   /** `/chat/completions` or `/messages`, appended to the provider's base path. */
   path: string;
-  body: string | Buffer;
+  /** The body: a string, or parts written in order (the client's bytes with a member spliced in). */
+  body: string | Buffer | readonly Buffer[];
   /** Headers for the provider: its credential, the format's version headers, `accept`. */
   headers: Record<string, string>;
   /** The request as the client sent it (the echo model answers it). */
@@ -208,7 +209,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         ...req.provider.headers,
         host: target.hostHeader,
         'content-type': 'application/json',
-        'content-length': typeof req.body === 'string' ? Buffer.byteLength(req.body) : req.body.length,
+        'content-length': bodyLength(req.body),
         ...req.headers,
       };
       return new Promise<UpstreamResponse>((resolve, reject) => {
@@ -282,7 +283,13 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         outgoing.on('error', onError);
         req.cancellation.listen(onAbort);
         if (settled) return;
-        outgoing.end(req.body);
+        // Parts are written corked, so they leave in one writev with the head.
+        if (typeof req.body === 'string' || Buffer.isBuffer(req.body)) {
+          outgoing.end(req.body);
+        } else {
+          for (const part of req.body) outgoing.write(part);
+          outgoing.end();
+        }
       });
     },
     close() {
@@ -290,6 +297,14 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       httpsAgent?.destroy();
     },
   };
+}
+
+function bodyLength(body: UpstreamRequest['body']): number {
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  if (Buffer.isBuffer(body)) return body.length;
+  let length = 0;
+  for (const part of body) length += part.length;
+  return length;
 }
 
 /** Errors of a request whose response has arrived surface on the response; this keeps them from crashing the process. */

@@ -3,8 +3,6 @@ import assert from 'node:assert/strict';
 import { AGENT_BODY_BYTES, agentMessagesBody } from '../../bench/agent-body.ts';
 import { validateMessagesRequest } from '../../src/formats/messages.ts';
 
-interface Block { type: string; [field: string]: unknown }
-
 test('the agent turn is a valid messages request of about 200 KB, shaped like a coding agent\'s', () => {
   const text = agentMessagesBody('bench-messages', false);
   const size = Buffer.byteLength(text);
@@ -14,7 +12,7 @@ test('the agent turn is a valid messages request of about 200 KB, shaped like a 
   assert.equal(body.stream, false);
   assert.equal(body.tools?.length, 12);
   assert.ok(Array.isArray(body.system) && body.system.length === 2);
-  const blocks = body.messages.flatMap((m) => (typeof m.content === 'string' ? [] : (m.content as Block[])));
+  const blocks = body.messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content));
   const count = (type: string): number => blocks.filter((b) => b.type === type).length;
   assert.ok(count('tool_use') >= 10, 'a long history of tool calls');
   assert.equal(count('tool_use'), count('tool_result'), 'every call has its result');
