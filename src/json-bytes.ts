@@ -317,3 +317,64 @@ export function withMembers(raw: JsonObjectBytes, edits: ReadonlyMap<string, str
 export function isNullAt(raw: JsonObjectBytes, member: MemberSpan): boolean {
   return member.valueEnd - member.valueStart === 4 && raw.bytes.toString('latin1', member.valueStart, member.valueEnd) === 'null';
 }
+
+/** Size of the buffers a serialised body is written into. */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * `JSON.stringify(value)` as UTF-8 bytes, in parts to be written in order: each top-level member,
+ * and each item of a top-level array, is serialised on its own (no string of the whole, so no
+ * large object for V8 to map, nor a 200 KB text to encode and measure again) and written straight
+ * into buffers of {@link CHUNK_BYTES}. The bytes are those of `JSON.stringify` of the whole.
+ */
+export function serializeJson(value: Record<string, unknown>): Buffer[] {
+  const out = createChunkWriter();
+  out.write('{');
+  let first = true;
+  for (const key of Object.keys(value)) {
+    const member = value[key];
+    // Separators are written on their own: joined to a long text they would make V8 copy it.
+    if (!Array.isArray(member)) {
+      const text = JSON.stringify(member) as string | undefined;
+      // JSON.stringify leaves out members it has no text for (undefined, functions, symbols).
+      if (text === undefined) continue;
+      out.write(`${first ? '' : ','}${JSON.stringify(key)}:`);
+      out.write(text);
+      first = false;
+      continue;
+    }
+    out.write(`${first ? '' : ','}${JSON.stringify(key)}:[`);
+    first = false;
+    for (let i = 0; i < member.length; i++) {
+      if (i > 0) out.write(',');
+      // An array item with no text is null, as in JSON.stringify.
+      out.write((JSON.stringify(member[i]) as string | undefined) ?? 'null');
+    }
+    out.write(']');
+  }
+  out.write('}');
+  return out.parts();
+}
+
+/** Writes strings as UTF-8 into fixed-size buffers; a string longer than what is left starts a new one. */
+function createChunkWriter(): { write(text: string): void; parts(): Buffer[] } {
+  const done: Buffer[] = [];
+  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let used = 0;
+  return {
+    write(text) {
+      // UTF-8 needs at most 3 bytes per UTF-16 unit.
+      const most = text.length * 3;
+      if (used + most > chunk.length) {
+        if (used > 0) done.push(chunk.subarray(0, used));
+        chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, most));
+        used = 0;
+      }
+      used += chunk.write(text, used);
+    },
+    parts() {
+      if (used > 0) done.push(chunk.subarray(0, used));
+      return done;
+    },
+  };
+}

@@ -43,7 +43,7 @@ import { rateLimitError, setRateLimitHeaders } from './http/rate-limit.ts';
 import { createCancellation } from './providers/upstream.ts';
 import type { Cancellation } from './providers/upstream.ts';
 import { sendWithFallbacks } from './providers/attempts.ts';
-import type { Answered, AttemptContext } from './providers/attempts.ts';
+import type { Answered, AttemptContext, HeldRequest } from './providers/attempts.ts';
 import { upstreamFormatFor } from './providers/upstream-body.ts';
 import { upstreamErrorOf } from './providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from './relay/relays.ts';
@@ -129,9 +129,12 @@ export async function handleModelRequest<F extends WireFormat>(
     if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw err;
   }
-  const { model, estimate, admission } = admitted;
-  const { keep } = admitted.turn;
+  const { model, estimate, admission, claim } = admitted;
+  const { keep, translation } = admitted.turn;
   const asked: Asked = { format, stream: admitted.request.body.stream === true, includeUsage: dialects[format].wantsStreamUsage(admitted.request.body) };
+  // From here the request is only held for building upstream bodies, and let go once the last is built.
+  const held: HeldRequest<F> = { request: admitted.request };
+  admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -147,16 +150,16 @@ export async function handleModelRequest<F extends WireFormat>(
   let answeredBy = model;
   try {
     const startedMs = ctx.now();
-    const answered = await sendWithFallbacks(ctx.attempts, admitted.request, model, {
-      turn: admitted.turn.translation,
+    const answered = await sendWithFallbacks(ctx.attempts, held, model, {
+      turn: translation,
       cancellation,
       onAttempt: (attempt) => record.attempts.push(attempt),
       onWarning,
     });
-    // The provider has answered: no attempt needs the request again. Its body (parsed and as
-    // bytes) goes, and so does its hold on the body budget.
-    admitted.claim.release();
-    admitted = undefined;
+    // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
+    // hold on the body budget.
+    claim.release();
+    held.request = undefined;
     answeredBy = answered.model;
     record.provider = answered.provider.id;
     if (answered.model.id !== model.id) record.model = answered.model.id;

@@ -46,7 +46,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['errors', 'json', 'json-bytes', 'limits/'],
   // Upstreams and answers.
-  'providers/': ['config-types', 'formats/', 'dialects/', 'translate/', 'errors', 'json', 'ids', 'request-record'],
+  'providers/': ['config-types', 'formats/', 'dialects/', 'translate/', 'errors', 'json', 'json-bytes', 'ids', 'request-record'],
   'relay/': ['config-types', 'formats/', 'dialects/', 'translate/', 'sse/', 'errors', 'json', 'http/', 'providers/'],
   // One request's life, and the gateway's own routes.
   'metrics': ['request-record', 'translate/', 'usage/'],

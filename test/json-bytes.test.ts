@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { PIECE_BYTES, parseJsonText, walkJson, withMembers } from '../src/json-bytes.ts';
+import { PIECE_BYTES, parseJsonText, serializeJson, walkJson, withMembers } from '../src/json-bytes.ts';
 import type { JsonObjectBytes } from '../src/json-bytes.ts';
 import { agentMessagesBody } from '../bench/agent-body.ts';
 
@@ -168,5 +168,27 @@ describe('withMembers', () => {
       assert.deepStrictEqual(JSON.parse(out), expected, out);
     }
     assert.equal(Buffer.concat(withMembers(raw('{ }'), new Map([['model', '"m"']]))).toString(), '{ "model":"m"}');
+  });
+});
+
+describe('serializeJson', () => {
+  it('gives the bytes of JSON.stringify, in parts, whatever the values', () => {
+    const values: Array<Record<string, unknown>> = [
+      {},
+      { a: [] },
+      JSON.parse(agentMessagesBody('m', false)) as Record<string, unknown>,
+      {
+        model: 'gpt', skipped: undefined, fn: () => 1, n: -0, big: 1e21, nested: { u: undefined, deep: [[1, [2]]] },
+        messages: [1, undefined, () => 2, Symbol('s'), null, 'caf\u00e9 \u{1F600} \ud800 "quoted" \\ \n', { role: 'user' }],
+        long: 'x\u2192'.repeat(100_000),
+        many: Array.from({ length: 5_000 }, (_, i) => ({ i, s: '\u00e9'.repeat(i % 50) })),
+        __proto__: null,
+      },
+    ];
+    for (const value of values) {
+      const parts = serializeJson(value);
+      assert.ok(parts.every((part) => Buffer.isBuffer(part)));
+      assert.equal(Buffer.concat(parts).toString(), JSON.stringify(value));
+    }
   });
 });

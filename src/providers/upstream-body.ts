@@ -8,6 +8,7 @@ import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../errors.ts';
+import { serializeJson } from '../json-bytes.ts';
 
 /** The upstream body, and (when the formats differ) how its answer is translated back. */
 export interface UpstreamBody<F extends WireFormat> {
@@ -48,7 +49,7 @@ export function buildUpstreamBody<F extends WireFormat>(
     if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw), translated: undefined };
     const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
     // Only what translates the answer back is kept: the translated body is let go once it is sent.
-    return { body: JSON.stringify(translated.body), translated: { answer: translated.answer, stream: translated.stream } };
+    return { body: serializeJson(translated.body as Record<string, unknown>), translated: { answer: translated.answer, stream: translated.stream } };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;

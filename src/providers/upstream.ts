@@ -73,8 +73,8 @@ export interface UpstreamRequest {
   body: string | Buffer | readonly Buffer[];
   /** Headers for the provider: its credential, the format's version headers, `accept`. */
   headers: Record<string, string>;
-  /** The request as the client sent it (the echo model answers it). */
-  client: ClientRequestOf<WireFormat>;
+  /** The request as the client sent it, for a provider answered in-process (the echo model answers it); not kept for the network. */
+  client: ClientRequestOf<WireFormat> | undefined;
   cancellation: Cancellation;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
