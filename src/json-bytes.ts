@@ -96,6 +96,8 @@ export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
   let malformed = false;
   const separators: number[] = [];
   const inner = new Map<number, number[]>();
+  // Items are only looked for in a body long enough to be parsed in pieces.
+  const items = length > PIECE_BYTES;
   let current: number[] | undefined;
   while (i < length) {
     const byte = bytes[i];
@@ -111,7 +113,7 @@ export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
       if (depth === 1) {
         if (open !== -1) malformed = true;
         open = i;
-      } else if (depth === 2) {
+      } else if (depth === 2 && items) {
         current = [];
         inner.set(i, current);
       }
