@@ -358,21 +358,26 @@ export function serializeJson(value: Record<string, unknown>): Buffer[] {
   return out.parts();
 }
 
-/** Writes strings as UTF-8 into fixed-size buffers; a string longer than what is left starts a new one. */
+/**
+ * Writes strings as UTF-8 into buffers of {@link CHUNK_BYTES}, filled up: what does not fit goes on
+ * in the next one (`encodeInto` stops between characters and says how much it read).
+ */
 function createChunkWriter(): { write(text: string): void; parts(): Buffer[] } {
   const done: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
   return {
     write(text) {
-      // UTF-8 needs at most 3 bytes per UTF-16 unit.
-      const most = text.length * 3;
-      if (used + most > chunk.length) {
-        if (used > 0) done.push(chunk.subarray(0, used));
-        chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, most));
+      let rest = text;
+      for (;;) {
+        const { read, written } = encoder.encodeInto(rest, chunk.subarray(used));
+        used += written;
+        if (read === rest.length) return;
+        rest = rest.slice(read);
+        done.push(chunk.subarray(0, used));
+        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
         used = 0;
       }
-      used += chunk.write(text, used);
     },
     parts() {
       if (used > 0) done.push(chunk.subarray(0, used));
@@ -380,3 +385,5 @@ function createChunkWriter(): { write(text: string): void; parts(): Buffer[] } {
     },
   };
 }
+
+const encoder = new TextEncoder();
