@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
-import { isEntryPoint } from './entry.ts';
+import { collectOnSignal, isEntryPoint } from './entry.ts';
 
 export interface BareProxyOptions {
   upstreamPort: number;
@@ -81,5 +81,6 @@ if (isEntryPoint(import.meta.url)) {
     proxy.close().then(() => process.exit(0), () => process.exit(1));
   };
   process.once('SIGTERM', stop);
+  collectOnSignal();
   process.once('SIGINT', stop);
 }

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { isEntryPoint } from './entry.ts';
+import { collectOnSignal, isEntryPoint } from './entry.ts';
 
 /**
  * What this script uses of `dist/server.js`. Kept structural, so this file compiles on its own
@@ -48,11 +48,12 @@ export function benchConfig(upstreamPort: number, stateUrl?: string): Record<str
       'bench-openai-slow': { format: 'openai', base_url: `${base}/slow/v1`, api_key: 'bench-upstream-openai-secret' },
       'bench-anthropic-slow': { format: 'anthropic', base_url: `${base}/slow/v1`, api_key: 'bench-upstream-anthropic-secret' },
     },
+    // Context lengths as the providers give them: a 200 KB agent turn is about 51,000 tokens.
     models: [
-      { id: 'bench-chat', provider: 'bench-openai', upstream_id: 'gpt-4o-2024-08-06', max_output_tokens: 16384 },
-      { id: 'bench-messages', provider: 'bench-anthropic', upstream_id: 'claude-sonnet-4-5-20250929', max_output_tokens: 8192 },
-      { id: 'bench-chat-slow', provider: 'bench-openai-slow', upstream_id: 'gpt-4o-2024-08-06', max_output_tokens: 16384 },
-      { id: 'bench-messages-slow', provider: 'bench-anthropic-slow', upstream_id: 'claude-sonnet-4-5-20250929', max_output_tokens: 8192 },
+      { id: 'bench-chat', provider: 'bench-openai', upstream_id: 'gpt-4o-2024-08-06', context_length: 128_000, max_output_tokens: 16384 },
+      { id: 'bench-messages', provider: 'bench-anthropic', upstream_id: 'claude-sonnet-4-5-20250929', context_length: 200_000, max_output_tokens: 8192 },
+      { id: 'bench-chat-slow', provider: 'bench-openai-slow', upstream_id: 'gpt-4o-2024-08-06', context_length: 128_000, max_output_tokens: 16384 },
+      { id: 'bench-messages-slow', provider: 'bench-anthropic-slow', upstream_id: 'claude-sonnet-4-5-20250929', context_length: 200_000, max_output_tokens: 8192 },
     ],
     // Limits are measured (they run on every request) but must never refuse one.
     tiers: { enterprise: { rpm: 1_000_000_000, tpm: 1_000_000_000_000, concurrency: 1_000_000 } },
@@ -87,5 +88,6 @@ if (isEntryPoint(import.meta.url)) {
     gateway.close().then(done(0), done(1));
   };
   process.once('SIGTERM', stop);
+  collectOnSignal();
   process.once('SIGINT', stop);
 }

@@ -1,10 +1,11 @@
 /**
  * The benchmark's pure parts: the scenarios, reading `/proc`, the wrk script and its summary, the
- * targets of issue 7 and the RESULTS.md text. bench/run.ts does the processes and the waiting.
+ * targets of issues 7 and 15 and the RESULTS.md text. bench/run.ts does the processes and the waiting.
  */
+import { agentMessagesBody } from './agent-body.ts';
 
 export type ProxyKind = 'bare' | 'llmux';
-export type ScenarioKind = 'json' | 'stream' | 'translated';
+export type ScenarioKind = 'json' | 'stream' | 'translated' | 'agent' | 'agent-translated';
 
 /** One load scenario: the same request through each proxy that runs it. */
 export interface LoadScenario {
@@ -23,14 +24,16 @@ export interface LoadScenario {
   baseline: string;
 }
 
-/** Issue 7's targets, as ratios to the bare proxy (or absolute where said). */
+/** Issue 7's and issue 15's targets, as ratios to the bare proxy (or absolute where said). */
 export const TARGETS = {
-  /** CPU per request, llmux / bare. */
-  cpu: { json: 1.3, stream: 1.2, translated: 1.8 } as Record<ScenarioKind, number>,
+  /** CPU per request, llmux / bare; `agent`: the 200 KB agent turn (issue 15). */
+  cpu: { json: 1.3, stream: 1.2, translated: 1.8, agent: 2.0, 'agent-translated': 3.0 } as Record<ScenarioKind, number>,
   peakRss: 1.3,
   p99: 1.5,
   /** Bytes of RSS per idle open stream. */
   idleStreamBytes: 50 * 1024,
+  /** RSS per open stream with a 200 KB request, llmux / bare (issue 15). */
+  largeIdleStream: 1.3,
   startup: 1.5,
 } as const;
 
@@ -81,7 +84,7 @@ export function withKey(headers: Record<string, string>, key: string): Record<st
   return out;
 }
 
-/** The six load scenarios of issue 7, in report order. */
+/** The six load scenarios of issue 7 and the two 200 KB agent turns of issue 15, in report order. */
 export function loadScenarios(): LoadScenario[] {
   return [
     { id: 'chat-json', label: 'chat JSON pass-through', kind: 'json', path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody('bench-chat', false), baseline: 'chat-json' },
@@ -90,6 +93,10 @@ export function loadScenarios(): LoadScenario[] {
     { id: 'messages-stream', label: 'messages stream pass-through (100 chunks)', kind: 'stream', path: '/v1/messages', headers: messagesHeaders(), body: messagesBody('bench-messages', true), baseline: 'messages-stream' },
     { id: 'messages-from-chat', label: 'messages client ← chat upstream (translated stream)', kind: 'translated', path: '/v1/messages', headers: messagesHeaders(), body: messagesBody('bench-chat', true), baseline: 'chat-stream' },
     { id: 'chat-from-messages', label: 'chat client ← messages upstream (translated stream)', kind: 'translated', path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody('bench-messages', true), baseline: 'messages-stream' },
+    // Both agent turns are compared with the bare proxy piping the same 200 KB request: the cost
+    // measured is the request's (read, check, forward), the answer being a 1 KB JSON.
+    { id: 'agent-messages', label: '200 KB agent turn, same format (messages → messages upstream)', kind: 'agent', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-messages', false), baseline: 'agent-messages' },
+    { id: 'agent-translated', label: '200 KB agent turn, translated (messages → chat upstream)', kind: 'agent-translated', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-chat', false), baseline: 'agent-messages' },
   ];
 }
 
@@ -260,6 +267,14 @@ export interface IdleStreamsResult {
   failed: number;
 }
 
+/** Who holds the 200 KB slow streams: the bare proxy, or llmux passing them through or translating them. */
+export type LargeIdleVariant = 'bare' | 'same format' | 'translated';
+
+/** Memory held by idle open streams whose requests were 200 KB agent turns (issue 15). */
+export interface LargeIdleStreamsResult extends IdleStreamsResult {
+  variant: LargeIdleVariant;
+}
+
 export interface StartupResult {
   /** Median ms from spawn to `node -e 0` exiting. */
   nodeMs: number;
@@ -325,6 +340,7 @@ export function evaluateTargets(
   results: readonly LoadResult[],
   idle: readonly IdleStreamsResult[],
   startup: StartupResult | undefined,
+  largeIdle: readonly LargeIdleStreamsResult[] = [],
 ): Verdict[] {
   const verdicts: Verdict[] = [];
   for (const s of scenarios) {
@@ -332,6 +348,9 @@ export function evaluateTargets(
     const bare = baselineOf(s, results);
     if (mine === undefined || bare === undefined) continue;
     verdicts.push(verdict(`${s.label}: CPU per request`, mine.cpuUsPerRequest / bare.cpuUsPerRequest, TARGETS.cpu[s.kind]));
+    // Issue 15 set the agent turns a CPU target only (their memory is judged on open streams);
+    // their peak RSS and p99 are in the ratios table.
+    if (s.kind === 'agent' || s.kind === 'agent-translated') continue;
     verdicts.push(verdict(`${s.label}: peak RSS`, mine.peakRssMb / bare.peakRssMb, TARGETS.peakRss));
     verdicts.push(verdict(`${s.label}: p99 latency`, mine.p99Ms / bare.p99Ms, TARGETS.p99));
   }
@@ -339,6 +358,12 @@ export function evaluateTargets(
   if (idleLlmux !== undefined) {
     const kb = idleLlmux.bytesPerStream / 1024;
     verdicts.push(verdict('memory per idle open stream', kb, TARGETS.idleStreamBytes / 1024, ' KB'));
+  }
+  const bareLarge = largeIdle.find((r) => r.variant === 'bare');
+  for (const variant of ['same format', 'translated'] as const) {
+    const mine = largeIdle.find((r) => r.variant === variant);
+    if (mine === undefined || bareLarge === undefined) continue;
+    verdicts.push(verdict(`memory per open stream with a 200 KB request, ${variant}`, mine.bytesPerStream / bareLarge.bytesPerStream, TARGETS.largeIdleStream));
   }
   if (startup !== undefined) verdicts.push(verdict('start-up to first served request', startup.llmuxMs / startup.nodeMs, TARGETS.startup));
   return verdicts;
@@ -374,12 +399,15 @@ export function renderResults(report: {
   scenarios: readonly LoadScenario[];
   results: readonly LoadResult[];
   idle: readonly IdleStreamsResult[];
+  /** The 200 KB slow streams (issue 15), when measured. */
+  largeIdle?: readonly LargeIdleStreamsResult[];
   startup: StartupResult | undefined;
   notes: readonly string[];
   /** Profile summaries (`--profile`), shown as they are. */
   profiles?: readonly string[];
 }): string {
   const { machine, settings, scenarios, results, idle, startup } = report;
+  const largeIdle = report.largeIdle ?? [];
   const out: string[] = [];
   out.push('# llmux benchmark results', '');
   out.push('Written by `npm run bench -- --write` (bench/run.ts); every run rewrites this file.', '');
@@ -426,6 +454,19 @@ export function renderResults(report: {
     }
     out.push('');
   }
+  if (largeIdle.length > 0) {
+    const bare = largeIdle.find((r) => r.variant === 'bare');
+    out.push('## Slow streams with a 200 KB request', '');
+    out.push('A coding agent\'s 200 KB turn, streamed, held open and idle (the upstream drips one event a second): the bare proxy and llmux passing it to a messages upstream, llmux translating it for a chat upstream. Per stream = (RSS with the streams open − RSS before) / streams.', '');
+    out.push('| proxy | streams open | RSS before MB | RSS open MB | per stream KB | × bare | failed |');
+    out.push('|---|---:|---:|---:|---:|---:|---:|');
+    for (const r of largeIdle) {
+      const who = r.variant === 'bare' ? 'bare' : `llmux, ${r.variant}`;
+      const ratio = bare === undefined ? Number.NaN : r.bytesPerStream / bare.bytesPerStream;
+      out.push(`| ${who} | ${r.streams} | ${f(r.baselineRssKb / 1024, 1)} | ${f(r.openRssKb / 1024, 1)} | ${f(r.bytesPerStream / 1024, 1)} | ${f(ratio, 2)}× | ${r.failed} |`);
+    }
+    out.push('');
+  }
   if (startup !== undefined) {
     out.push('## Start-up to first served request', '');
     out.push(`Median of ${startup.runs} runs, each from spawn: \`node -e 0\` to exit; \`node dist/cli.js serve --port 0\` (temp LLMUX_HOME with a key already in it, built-in catalog) to the first 200 from \`/healthz\`.`, '');
@@ -435,8 +476,8 @@ export function renderResults(report: {
     out.push(`| ratio | ${f(startup.llmuxMs / startup.nodeMs, 2)}× (target ≤ ${TARGETS.startup}×) |`);
     out.push('');
   }
-  const verdicts = evaluateTargets(scenarios, results, idle, startup);
-  out.push('## Targets (issue 7)', '');
+  const verdicts = evaluateTargets(scenarios, results, idle, startup, largeIdle);
+  out.push('## Targets (issues 7 and 15)', '');
   out.push('| target | limit | measured | verdict |', '|---|---:|---:|---|');
   for (const v of verdicts) out.push(`| ${v.target} | ${v.limit} | ${v.measured} | ${v.met ? 'met' : `MISSED by ${v.overByPercent.toFixed(0)}%`} |`);
   const missed = verdicts.filter((v) => !v.met).length;

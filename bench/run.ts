@@ -1,13 +1,14 @@
 /**
  * `npm run bench`: llmux side by side with a bare `node:http` pipe proxy (issue 7).
  *
- *   npm run bench                    full run (about 3 minutes; hard limit 290 s), table on stdout
+ *   npm run bench                    full run (about 4 minutes; hard limit 400 s), table on stdout
  *   npm run bench -- --write         … and rewrite bench/RESULTS.md
  *   npm run bench -- --quick         short rounds (about 1 minute), for a quick look
  *   npm run bench -- --profile       … then run each proxy under --cpu-prof through each load
  *                                    scenario and print where the time goes (bench/.tmp/prof/;
- *                                    with --write, also into RESULTS.md); adds about 80 s
- *   npm run bench -- --only chat-json,chat-stream,idle-streams,startup,limiter,usage,shared-state   some parts only
+ *                                    with --write, also into RESULTS.md); adds about 110 s
+ *   npm run bench -- --only chat-json,agent-messages,idle-streams,large-idle-streams,startup,limiter,usage,shared-state
+ *                                    some parts only (load scenarios by id: bench/measure.ts)
  *
  * Separate processes: the fake upstream, the proxy under test, and the load generator (wrk), with
  * the upstream and wrk on CPU 0 and the proxy alone on CPU 1 when `taskset` and two CPUs exist.
@@ -28,9 +29,13 @@ import type { createGateway } from '../src/server.ts';
 import type { GatewayModule } from './llmux-server.ts';
 import {
   combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
-  chatBody, chatHeaders, withKey, wrkScript,
+  chatBody, chatHeaders, messagesHeaders, withKey, wrkScript,
 } from './measure.ts';
-import type { CpuTicks, IdleStreamsResult, LoadResult, LoadScenario, Machine, MemoryKb, ProxyKind, RunSettings, StartupResult } from './measure.ts';
+import type {
+  CpuTicks, IdleStreamsResult, LargeIdleStreamsResult, LargeIdleVariant, LoadResult, LoadScenario, Machine, MemoryKb, ProxyKind, RunSettings, StartupResult,
+} from './measure.ts';
+import { agentMessagesBody } from './agent-body.ts';
+import type { StreamRequest } from './slow-client.ts';
 import { formatSummary, summariseProfile } from './profile-summary.ts';
 import type { CpuProfile } from './profile-summary.ts';
 import { renderSharedState, sharedStateVerdictLine } from './shared-state.ts';
@@ -49,6 +54,13 @@ const DIST = join(ROOT, 'dist');
 const CONNECTIONS = 32;
 /** Streams held open at once in the slow-streams scenario. */
 const IDLE_STREAMS = 1_000;
+/** Streams held open at once with a 200 KB request each (issue 15). */
+const LARGE_IDLE_STREAMS = 200;
+/**
+ * How many of those are being opened at any moment: agents' turns arrive over time, and a key's
+ * bodies in flight are bounded (32 MiB, about 150 such turns, before llmux answers 429).
+ */
+const LARGE_IDLE_WAVE = 20;
 
 const { values: flags } = parseArgs({
   options: {
@@ -65,8 +77,8 @@ const warmupS = quick ? 1 : 2;
 const startupRuns = quick ? 5 : 9;
 /** Load under the profiler, per profiled process. */
 const profileS = quick ? 3 : 6;
-/** Nothing the bench does may outlive this: under 5 minutes, plus the profiles when asked for. */
-const HARD_DEADLINE_MS = 290_000 + (flags.profile === true ? 150_000 : 0);
+/** Nothing the bench does may outlive this: under 7 minutes, plus the profiles when asked for. */
+const HARD_DEADLINE_MS = 400_000 + (flags.profile === true ? 200_000 : 0);
 
 // ---------------------------------------------------------------- child processes
 
@@ -484,11 +496,26 @@ async function measureSharedState(upstreamPort: number, notes: string[]): Promis
 
 // ---------------------------------------------------------------- idle streams
 
-async function openSlowStreams(proxy: RunningProxy, count: number): Promise<{ child: ChildProcess; ready: number; failed: number; statuses: Record<string, number> }> {
-  const request = proxy.kind === 'bare'
-    ? { path: '/slow/v1/chat/completions', headers: withKey(chatHeaders(), proxy.key), body: chatBody('bench-chat-slow', true) }
-    : { path: '/v1/chat/completions', headers: withKey(chatHeaders(), proxy.key), body: chatBody('bench-chat-slow', true) };
-  const child = start(process.execPath, [join(JS, 'slow-client.js'), '--port', String(proxy.port), '--count', String(count), '--request', JSON.stringify(request), '--timeout-ms', '30000'], {
+/** The slow stream each proxy is asked for in the 1,000-stream scenario: a small chat request. */
+function smallSlowRequest(proxy: RunningProxy): StreamRequest {
+  return { path: proxy.kind === 'bare' ? '/slow/v1/chat/completions' : '/v1/chat/completions', headers: withKey(chatHeaders(), proxy.key), body: chatBody('bench-chat-slow', true) };
+}
+
+/**
+ * The slow stream of the large-request scenario (issue 15): a 200 KB agent turn, streamed; to a
+ * messages upstream (the bare proxy, and llmux passing it through) or a chat one (llmux translating).
+ */
+function largeSlowRequest(proxy: RunningProxy, variant: LargeIdleVariant): StreamRequest {
+  const headers = withKey(messagesHeaders(), proxy.key);
+  if (proxy.kind === 'bare') return { path: '/slow/v1/messages', headers, body: agentMessagesBody('bench-messages-slow', true) };
+  return { path: '/v1/messages', headers, body: agentMessagesBody(variant === 'translated' ? 'bench-chat-slow' : 'bench-messages-slow', true) };
+}
+
+async function openSlowStreams(proxy: RunningProxy, count: number, request: StreamRequest, wave = count): Promise<{ child: ChildProcess; ready: number; failed: number; statuses: Record<string, number> }> {
+  // In a file: a 200 KB body is longer than one command-line argument may be.
+  const file = join(runDir, `slow-request-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(request));
+  const child = start(process.execPath, [join(JS, 'slow-client.js'), '--port', String(proxy.port), '--count', String(count), '--wave', String(wave), '--request-file', file, '--timeout-ms', '30000'], {
     cpu: 0,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -505,24 +532,49 @@ async function sampleRss(pid: number, samples: number, gapMs: number): Promise<n
   return median(values);
 }
 
-async function measureIdleStreams(kind: ProxyKind, upstreamPort: number, notes: string[]): Promise<IdleStreamsResult> {
-  const proxy = await startProxy(kind, upstreamPort);
+/**
+ * RSS per open stream: a fresh proxy, warmed with a few streams, its RSS read, then `count` slow
+ * streams opened at once and its RSS read again once they are all idle.
+ */
+async function measureIdleStreams(
+  kind: ProxyKind,
+  upstreamPort: number,
+  notes: string[],
+  shape: { count: number; warm: number; what: string; request(proxy: RunningProxy): StreamRequest; wave?: number; collect?: boolean; cycles?: number },
+): Promise<IdleStreamsResult> {
+  const proxy = await startProxy(kind, upstreamPort, shape.collect === true ? ['--expose-gc'] : []);
+  /** RSS now, after a full collection when the shape asks for one (see collectOnSignal in bench/entry.ts). */
+  const rss = async (samples: number, gapMs: number): Promise<number> => {
+    if (shape.collect === true) {
+      process.kill(proxy.pid, 'SIGUSR2');
+      await delay(300);
+    }
+    return sampleRss(proxy.pid, samples, gapMs);
+  };
   try {
-    // Warm the code paths so the baseline isn't missing what the first streams load.
-    const warm = await openSlowStreams(proxy, 50);
+    // Warm the code paths so the baseline isn't missing what the first streams load (and, with
+    // 200 KB requests, the young generation V8 grows to under such a load, once).
+    const warm = await openSlowStreams(proxy, shape.warm, shape.request(proxy), shape.wave);
     await stop(warm.child);
     await delay(500);
-    const baselineRssKb = await sampleRss(proxy.pid, 3, 200);
-    const open = await openSlowStreams(proxy, IDLE_STREAMS);
-    await delay(1_000);
-    const openRssKb = await sampleRss(proxy.pid, 3, 300);
-    const peak = readMemory(proxy.pid).vmHwm;
-    await stop(open.child);
-    if (open.failed > 0 || open.ready < IDLE_STREAMS) {
-      notes.push(`- 1,000 slow streams, ${kind}: ${open.ready} opened, ${open.failed} failed (statuses ${JSON.stringify(open.statuses)}).`);
+    // Each cycle opens the streams and closes them again; the median cycle is reported.
+    const cycles: IdleStreamsResult[] = [];
+    for (let cycle = 0; cycle < (shape.cycles ?? 1); cycle++) {
+      const baselineRssKb = await rss(3, 200);
+      const open = await openSlowStreams(proxy, shape.count, shape.request(proxy), shape.wave);
+      await delay(1_000);
+      const openRssKb = await rss(3, 300);
+      const peak = readMemory(proxy.pid).vmHwm;
+      await stop(open.child);
+      await delay(500);
+      if (open.failed > 0 || open.ready < shape.count) {
+        notes.push(`- ${shape.what}, ${kind}: ${open.ready} opened, ${open.failed} failed (statuses ${JSON.stringify(open.statuses)}).`);
+      }
+      const streams = Math.max(open.ready, 1);
+      cycles.push({ proxy: kind, streams: open.ready, baselineRssKb, openRssKb, bytesPerStream: ((openRssKb - baselineRssKb) * 1024) / streams, peakRssMb: peak / 1024, failed: open.failed });
     }
-    const streams = Math.max(open.ready, 1);
-    return { proxy: kind, streams: open.ready, baselineRssKb, openRssKb, bytesPerStream: ((openRssKb - baselineRssKb) * 1024) / streams, peakRssMb: peak / 1024, failed: open.failed };
+    const middle = median(cycles.map((c) => c.bytesPerStream));
+    return cycles.find((c) => c.bytesPerStream === middle) ?? (cycles[0] as IdleStreamsResult);
   } finally {
     await stop(proxy.child);
     checkLog(proxy);
@@ -662,6 +714,7 @@ async function main(): Promise<number> {
   const upstream = await startUpstream();
   const results: LoadResult[] = [];
   const idle: IdleStreamsResult[] = [];
+  const largeIdle: LargeIdleStreamsResult[] = [];
   let startup: StartupResult | undefined;
   try {
     for (const scenario of scenarios) {
@@ -672,7 +725,18 @@ async function main(): Promise<number> {
     if (only === undefined || only.has('idle-streams')) {
       for (const kind of ['bare', 'llmux'] as const) {
         process.stderr.write(`bench: ${IDLE_STREAMS} slow streams / ${kind}…\n`);
-        idle.push(await measureIdleStreams(kind, upstream.port, notes));
+        idle.push(await measureIdleStreams(kind, upstream.port, notes, { count: IDLE_STREAMS, warm: 50, what: '1,000 slow streams', request: smallSlowRequest }));
+      }
+    }
+    if (only === undefined || only.has('large-idle-streams')) {
+      for (const variant of ['bare', 'same format', 'translated'] as const) {
+        process.stderr.write(`bench: ${LARGE_IDLE_STREAMS} slow streams with a 200 KB request / ${variant}…\n`);
+        const kind = variant === 'bare' ? 'bare' : 'llmux';
+        const request = (proxy: RunningProxy): StreamRequest => largeSlowRequest(proxy, variant);
+        const result = await measureIdleStreams(kind, upstream.port, notes, {
+          count: LARGE_IDLE_STREAMS, warm: LARGE_IDLE_STREAMS, wave: LARGE_IDLE_WAVE, collect: true, cycles: 3, what: `${LARGE_IDLE_STREAMS} slow streams with a 200 KB request (${variant})`, request,
+        });
+        largeIdle.push({ ...result, variant });
       }
     }
     if (only === undefined || only.has('startup')) {
@@ -725,15 +789,16 @@ async function main(): Promise<number> {
     const shownScenarios = all.filter((s) => results.some((r) => r.scenario === s.id));
     process.stdout.write('\n');
     printTable(shownScenarios, results);
-    const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, startup, notes, profiles })
+    const text = renderResults({ machine: machine(wrkVersion), settings, scenarios: shownScenarios, results, idle, largeIdle, startup, notes, profiles })
       + (sharedState === undefined ? '' : `\n${renderSharedState(sharedState)}`)
       + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
       + (usage === undefined ? '' : `\n## Usage accounting per request (bench/usage.ts)\n\n\`\`\`\n${usage.trimEnd()}\n\`\`\`\n`)
       + analysis();
-    const verdicts = evaluateTargets(shownScenarios, results, idle, startup);
+    const verdicts = evaluateTargets(shownScenarios, results, idle, startup, largeIdle);
     process.stdout.write('\n');
     for (const v of verdicts) process.stdout.write(`${v.met ? 'met   ' : 'MISSED'}  ${v.target}: ${v.measured} (limit ${v.limit})\n`);
     for (const r of idle) process.stdout.write(`idle streams, ${r.proxy}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
+    for (const r of largeIdle) process.stdout.write(`idle streams with a 200 KB request, ${r.variant}: ${(r.bytesPerStream / 1024).toFixed(1)} KB per open stream (${r.streams} open)\n`);
     if (startup !== undefined) process.stdout.write(`start-up: node -e 0 ${startup.nodeMs.toFixed(1)} ms, llmux ${startup.llmuxMs.toFixed(1)} ms\n`);
     if (sharedState !== undefined) process.stdout.write(`${sharedStateVerdictLine(sharedState)}\n\n${renderSharedState(sharedState)}`);
     if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);

@@ -3,11 +3,13 @@
  * its own connection), waits until every one has its first event, reports, and then holds them
  * all open until told to stop, so the proxy's memory can be read with every stream idle but open.
  *
- * Run as a process: `node slow-client.js --port N --request JSON --count N [--timeout-ms N]`
- * where JSON is `{"path":…,"headers":{…},"body":"…"}`. Prints one line
+ * Run as a process: `node slow-client.js --port N --request JSON --count N [--wave N] [--timeout-ms N]`
+ * where JSON is `{"path":…,"headers":{…},"body":"…"}`, or `--request-file FILE` holding that JSON
+ * (a 200 KB body is longer than one command-line argument may be). Prints one line
  * `{"ready":N,"failed":N,"statuses":{…}}` once all streams are open (or the timeout passed), then
  * waits for SIGTERM/SIGINT or stdin to close.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -30,9 +32,11 @@ export interface OpenStreamsResult {
 
 /**
  * Opens `count` streams to 127.0.0.1:`port` and resolves once each has delivered its first bytes
- * or failed, or `timeoutMs` has passed.
+ * or failed, or `timeoutMs` has passed. With `wave`, at most that many are being opened at once:
+ * the next one starts when one of them has its first bytes (agents sending 200 KB turns arrive
+ * over some time, not within the same millisecond).
  */
-export function openStreams(port: number, request: StreamRequest, count: number, timeoutMs: number): Promise<OpenStreamsResult> {
+export function openStreams(port: number, request: StreamRequest, count: number, timeoutMs: number, wave = count): Promise<OpenStreamsResult> {
   // No pooling: one connection per stream, as 1,000 separate clients would have.
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const open: ClientRequest[] = [];
@@ -52,10 +56,13 @@ export function openStreams(port: number, request: StreamRequest, count: number,
       resolve({ ready, failed, statuses, close });
     };
     const timer = setTimeout(settle, timeoutMs);
+    let started = 0;
     const check = (): void => {
       if (ready + failed === count) settle();
+      else if (started < count && started - ready - failed < wave) openOne();
     };
-    for (let i = 0; i < count; i++) {
+    const openOne = (): void => {
+      started++;
       let counted = false;
       const count1 = (ok: boolean, status: number): void => {
         if (counted) return;
@@ -82,16 +89,19 @@ export function openStreams(port: number, request: StreamRequest, count: number,
       req.once('error', () => count1(false, 0));
       req.end(request.body);
       open.push(req);
-    }
+    };
+    while (started < Math.min(wave, count)) openOne();
   });
 }
 
 if (isEntryPoint(import.meta.url)) {
   const { values } = parseArgs({
-    options: { port: { type: 'string' }, request: { type: 'string' }, count: { type: 'string' }, 'timeout-ms': { type: 'string' } },
+    options: { port: { type: 'string' }, request: { type: 'string' }, 'request-file': { type: 'string' }, count: { type: 'string' }, wave: { type: 'string' }, 'timeout-ms': { type: 'string' } },
   });
-  const request = JSON.parse(values.request ?? '{}') as StreamRequest;
-  const result = await openStreams(Number(values.port), request, Number(values.count ?? '1000'), Number(values['timeout-ms'] ?? '20000'));
+  const requestJson = values['request-file'] === undefined ? values.request : readFileSync(values['request-file'], 'utf8');
+  const request = JSON.parse(requestJson ?? '{}') as StreamRequest;
+  const count = Number(values.count ?? '1000');
+  const result = await openStreams(Number(values.port), request, count, Number(values['timeout-ms'] ?? '20000'), values.wave === undefined ? count : Number(values.wave));
   process.stdout.write(`${JSON.stringify({ ready: result.ready, failed: result.failed, statuses: result.statuses })}\n`);
   const stop = (): void => {
     result.close();

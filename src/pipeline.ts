@@ -2,10 +2,11 @@
  * One model request, top to bottom:
  *
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
- *     the body budget) -> validate -> model -> permission
+ *     the body budget until the provider answers) -> validate -> model -> permission
  *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
  *     -> context length -> limits with its reservation
- *     -> provider (retries, fallbacks: src/providers/attempts.ts)
+ *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
+ *        the client's bytes with its model id spliced in) -> the request is let go
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
  *     -> usage settled against tokens/min and priced -> the answer kept (Responses' store) -> the
  *        log record (the gateway then writes the log line, the metrics and the usage ledger when
@@ -35,14 +36,14 @@ import { costOf } from './usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from './usage/budget.ts';
 import type { UsageLedger } from './usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from './errors.ts';
-import { parseJsonBody, readBody } from './http/body.ts';
-import type { BodyBudget } from './http/body-budget.ts';
+import { readBody, readJsonObject } from './http/body.ts';
+import type { BodyBudget, BodyClaim } from './http/body-budget.ts';
 import { onClose } from './http/respond.ts';
 import { rateLimitError, setRateLimitHeaders } from './http/rate-limit.ts';
 import { createCancellation } from './providers/upstream.ts';
 import type { Cancellation } from './providers/upstream.ts';
 import { sendWithFallbacks } from './providers/attempts.ts';
-import type { Answered, AttemptContext } from './providers/attempts.ts';
+import type { Answered, AttemptContext, HeldRequest } from './providers/attempts.ts';
 import { upstreamFormatFor } from './providers/upstream-body.ts';
 import { upstreamErrorOf } from './providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from './relay/relays.ts';
@@ -68,9 +69,21 @@ export interface PipelineContext {
   now(): number;
 }
 
+/**
+ * What the answer needs to know of the request, read from it before it is sent: the request itself
+ * (its parsed body, its bytes) is let go once the provider has answered, so a stream open for
+ * minutes does not hold a 200 KB agent turn.
+ */
+interface Asked {
+  format: WireFormat;
+  stream: boolean;
+  /** The client asked for a usage report at the end of its stream. */
+  includeUsage: boolean;
+}
+
 /** The values that travel together from the provider's answer to the client's. */
 interface Exchange<F extends WireFormat> {
-  request: ClientRequestOf<F>;
+  asked: Asked;
   answered: Answered<F>;
   res: ServerResponse;
   cancellation: Cancellation;
@@ -107,7 +120,7 @@ export async function handleModelRequest<F extends WireFormat>(
   const key = authenticate(req.headers, ctx.keys, ctx.now());
   record.keyId = key.id;
   await checkBudget(ctx, key, res);
-  let admitted: Admitted<F>;
+  let admitted: Admitted<F> | undefined;
   try {
     admitted = await readAndAdmit(ctx, dialects[format], key, req, res, record);
   } catch (err) {
@@ -116,7 +129,12 @@ export async function handleModelRequest<F extends WireFormat>(
     if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw err;
   }
-  const { request, model, estimate, admission, turn } = admitted;
+  const { model, estimate, admission, claim } = admitted;
+  const { keep, translation } = admitted.turn;
+  const asked: Asked = { format, stream: admitted.request.body.stream === true, includeUsage: dialects[format].wantsStreamUsage(admitted.request.body) };
+  // From here the request is only held for building upstream bodies, and let go once the last is built.
+  const held: HeldRequest<F> = { request: admitted.request };
+  admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   // Released exactly once, whatever happens: the limiter ignores later calls.
   onClose(res, () => admission.release());
@@ -132,17 +150,21 @@ export async function handleModelRequest<F extends WireFormat>(
   let answeredBy = model;
   try {
     const startedMs = ctx.now();
-    const answered = await sendWithFallbacks(ctx.attempts, request, model, {
-      turn: turn.translation,
+    const answered = await sendWithFallbacks(ctx.attempts, held, model, {
+      turn: translation,
       cancellation,
       onAttempt: (attempt) => record.attempts.push(attempt),
       onWarning,
     });
+    // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
+    // hold on the body budget.
+    claim.release();
+    held.request = undefined;
     answeredBy = answered.model;
     record.provider = answered.provider.id;
     if (answered.model.id !== model.id) record.model = answered.model.id;
-    record.translated = answered.format !== request.format;
-    outcome = await answer(ctx, { request, answered, res, cancellation, estimate, startedMs, onWarning });
+    record.translated = answered.format !== format;
+    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
   } finally {
     if (outcome?.usage !== undefined) {
       admission.settle(totalTokens(outcome.usage));
@@ -156,7 +178,7 @@ export async function handleModelRequest<F extends WireFormat>(
   if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
   if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
-  await turn.keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
+  await keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
 }
 
 /**
@@ -185,6 +207,8 @@ interface Admitted<F extends WireFormat> {
   /** Input tokens estimated before any upstream counted them. */
   estimate: number;
   admission: Admission;
+  /** The body's hold on the body budget. */
+  claim: BodyClaim;
 }
 
 /**
@@ -208,7 +232,10 @@ async function readAndAdmit<F extends WireFormat>(
   onClose(res, () => claim.release());
   const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
   try {
-    const arrived = dialect.readRequest(parseJsonBody(bytes), forwarded, ctx.config.validation === 'strict');
+    const parsed = readJsonObject(bytes);
+    const arrived = dialect.readRequest(parsed.value, forwarded, ctx.config.validation === 'strict');
+    // The client's bytes go on with the request: a same-format upstream is sent them, its model spliced in.
+    arrived.raw = parsed;
     record.model = arrived.body.model;
     record.stream = arrived.body.stream === true;
     const model = ctx.catalog.get(arrived.body.model);
@@ -228,7 +255,7 @@ async function readAndAdmit<F extends WireFormat>(
     // One round trip to the state server when the limits are shared; immediate otherwise.
     const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
     if (!admission.ok) throw rateLimitError(admission);
-    return { request, turn, model, estimate, admission };
+    return { request, turn, model, estimate, admission, claim };
   } catch (err) {
     ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
     throw err;
@@ -255,7 +282,7 @@ function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
 
 /** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
 async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
-  const { request, answered, res } = exchange;
+  const { asked, answered, res } = exchange;
   const { response: upstream, provider } = answered;
   const { limits } = ctx.config;
   const { redact } = ctx.attempts;
@@ -264,11 +291,11 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const onFirstByte = (): void => {
     ttfbMs = ctx.now() - exchange.startedMs;
   };
-  if (request.body.stream !== true) {
+  if (!asked.stream) {
     const whole = await relayWhole(res, {
       upstream,
       provider,
-      clientFormat: request.format,
+      clientFormat: asked.format,
       upstreamFormat: answered.format,
       translated: answered.translated,
       modelId: answered.model.id,
@@ -286,8 +313,8 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     upstream.resume();
     throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${redact(contentType).slice(0, 60)}")`);
   }
-  const client = dialects[request.format];
-  const includeUsage = client.wantsStreamUsage(request.body);
+  const client = dialects[asked.format];
+  const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(upstream, res, (write) => (translated === undefined
     ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })

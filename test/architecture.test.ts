@@ -17,6 +17,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // Leaves: the vocabulary everything else shares.
   'errors': [],
   'json': [],
+  // Byte-level JSON: the one walk over a request body, parsing it in pieces, splicing members.
+  'json-bytes': [],
   'ids': [],
   'version': [],
   'files': [],
@@ -25,10 +27,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'request-record': ['formats/'],
   // Bytes and wire formats: no HTTP, no gateway.
   'sse/': [],
-  'formats/': ['errors', 'json'],
+  'formats/': ['errors', 'json', 'json-bytes'],
   'translate/': ['formats/', 'sse/', 'errors', 'json', 'ids'],
   // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts).
-  'dialects/': ['formats/', 'translate/', 'responses/', 'errors', 'json', 'ids'],
+  'dialects/': ['formats/', 'translate/', 'responses/', 'errors', 'json', 'json-bytes', 'ids'],
   // State and rules: they answer in numbers and records; http/ renders them.
   'limits/': ['config-types', 'errors'],
   'auth/': ['config-types', 'errors', 'json', 'ids', 'files'],
@@ -42,9 +44,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
   'state/': ['config-types', 'errors', 'json', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
-  'http/': ['errors', 'json', 'limits/'],
+  'http/': ['errors', 'json', 'json-bytes', 'limits/'],
   // Upstreams and answers.
-  'providers/': ['config-types', 'formats/', 'dialects/', 'translate/', 'errors', 'json', 'ids', 'request-record'],
+  'providers/': ['config-types', 'formats/', 'dialects/', 'translate/', 'errors', 'json', 'json-bytes', 'ids', 'request-record'],
   'relay/': ['config-types', 'formats/', 'dialects/', 'translate/', 'sse/', 'errors', 'json', 'http/', 'providers/'],
   // One request's life, and the gateway's own routes.
   'metrics': ['request-record', 'translate/', 'usage/'],

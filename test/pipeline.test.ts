@@ -92,6 +92,28 @@ describe('same-format pass-through', () => {
     });
   }
 
+  it('sends a same-format upstream the client\'s own bytes with only the model id changed', async () => {
+    // Spacing, key order, escapes and fields llmux does not know all reach the provider as sent.
+    const sent = '{ "max_tokens" : 100,\n "model": "claude-test", "messages": [{"role":"user","content":"caf\u00e9 \\u2192 \\n"}], "x_new_field": {"b":1,"a":2} }';
+    assert.equal((await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: sent })).status, 200);
+    assert.equal(t.upstream.requests.at(-1)!.raw, sent.replace('"claude-test"', '"claude-upstream"'));
+
+    const chat = '{"messages":[{"role":"user","content":"Hello"}],"stream":true,"model":"gpt-test","user":"' + 'u'.repeat(80) + '"}';
+    await (await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chat })).text();
+    const seen = t.upstream.requests.at(-1)!;
+    assert.match(String(seen.body['user']), /^[0-9a-f]{64}$/);
+    assert.equal(seen.raw, chat.replace('"gpt-test"', '"gpt-upstream"').replace(`"${'u'.repeat(80)}"`, JSON.stringify(seen.body['user'])).replace(/\}$/, ',"stream_options":{"include_usage":true}}'));
+  });
+
+  it('re-serialises a body whose bytes would say something else than what was checked', async () => {
+    // Two top-level model keys: JSON.parse reads the last, a provider might read the first.
+    await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: '{"model":"other-model","max_tokens":100,"messages":[{"role":"user","content":"Hi"}],"model":"claude-test"}' });
+    assert.equal(t.upstream.requests.at(-1)!.raw, '{"model":"claude-upstream","max_tokens":100,"messages":[{"role":"user","content":"Hi"}]}');
+    // A null that chat validation reads as absent is left out, as before.
+    await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody({ temperature: null }) });
+    assert.equal(t.upstream.requests.at(-1)!.raw, '{"model":"gpt-upstream","messages":[{"role":"user","content":"Hello"}]}');
+  });
+
   it('asks a chat upstream for usage and hides the usage chunk from a client that did not ask', async () => {
     t.upstream.queue.push(respond.sse(fixture('openai-stream-text-include-usage.sse')));
     const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody({ stream: true }) });

@@ -9,7 +9,8 @@ import { chatUserId } from '../translate/chat-user.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
 import { withModel } from '../translate/model-field.ts';
-import { statelessTurn } from './dialect.ts';
+import { withMembers } from '../json-bytes.ts';
+import { bytesOf, statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 
 export const chatDialect: Dialect<'chat'> = {
@@ -24,14 +25,19 @@ export const chatDialect: Dialect<'chat'> = {
   beginTurn: statelessTurn,
 
   upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-  passThroughBody(body, upstreamId) {
+  passThroughBody(body, upstreamId, raw) {
     const copy: ChatRequest = { ...body, model: upstreamId };
     // OpenAI refuses a `user` over 64 characters (llmux.md section 5).
     if (typeof body.user === 'string') copy.user = chatUserId(body.user);
     // Ask for usage so tokens/min counts what was really used; the usage tap hides the extra
     // chunk from clients that did not ask for it.
     if (body.stream === true) copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
-    return JSON.stringify(copy);
+    const bytes = bytesOf(body, raw);
+    if (bytes === undefined) return JSON.stringify(copy);
+    const edits = new Map<string, string>([['model', JSON.stringify(upstreamId)]]);
+    if (copy.user !== body.user) edits.set('user', JSON.stringify(copy.user));
+    if (body.stream === true && body.stream_options?.include_usage !== true) edits.set('stream_options', JSON.stringify(copy.stream_options));
+    return withMembers(bytes, edits);
   },
   // The top-level `model` names the llmux id that answered; nothing else is touched.
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),

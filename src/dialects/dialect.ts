@@ -10,6 +10,7 @@ import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../form
 import type { StreamErrorInfo } from '../formats/frames.ts';
 import type { TurnOf } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
+import type { JsonObjectBytes } from '../json-bytes.ts';
 
 /** The messages format's version and beta headers, as a client sent them. */
 export interface ForwardedHeaders {
@@ -80,8 +81,12 @@ export interface Dialect<F extends WireFormat> {
 
   /** Headers for an upstream of this format: the provider's credential, and the format's version headers. */
   upstreamHeaders(apiKey: string | undefined, forwarded: ForwardedHeaders): Record<string, string>;
-  /** The body for an upstream of the same format: the client's, with the upstream's model id. */
-  passThroughBody(body: RequestOf[F], upstreamId: string): string;
+  /**
+   * The body for an upstream of the same format: the client's, with the upstream's model id. Given
+   * the client's bytes of this very body (`raw.value === body`), those bytes with the members that
+   * change spliced in; otherwise the body serialised.
+   */
+  passThroughBody(body: RequestOf[F], upstreamId: string, raw?: JsonObjectBytes): string | readonly Buffer[];
   /** Usage out of a whole answer's `usage` value (any shape; unknown fields count 0). */
   readUsage(usage: unknown): TokenUsage;
   /**
@@ -108,4 +113,9 @@ export function statelessTurn<F extends 'chat' | 'messages'>(request: ClientRequ
 
 function keepNothing(): Promise<void> {
   return Promise.resolve();
+}
+
+/** The client's bytes of `body` when they can be passed on: parsed into this very object, no top-level key twice. */
+export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObjectBytes | undefined {
+  return raw !== undefined && raw.value === body && !raw.duplicateKeys ? raw : undefined;
 }

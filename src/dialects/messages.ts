@@ -11,7 +11,8 @@ import { invalidParameters } from '../errors.ts';
 import { asRecord } from '../json.ts';
 import { newId } from '../ids.ts';
 import { withModel } from '../translate/model-field.ts';
-import { statelessTurn } from './dialect.ts';
+import { withMembers } from '../json-bytes.ts';
+import { bytesOf, statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
@@ -58,7 +59,11 @@ export const messagesDialect: Dialect<'messages'> = {
     if (apiKey !== undefined) headers['x-api-key'] = apiKey;
     return headers;
   },
-  passThroughBody: (body, upstreamId) => JSON.stringify({ ...body, model: upstreamId }),
+  passThroughBody(body, upstreamId, raw) {
+    const bytes = bytesOf(body, raw);
+    const model = JSON.stringify(upstreamId);
+    return bytes === undefined ? JSON.stringify({ ...body, model: upstreamId }) : withMembers(bytes, new Map([['model', model]]));
+  },
   // The top-level `model` names the llmux id that answered; nothing else is touched.
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
   readUsage: (usage) => fromMessagesUsage(asRecord(usage)),

@@ -31,6 +31,8 @@ import { resolveInput } from '../responses/resolve.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { asRecord, isRecord } from '../json.ts';
 import { newId } from '../ids.ts';
+import { withMembers } from '../json-bytes.ts';
+import { bytesOf } from './dialect.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
 
 /** Event names of the Responses streams llmux writes and relays, interned by the SSE parser. */
@@ -65,10 +67,14 @@ export const responsesDialect: Dialect<'responses'> = {
   beginTurn,
 
   upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-  passThroughBody(body, upstreamId) {
+  passThroughBody(body, upstreamId, raw) {
     const copy: ResponsesRequest = { ...body, model: upstreamId };
-    if (Array.isArray(body.input) && body.input.some(isSealedByUs)) copy.input = body.input.filter((item) => !isSealedByUs(item));
-    return JSON.stringify(copy);
+    if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
+      copy.input = body.input.filter((item) => !isSealedByUs(item));
+      return JSON.stringify(copy);
+    }
+    const bytes = bytesOf(body, raw);
+    return bytes === undefined ? JSON.stringify(copy) : withMembers(bytes, new Map([['model', JSON.stringify(upstreamId)]]));
   },
   passThroughAnswer(bytes, modelId) {
     let answer: unknown;

@@ -5,6 +5,7 @@
  * request looks like; unknown extra fields may be present and are passed through on the
  * same-format path.
  */
+import type { JsonObjectBytes } from '../json-bytes.ts';
 import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
 
 /**
@@ -218,6 +219,11 @@ export interface ClientRequestOf<F extends WireFormat> {
   body: RequestOf[F];
   version?: string | undefined;
   beta?: string | undefined;
+  /**
+   * The client's bytes, when `body` was parsed from them (`raw.value === body`: a body changed since,
+   * by validation or by the request's turn, is a new object and no longer matches them).
+   */
+  raw?: JsonObjectBytes | undefined;
 }
 
 /** A client request of any format; functions generic over `F` take `ClientRequestOf<F>`. */

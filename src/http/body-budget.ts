@@ -1,7 +1,8 @@
 /**
  * How many request-body bytes the process holds at once. A body is read whole, parsed, validated,
- * and kept (as objects, and as the body sent upstream) until its answer ends: a few times its size
- * in memory. Without a bound, one key's concurrency times the largest body is the process's memory
+ * and kept (as objects, and as the bytes sent upstream) until the provider answers, since a retry
+ * or a fallback sends it again: a few times its size in memory. Then it is let go (a stream may
+ * last minutes without holding its request), and so is its claim here. Without a bound, one key's concurrency times the largest body is the process's memory
  * (a Pro key: 40 x 32 MiB, read, parsed and copied at once). So every keyed request's body is held
  * against two budgets while its request runs: the key's share and the total. A body with no room is
  * refused before it is read (its declared length), or as soon as it outgrows the room (chunked).

@@ -6,8 +6,11 @@
  * whole request timeout. Bodies of keyed requests are also held against a {@link BodyClaim}
  * (./body-budget.ts), so what all requests hold in memory at once is bounded.
  */
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, invalidParameters, tooLarge } from '../errors.ts';
+import { parseJsonText, walkJson } from '../json-bytes.ts';
+import type { JsonObjectBytes } from '../json-bytes.ts';
 import type { BodyClaim } from './body-budget.ts';
 
 /** Longest silence between two reads of a body when the caller gives none (nginx's default). */
@@ -184,30 +187,34 @@ export function limitUnreadBody(req: IncomingMessage): void {
  * recursive steps (validation, translation, serialising the upstream body) would have to survive.
  */
 export function parseJsonBody(body: Buffer): Record<string, unknown> {
+  return readJsonObject(body).value;
+}
+
+/**
+ * {@link parseJsonBody}, keeping the bytes and where the top-level members are in them, so that
+ * a same-format upstream can be sent the client's bytes with a member or two spliced in (one walk
+ * over the bytes finds both the nesting and the members: src/json-bytes.ts).
+ */
+export function readJsonObject(body: Buffer): JsonObjectBytes {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
-  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+  const walk = walkJson(body, MAX_JSON_DEPTH);
+  if (walk.tooDeep) {
     throw invalidParameters(`the request body nests too deeply (more than ${MAX_JSON_DEPTH} levels of arrays and objects); flatten the request`);
   }
-  const text = body.toString('utf8');
-  // A replacement character that wasn't in the bytes means the bytes weren't UTF-8.
-  if (text.includes('\uFFFD') && !body.includes(REPLACEMENT_BYTES)) throw invalidParameters('the request body is not valid UTF-8');
+  // Checked on the bytes (simdutf), not by looking for U+FFFD in the decoded text afterwards.
+  if (!isUtf8(body)) throw invalidParameters('the request body is not valid UTF-8');
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonText(body, walk);
   } catch (err) {
     throw invalidParameters(`the request body is not valid JSON (${(err as Error).message.slice(0, 200)})`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidParameters('the request body must be a JSON object');
-  return value as Record<string, unknown>;
+  const members = walk.layout?.members ?? [];
+  const keys = new Set<string>();
+  for (const member of members) keys.add(member.key);
+  return { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
 }
-
-const REPLACEMENT_BYTES = Buffer.from('\uFFFD', 'utf8');
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
 
 /**
  * Whether the JSON text in `bytes` opens more than `maxDepth` arrays and objects at once. Strings
@@ -215,31 +222,5 @@ const CLOSE_BRACE = 0x7d;
  * far less than the parse it protects. Malformed JSON is left for the parser to name.
  */
 export function nestsDeeperThan(bytes: Buffer, maxDepth: number): boolean {
-  let depth = 0;
-  let i = 0;
-  const length = bytes.length;
-  while (i < length) {
-    const byte = bytes[i];
-    if (byte === QUOTE) {
-      let end = i;
-      for (;;) {
-        end = bytes.indexOf(QUOTE, end + 1);
-        if (end === -1) return false;
-        // The quote ends the string unless an odd number of backslashes escapes it.
-        let backslashes = 0;
-        while (bytes[end - 1 - backslashes] === BACKSLASH) backslashes++;
-        if (backslashes % 2 === 0) break;
-      }
-      i = end + 1;
-      continue;
-    }
-    if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
-      depth++;
-      if (depth > maxDepth) return true;
-    } else if (byte === CLOSE_BRACKET || byte === CLOSE_BRACE) {
-      depth--;
-    }
-    i++;
-  }
-  return false;
+  return walkJson(bytes, maxDepth).tooDeep;
 }

@@ -10,7 +10,8 @@ import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../errors.ts';
 import type { Attempt } from '../request-record.ts';
-import type { TranslatedRequest, TurnOf } from '../translate/index.ts';
+import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
+import { IN_PROCESS_SCHEME } from './upstream.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
 import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
 import type { UpstreamBody } from './upstream-body.ts';
@@ -50,7 +51,7 @@ export interface Answered<F extends WireFormat = WireFormat> {
   /** The format the provider answered in. */
   format: WireFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
-  translated: TranslatedRequest<F, WireFormat> | undefined;
+  translated: AnswerTranslation<F> | undefined;
 }
 
 export interface AttemptOptions<F extends WireFormat> {
@@ -71,34 +72,65 @@ function candidatesFor(ctx: AttemptContext, model: ModelEntry): ModelEntry[] {
   return candidates;
 }
 
+/**
+ * The request, held for as long as an attempt may still build a body from it. Once the last
+ * candidate's body is built it is let go (`request` becomes undefined): an upstream that takes its
+ * time to answer then holds only the bytes being sent, not a 200 KB agent turn's parsed objects,
+ * which every garbage collection in the meantime would otherwise have to copy.
+ */
+export interface HeldRequest<F extends WireFormat> {
+  request: ClientRequestOf<F> | undefined;
+}
+
+/** One candidate's upstream request, built from the held request. */
+interface Prepared<F extends WireFormat> extends UpstreamBody<F> {
+  format: WireFormat;
+  headers: Record<string, string>;
+  /** The request itself, for a provider answered in-process (the echo model reads it). */
+  client: ClientRequestOf<WireFormat> | undefined;
+}
+
+/**
+ * Builds `candidate`'s body and headers; `last`: no later candidate needs the request, which is
+ * let go. A function of its own, so nothing of the request stays in the attempts' frame while
+ * they wait on the upstream.
+ */
+function prepare<F extends WireFormat>(ctx: AttemptContext, held: HeldRequest<F>, candidate: ModelEntry, provider: ProviderConfig, last: boolean, options: AttemptOptions<F>): Prepared<F> {
+  const request = held.request;
+  if (request === undefined) throw new Error('the request was let go before its last attempt was built');
+  if (last) held.request = undefined;
+  const format = upstreamFormatFor(provider, request.format);
+  const { body, translated } = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning);
+  const headers: Record<string, string> = {
+    accept: request.body.stream === true ? 'text/event-stream' : 'application/json',
+    ...dialects[format].upstreamHeaders(ctx.apiKey(provider), request),
+  };
+  return { format, body, translated, headers, client: provider.baseUrl.startsWith(IN_PROCESS_SCHEME) ? request : undefined };
+}
+
 export async function sendWithFallbacks<F extends WireFormat>(
   ctx: AttemptContext,
-  request: ClientRequestOf<F>,
+  held: HeldRequest<F>,
   model: ModelEntry,
   options: AttemptOptions<F>,
 ): Promise<Answered<F>> {
   const { cancellation } = options;
   const { retry } = ctx;
   let lastError: GatewayError | undefined;
-  for (const candidate of candidatesFor(ctx, model)) {
-    const provider = ctx.provider(candidate.provider);
-    if (provider === undefined) continue;
-    const format = upstreamFormatFor(provider, request.format);
-    let upstreamBody: UpstreamBody<F>;
+  const candidates = candidatesFor(ctx, model).filter((candidate) => ctx.provider(candidate.provider) !== undefined);
+  for (const [index, candidate] of candidates.entries()) {
+    const provider = ctx.provider(candidate.provider) as ProviderConfig;
+    let prepared: Prepared<F>;
     try {
-      upstreamBody = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning);
+      prepared = prepare(ctx, held, candidate, provider, index === candidates.length - 1, options);
     } catch (err) {
       // A request this provider can't take (say n > 1 for a messages upstream): refuse it when it
       // is the model asked for, else try the next fallback.
       if (candidate === model) throw err;
       continue;
     }
-    const { body, translated } = upstreamBody;
+    const { format, body, translated, headers, client } = prepared;
     const dialect = dialects[format];
-    const headers: Record<string, string> = {
-      accept: request.body.stream === true ? 'text/event-stream' : 'application/json',
-      ...dialect.upstreamHeaders(ctx.apiKey(provider), request),
-    };
     for (let attempt = 1; attempt <= retry.attempts; attempt++) {
       if (cancellation.cancelled) throw new ClientClosedError();
       const started = ctx.now();
@@ -110,7 +142,7 @@ export async function sendWithFallbacks<F extends WireFormat>(
           path: dialect.path,
           body,
           headers,
-          client: request,
+          client,
           cancellation,
           connectTimeoutMs: ctx.connectTimeoutMs,
           firstByteTimeoutMs: ctx.firstByteTimeoutMs,

@@ -147,6 +147,9 @@ function respond(stream: Readable, contentType: string): UpstreamResponse {
 /** The echo model's transport. */
 export function createEchoTransport(): Transport {
   return {
-    send: (request) => Promise.resolve(answer(request.client)),
+    send: (request) => {
+      if (request.client === undefined) return Promise.reject(new Error('the echo model was sent no request to answer'));
+      return Promise.resolve(answer(request.client));
+    },
   };
 }

@@ -6,13 +6,15 @@ import type { ModelEntry, ProviderConfig } from '../config-types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
-import type { TranslatedRequest, TurnOf, UpstreamModel } from '../translate/index.ts';
+import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../errors.ts';
+import { serializeJson } from '../json-bytes.ts';
 
 /** The upstream body, and (when the formats differ) how its answer is translated back. */
 export interface UpstreamBody<F extends WireFormat> {
-  body: string;
-  translated: TranslatedRequest<F, WireFormat> | undefined;
+  /** The client's bytes with the upstream's model spliced in (same format: parts, in order), or the serialised body. */
+  body: string | readonly Buffer[];
+  translated: AnswerTranslation<F> | undefined;
 }
 
 /** The format a provider is spoken to in for a client of `clientFormat`. */
@@ -44,9 +46,10 @@ export function buildUpstreamBody<F extends WireFormat>(
 ): UpstreamBody<F> {
   try {
     const translation = translationFor(request.format, upstreamFormat);
-    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id), translated: undefined };
+    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw), translated: undefined };
     const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
-    return { body: JSON.stringify(translated.body), translated };
+    // Only what translates the answer back is kept: the translated body is let go once it is sent.
+    return { body: serializeJson(translated.body as Record<string, unknown>), translated: { answer: translated.answer, stream: translated.stream } };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;

@@ -69,11 +69,12 @@ export interface UpstreamRequest {
   format: WireFormat;
   /** `/chat/completions` or `/messages`, appended to the provider's base path. */
   path: string;
-  body: string | Buffer;
+  /** The body: a string, or parts written in order (the client's bytes with a member spliced in). */
+  body: string | Buffer | readonly Buffer[];
   /** Headers for the provider: its credential, the format's version headers, `accept`. */
   headers: Record<string, string>;
-  /** The request as the client sent it (the echo model answers it). */
-  client: ClientRequestOf<WireFormat>;
+  /** The request as the client sent it, for a provider answered in-process (the echo model answers it); not kept for the network. */
+  client: ClientRequestOf<WireFormat> | undefined;
   cancellation: Cancellation;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
@@ -169,6 +170,9 @@ function decoded(res: http.IncomingMessage, decoder: Transform): UpstreamRespons
   return answer;
 }
 
+/** Bodies in parts shorter than this are joined into one buffer before they are written. */
+const JOIN_PARTS_BELOW_BYTES = 16 * 1024;
+
 const AGENT_OPTIONS = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' } as const;
 
 /** Creates the client; `inProcess` answers providers whose base URL starts with `llmux:`. */
@@ -208,7 +212,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         ...req.provider.headers,
         host: target.hostHeader,
         'content-type': 'application/json',
-        'content-length': typeof req.body === 'string' ? Buffer.byteLength(req.body) : req.body.length,
+        'content-length': bodyLength(req.body),
         ...req.headers,
       };
       return new Promise<UpstreamResponse>((resolve, reject) => {
@@ -282,7 +286,17 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         outgoing.on('error', onError);
         req.cancellation.listen(onAbort);
         if (settled) return;
-        outgoing.end(req.body);
+        // Parts of a long body are written as they are (corked: one writev with the head); a short
+        // one is cheaper joined than written part by part.
+        const length = headers['content-length'] as number;
+        if (typeof req.body === 'string' || Buffer.isBuffer(req.body)) {
+          outgoing.end(req.body);
+        } else if (length <= JOIN_PARTS_BELOW_BYTES) {
+          outgoing.end(Buffer.concat(req.body, length));
+        } else {
+          for (const part of req.body) outgoing.write(part);
+          outgoing.end();
+        }
       });
     },
     close() {
@@ -290,6 +304,14 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       httpsAgent?.destroy();
     },
   };
+}
+
+function bodyLength(body: UpstreamRequest['body']): number {
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  if (Buffer.isBuffer(body)) return body.length;
+  let length = 0;
+  for (const part of body) length += part.length;
+  return length;
 }
 
 /** Errors of a request whose response has arrived surface on the response; this keeps them from crashing the process. */

@@ -8,7 +8,7 @@ import type { ProviderConfig } from '../config-types.ts';
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { peekUsage } from '../formats/usage-peek.ts';
 import { dialects } from '../dialects/index.ts';
-import type { TranslatedRequest } from '../translate/index.ts';
+import type { AnswerTranslation } from '../translate/index.ts';
 import { GatewayError, upstreamFailed } from '../errors.ts';
 import { sendJson } from '../http/respond.ts';
 import { readUpstreamBody } from '../providers/upstream.ts';
@@ -24,7 +24,7 @@ export interface WholeAnswer {
   clientFormat: WireFormat;
   upstreamFormat: WireFormat;
   /** How the answer is translated back; undefined when it passes through. */
-  translated: TranslatedRequest<WireFormat, WireFormat> | undefined;
+  translated: AnswerTranslation<WireFormat> | undefined;
   /** The llmux id of the model that answered, for a pass-through answer that names its model. */
   modelId: string;
   /** Input tokens to report when a translated answer carries no usage. */

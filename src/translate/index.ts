@@ -94,6 +94,12 @@ export interface TranslatedRequest<C extends WireFormat, U extends WireFormat> {
   stream(options: StreamTranslatorOptions): AnsweringStreamTranslator;
 }
 
+/**
+ * How one request's answer is translated back, without the upstream body it was built with: that
+ * body is sent and let go, while the answer (a stream, perhaps for minutes) still needs these.
+ */
+export type AnswerTranslation<C extends WireFormat> = Pick<TranslatedRequest<C, WireFormat>, 'answer' | 'stream'>;
+
 /** Translates one client format to one upstream format, request by request. */
 export interface Translation<C extends WireFormat, U extends WireFormat> {
   request(body: RequestOf[C], context: TranslationContext<C>): TranslatedRequest<C, U>;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { STREAM_EVENTS, chatJsonBody, chatStreamEvents, messagesJsonBody, messagesStreamEvents, startFakeUpstream } from '../../bench/fake-upstream.ts';
+import { STREAM_EVENTS, chatJsonBody, chatStreamEvents, flagIsTrue, messagesJsonBody, messagesStreamEvents, startFakeUpstream } from '../../bench/fake-upstream.ts';
 
 interface Answer {
   status: number;
@@ -164,4 +164,13 @@ test('a /slow/ stream sends its first event at once, then drips content and neve
   } finally {
     await upstream.close();
   }
+});
+
+test('a body flag is read in the bytes, whatever the JSON space around its colon', () => {
+  const key = Buffer.from('"stream"');
+  assert.equal(flagIsTrue(Buffer.from('{"stream":true}'), key), true);
+  assert.equal(flagIsTrue(Buffer.from('{"stream" :\n true}'), key), true);
+  assert.equal(flagIsTrue(Buffer.from('{"stream":false}'), key), false);
+  assert.equal(flagIsTrue(Buffer.from('{"text":"\\"stream\\": true"}'), key), false, 'an escaped quote is no key');
+  assert.equal(flagIsTrue(Buffer.from('{"x":"stream","stream":true}'), key), true, 'a later key is found after a value of the same name');
 });

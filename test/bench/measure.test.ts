@@ -4,7 +4,7 @@ import {
   TARGETS, chatBody, combineRounds, evaluateTargets, loadResult, loadScenarios, median, messagesBody, parseProcStat, parseProcStatus,
   parseWrkOutput, renderResults, withKey, wrkScript, WRK_MARK,
 } from '../../bench/measure.ts';
-import type { IdleStreamsResult, LoadResult, Machine } from '../../bench/measure.ts';
+import type { IdleStreamsResult, LargeIdleStreamsResult, LoadResult, Machine } from '../../bench/measure.ts';
 
 function result(overrides: Partial<LoadResult>): LoadResult {
   return {
@@ -98,9 +98,11 @@ test('translated scenarios are compared with the bare proxy passing the same ups
   for (const s of scenarios) {
     const baseline = byId.get(s.baseline);
     assert.ok(baseline !== undefined, s.id);
-    if (s.kind !== 'translated') assert.equal(s.baseline, s.id);
+    if (s.kind !== 'translated' && s.kind !== 'agent-translated') assert.equal(s.baseline, s.id);
     // Same upstream stream: the baseline asks the provider the translated one's upstream speaks.
     if (s.kind === 'translated') assert.notEqual(baseline.path, s.path);
+    // The translated agent turn: the bare proxy pipes the same 200 KB request.
+    if (s.kind === 'agent-translated') assert.equal(baseline.path, s.path);
   }
 });
 
@@ -175,4 +177,35 @@ test('the results page names the machine and shows every measured row, ratio and
   assert.match(text, /\| messages client ← chat upstream \(translated stream\): CPU per request \| ≤ 1\.8× \| 1\.50× \| met \|/);
   assert.match(text, /- a note/);
   assert.doesNotMatch(text, /other work was running/);
+});
+
+test('the 200 KB agent turns are held to 2.0× (same format) and 3.0× (translated) of the bare proxy piping the same request', () => {
+  const scenarios = loadScenarios().filter((s) => s.id.startsWith('agent-'));
+  assert.deepEqual(scenarios.map((s) => [s.id, s.baseline, TARGETS.cpu[s.kind]]), [['agent-messages', 'agent-messages', 2.0], ['agent-translated', 'agent-messages', 3.0]]);
+  const results = [
+    result({ scenario: 'agent-messages', proxy: 'bare', cpuUsPerRequest: 200 }),
+    result({ scenario: 'agent-messages', proxy: 'llmux', cpuUsPerRequest: 400 }),
+    // The runner files the baseline's rounds under the scenario they are compared with.
+    result({ scenario: 'agent-translated', proxy: 'bare', cpuUsPerRequest: 200 }),
+    result({ scenario: 'agent-translated', proxy: 'llmux', cpuUsPerRequest: 620 }),
+  ];
+  const verdicts = evaluateTargets(scenarios, results, [], undefined);
+  assert.deepEqual(verdicts.map((v) => [v.target.split(': ')[1], v.measured, v.met]), [['CPU per request', '2.00×', true], ['CPU per request', '3.10×', false]], 'a CPU target only');
+});
+
+test('memory per open stream with a 200 KB request is judged against the bare proxy\'s, same format and translated', () => {
+  const large = (variant: LargeIdleStreamsResult['variant'], kb: number): LargeIdleStreamsResult => ({
+    variant, proxy: variant === 'bare' ? 'bare' : 'llmux', streams: 200, baselineRssKb: 100_000, openRssKb: 100_000 + kb * 200, bytesPerStream: kb * 1024, peakRssMb: 150, failed: 0,
+  });
+  const largeIdle = [large('bare', 100), large('same format', 130), large('translated', 140)];
+  const verdicts = evaluateTargets([], [], [], undefined, largeIdle);
+  assert.deepEqual(verdicts.map((v) => [v.target, v.measured, v.met]), [
+    ['memory per open stream with a 200 KB request, same format', '1.30×', true],
+    ['memory per open stream with a 200 KB request, translated', '1.40×', false],
+  ]);
+  const machine: Machine = { date: '2026-01-02T03:04:05Z', cpus: 2, cpuModel: 'Test CPU', node: 'v20.0.0', wrk: 'wrk 4.1.0', kernel: '6.1', loadAverage: { start: 0.1, end: 0.2 } };
+  const text = renderResults({ machine, settings: { connections: 32, rounds: 3, roundS: 3, warmupS: 2, pinned: true, quick: false }, scenarios: [], results: [], idle: [], largeIdle, startup: undefined, notes: [] });
+  assert.match(text, /## Slow streams with a 200 KB request/);
+  assert.match(text, /\| llmux, translated \| 200 \| 97\.7 \| 125\.0 \| 140\.0 \| 1\.40× \| 0 \|/);
+  assert.match(text, /\| memory per open stream with a 200 KB request, translated \| ≤ 1\.3× \| 1\.40× \| MISSED by 8% \|/);
 });

@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
 import { openStreams } from '../../bench/slow-client.ts';
 import { startFakeUpstream } from '../../bench/fake-upstream.ts';
@@ -29,5 +31,32 @@ test('answers that are not 200 streams count as failed, by status', async () => 
     result.close();
   } finally {
     await upstream.close();
+  }
+});
+
+test('with a wave, no more than that many streams are being opened at once, and all open in the end', async () => {
+  // Answers each request's head 20 ms after it arrives, and counts the requests not answered yet.
+  let pending = 0;
+  let most = 0;
+  const server = http.createServer((req, res) => {
+    pending++;
+    most = Math.max(most, pending);
+    req.resume();
+    setTimeout(() => {
+      pending--;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {}\n\n');
+    }, 20);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as AddressInfo).port;
+    const result = await openStreams(port, { path: '/', headers: {}, body: '{}' }, 12, 10_000, 3);
+    assert.equal(result.ready, 12);
+    assert.equal(most, 3);
+    result.close();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   }
 });

@@ -32,7 +32,7 @@ describe('the Responses dialect', () => {
       input: [{ role: 'user' as const, content: 'hi' }, { type: 'reasoning', summary: [], encrypted_content: 'llmux.v1.abc' }, { type: 'reasoning', summary: [], encrypted_content: 'gAAAAopenai' }],
       client_metadata: { a: 'b' },
     };
-    assert.deepEqual(JSON.parse(responsesDialect.passThroughBody(body, 'gpt-upstream')), {
+    assert.deepEqual(JSON.parse(responsesDialect.passThroughBody(body, 'gpt-upstream').toString()), {
       model: 'gpt-upstream',
       input: [{ role: 'user', content: 'hi' }, { type: 'reasoning', summary: [], encrypted_content: 'gAAAAopenai' }],
       client_metadata: { a: 'b' },

@@ -163,6 +163,28 @@ describe('request bodies held at once', () => {
   });
 });
 
+describe('request bodies held while an answer streams', () => {
+  it('are given back once the provider has answered: a long stream does not hold its request', async () => {
+    const t = await startTestGateway({ config: { limits: { max_body_bytes: 4096, shutdown_timeout_ms: 500 } } });
+    try {
+      // The answer's head comes at once; its events keep coming for a while.
+      t.upstream.queue.push(respond.sse('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'.repeat(40), { chunkSize: 200, delayMs: 50 }));
+      const body = (size: number) => JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'x'.repeat(size) }] });
+      const streaming = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: body(3_000) });
+      const reader = streaming.body!.getReader();
+      await reader.read();
+      // 3,000 + 3,000 bytes would be over the key's 4,096 if the first were still held.
+      const second = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: body(3_000) });
+      assert.equal(second.status, 200, await second.text());
+      const first = await reader.read();
+      assert.equal(first.done, false, 'the first stream was still open');
+      await reader.cancel();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('a stale key-store lock', () => {
   it('does not freeze the server: a key is created at once while other requests keep their pace', async () => {
     // Issue 14: a stale keys.json.lock froze the server for about 10 s (a synchronous wait).

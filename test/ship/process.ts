@@ -58,9 +58,12 @@ export interface RunningServer {
 const LISTENING = /^llmux listening on (http:\/\/\S+)\n/;
 const ADMIN_KEY = /^(sk-llmux-[A-Za-z0-9_-]{43})$/m;
 
-/** Starts `file serve --port 0 ...` and resolves once it prints its address and admin key. */
-export function startServer(file: string, args: string[], options: { cwd?: string; env: Record<string, string> }): Promise<RunningServer> {
-  const child = spawn(file, ['serve', '--port', '0', ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `file serve --port 0 ...` (`file ...leading serve …` with `leading`, say a script for
+ * node) and resolves once it prints its address and admin key.
+ */
+export function startServer(file: string, args: string[], options: { cwd?: string; env: Record<string, string>; leading?: string[] }): Promise<RunningServer> {
+  const child = spawn(file, [...(options.leading ?? []), 'serve', '--port', '0', ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

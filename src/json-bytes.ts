@@ -1,0 +1,389 @@
+/**
+ * A JSON request body as bytes (issue 15): one walk over them checks the nesting and finds the
+ * top-level members; the body is then parsed in pieces, and a same-format upstream gets the
+ * client's own bytes with a few members spliced in, not a re-serialisation.
+ *
+ * Why pieces: a string of more than 128 KB is a large object to V8, allocated in fresh pages
+ * (mapped, faulted in, unmapped when collected). A 200 KB agent turn decoded whole cost 145 µs
+ * (ASCII) to 390 µs (with a few arrows in it) before `JSON.parse` read a byte; decoded as pieces
+ * of at most {@link PIECE_BYTES} it cost 30 µs and 130 µs. So top-level members are parsed in runs
+ * of at most that size, and a longer top-level array (`messages`, `tools`, `input`) in runs of its
+ * items. Pieces split only at the body's own commas and colons, never inside a UTF-8 sequence.
+ *
+ * What is parsed is exactly what `JSON.parse` of the whole would give: each piece is checked by
+ * `JSON.parse` itself and the skeleton between them (braces, colons, commas, JSON space) by the
+ * walk; anything unexpected falls back to `JSON.parse` of the whole, whose result (or error
+ * message) is then the answer. Keys keep JSON.parse's rules: a later duplicate replaces the value
+ * in place, and `__proto__` is an own property.
+ */
+
+/** Longest run of bytes decoded and parsed at once: as two-byte text it stays under 128 KB. */
+export const PIECE_BYTES = 48 * 1024;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+/** One top-level member of a JSON object, by where its bytes are. */
+export interface MemberSpan {
+  key: string;
+  /** The key's opening quote. */
+  start: number;
+  /** The value's first byte, and one past its last (JSON space around it excluded). */
+  valueStart: number;
+  valueEnd: number;
+}
+
+/** A JSON object body: its bytes, the value parsed from them, and its top-level members. */
+export interface JsonObjectBytes {
+  bytes: Buffer;
+  value: Record<string, unknown>;
+  /** In the order of the bytes, duplicates included. */
+  members: readonly MemberSpan[];
+  /** Two members have the same key (the value keeps the last; the bytes have both). */
+  duplicateKeys: boolean;
+}
+
+/** What the walk over the bytes found; `layout` is undefined when the body is not a well-formed object. */
+export interface JsonWalk {
+  tooDeep: boolean;
+  layout: Layout | undefined;
+}
+
+/** Where an object body's members and its large arrays' items are. */
+interface Layout {
+  members: MemberSpan[];
+  /** Second-level arrays and objects: opening position -> positions of their own commas, and their closing position last. */
+  inner: Map<number, number[]>;
+}
+
+function isSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/** Where the string opened by the quote at `at` closes; -1 when it does not. */
+function stringEnd(bytes: Buffer, at: number): number {
+  let end = at;
+  for (;;) {
+    end = bytes.indexOf(QUOTE, end + 1);
+    if (end === -1) return -1;
+    // The quote ends the string unless an odd number of backslashes escapes it.
+    let backslashes = 0;
+    while (bytes[end - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return end;
+  }
+}
+
+/**
+ * One walk over a JSON text: whether it opens more than `maxDepth` arrays and objects at once
+ * (checked before anything is parsed, so a deep body never becomes deep objects), and where a
+ * top-level object's members and second-level containers' items are. Strings are skipped from
+ * quote to quote with `indexOf` (most of a body's bytes are text), so this costs far less than
+ * the parse it prepares. Malformed JSON gives no layout and is left for the parser to name.
+ */
+export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
+  let depth = 0;
+  let i = 0;
+  const length = bytes.length;
+  /** Top-level object: its opening brace, the colons and commas at depth 1, its closing brace. */
+  let open = -1;
+  let close = -1;
+  let malformed = false;
+  const separators: number[] = [];
+  const inner = new Map<number, number[]>();
+  // Items are only looked for in a body long enough to be parsed in pieces.
+  const items = length > PIECE_BYTES;
+  let current: number[] | undefined;
+  while (i < length) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      const end = stringEnd(bytes, i);
+      if (end === -1) return { tooDeep: false, layout: undefined };
+      i = end + 1;
+      continue;
+    }
+    if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
+      depth++;
+      if (depth > maxDepth) return { tooDeep: true, layout: undefined };
+      if (depth === 1) {
+        if (open !== -1) malformed = true;
+        open = i;
+      } else if (depth === 2 && items) {
+        current = [];
+        inner.set(i, current);
+      }
+    } else if (byte === CLOSE_BRACKET || byte === CLOSE_BRACE) {
+      if (depth === 1) close = i;
+      else if (depth === 2) current?.push(i);
+      depth--;
+      if (depth < 0) malformed = true;
+    } else if (byte === COMMA || byte === COLON) {
+      if (depth === 1) separators.push(i);
+      else if (depth === 2 && byte === COMMA) current?.push(i);
+    }
+    i++;
+  }
+  if (malformed || depth !== 0 || open === -1 || bytes[open] !== OPEN_BRACE || bytes[close] !== CLOSE_BRACE) return { tooDeep: false, layout: undefined };
+  for (let j = 0; j < open; j++) if (!isSpace(bytes[j])) return { tooDeep: false, layout: undefined };
+  for (let j = close + 1; j < length; j++) if (!isSpace(bytes[j])) return { tooDeep: false, layout: undefined };
+  const members = membersOf(bytes, open, close, separators);
+  return { tooDeep: false, layout: members === undefined ? undefined : { members, inner } };
+}
+
+/** The first non-space position at or after `from`, and one past the last non-space before `to`. */
+function trim(bytes: Buffer, from: number, to: number): [number, number] {
+  while (from < to && isSpace(bytes[from])) from++;
+  while (to > from && isSpace(bytes[to - 1])) to--;
+  return [from, to];
+}
+
+/** Members from the depth-1 separators: colon, comma, colon, …, colon; undefined when they don't alternate so. */
+function membersOf(bytes: Buffer, open: number, close: number, separators: readonly number[]): MemberSpan[] | undefined {
+  const members: MemberSpan[] = [];
+  if (separators.length === 0) return trim(bytes, open + 1, close)[0] === close ? members : undefined;
+  if (separators.length % 2 === 0) return undefined;
+  let from = open + 1;
+  for (let s = 0; s < separators.length; s += 2) {
+    const colon = separators[s] as number;
+    const end = s + 1 < separators.length ? (separators[s + 1] as number) : close;
+    if (bytes[colon] !== COLON || (end !== close && bytes[end] !== COMMA)) return undefined;
+    const [keyStart, keyEnd] = trim(bytes, from, colon);
+    const key = keyOf(bytes, keyStart, keyEnd);
+    if (key === undefined) return undefined;
+    const [valueStart, valueEnd] = trim(bytes, colon + 1, end);
+    members.push({ key, start: keyStart, valueStart, valueEnd });
+    from = end + 1;
+  }
+  return members;
+}
+
+/** The key of the string token at `[start, end)`; undefined when it is not exactly one JSON string. */
+function keyOf(bytes: Buffer, start: number, end: number): string | undefined {
+  if (bytes[start] !== QUOTE || end - start < 2 || stringEnd(bytes, start) !== end - 1) return undefined;
+  let plain = true;
+  for (let i = start + 1; i < end - 1; i++) {
+    const byte = bytes[i] as number;
+    if (byte === BACKSLASH || byte < 0x20) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return bytes.toString('utf8', start + 1, end - 1);
+  try {
+    const key: unknown = JSON.parse(bytes.toString('utf8', start, end));
+    return typeof key === 'string' ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sets an own data property as JSON.parse does: `__proto__` too stays data, not the prototype. */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** Thrown inside the piecewise parse when the skeleton is not what it must be: the whole is parsed instead. */
+class NotPieces extends Error {}
+
+/**
+ * Parses a JSON text whose walk gave `walk`, in pieces when it is long and laid out as an object.
+ * Throws what `JSON.parse` of the whole throws (a SyntaxError) when it is not JSON.
+ */
+export function parseJsonText(bytes: Buffer, walk: JsonWalk): unknown {
+  const { layout } = walk;
+  if (layout !== undefined && bytes.length > PIECE_BYTES) {
+    try {
+      return parseObject(bytes, layout);
+    } catch (err) {
+      if (!(err instanceof SyntaxError) && !(err instanceof NotPieces)) throw err;
+      // The whole says what is wrong, in JSON.parse's own words; or it parses after all.
+    }
+  }
+  return JSON.parse(bytes.toString('utf8'));
+}
+
+/** An object body from its members: runs of small members parsed together, a long array by its items. */
+function parseObject(bytes: Buffer, layout: Layout): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const { members } = layout;
+  let run = 0;
+  while (run < members.length) {
+    const first = members[run] as MemberSpan;
+    if (first.valueEnd - first.valueStart > PIECE_BYTES) {
+      setOwn(out, first.key, parseLongValue(bytes, first, layout));
+      run++;
+      continue;
+    }
+    let last = run;
+    while (last + 1 < members.length) {
+      const next = members[last + 1] as MemberSpan;
+      if (next.valueEnd - next.valueStart > PIECE_BYTES || next.valueEnd - first.start > PIECE_BYTES) break;
+      last++;
+    }
+    const parsed: unknown = JSON.parse(`{${bytes.toString('utf8', first.start, (members[last] as MemberSpan).valueEnd)}}`);
+    if (typeof parsed !== 'object' || parsed === null) throw new NotPieces();
+    const values = parsed as Record<string, unknown>;
+    for (const key of Object.keys(values)) setOwn(out, key, values[key]);
+    run = last + 1;
+  }
+  return out;
+}
+
+/** A member's value longer than a piece: an array by runs of its items, anything else whole. */
+function parseLongValue(bytes: Buffer, member: MemberSpan, layout: Layout): unknown {
+  const { valueStart, valueEnd } = member;
+  const marks = layout.inner.get(valueStart);
+  if (bytes[valueStart] !== OPEN_BRACKET || marks === undefined || marks[marks.length - 1] !== valueEnd - 1 || bytes[valueEnd - 1] !== CLOSE_BRACKET) {
+    return JSON.parse(bytes.toString('utf8', valueStart, valueEnd));
+  }
+  // Item k runs from after the previous comma (or the bracket) to its comma (or the closing bracket).
+  const items: unknown[] = [];
+  const count = marks.length;
+  let from = valueStart + 1;
+  let k = 0;
+  while (k < count) {
+    let last = k;
+    while (last + 1 < count && (marks[last + 1] as number) - from <= PIECE_BYTES) last++;
+    const end = marks[last] as number;
+    const parsed: unknown = JSON.parse(`[${bytes.toString('utf8', from, end)}]`);
+    if (!Array.isArray(parsed)) throw new NotPieces();
+    for (const item of parsed) items.push(item);
+    from = end + 1;
+    k = last + 1;
+  }
+  return items;
+}
+
+/**
+ * The object's bytes with some top-level members changed: `edits` maps a key to its new value's
+ * JSON text, or to undefined to leave the member out; a key the object lacks is added at the end.
+ * Everything else keeps its bytes. The result is parts to be written in order, views of the
+ * client's bytes but for the new values: nothing is copied (usually three parts: up to the model's
+ * value, the new value, the rest).
+ */
+export function withMembers(raw: JsonObjectBytes, edits: ReadonlyMap<string, string | undefined>): Buffer[] {
+  const { bytes, members } = raw;
+  /** Ranges of the bytes left out or replaced, in order: [from, to, replacement]. */
+  const changes: Array<[number, number, string]> = [];
+  const kept = members.filter((member) => !edits.has(member.key) || edits.get(member.key) !== undefined);
+  const lastKept = kept[kept.length - 1];
+  if (kept.length === 0 && members.length > 0) {
+    changes.push([(members[0] as MemberSpan).start, (members[members.length - 1] as MemberSpan).valueEnd, '']);
+  } else {
+    let previousKept: MemberSpan | undefined;
+    for (let i = 0; i < members.length; i++) {
+      const member = members[i] as MemberSpan;
+      const value = edits.get(member.key);
+      if (!edits.has(member.key)) {
+        previousKept = member;
+      } else if (value !== undefined) {
+        changes.push([member.valueStart, member.valueEnd, value]);
+        previousKept = member;
+      } else {
+        // Out with its comma: the one after it, or before it when no kept member follows.
+        const next = members.slice(i + 1).find((m) => kept.includes(m));
+        if (next !== undefined) changes.push([member.start, next.start, '']);
+        else changes.push([(previousKept as MemberSpan).valueEnd, member.valueEnd, '']);
+      }
+    }
+  }
+  const present = new Set(members.map((member) => member.key));
+  let added = '';
+  for (const [key, value] of edits) {
+    if (value === undefined || present.has(key)) continue;
+    added += `${added === '' && lastKept === undefined ? '' : ','}${JSON.stringify(key)}:${value}`;
+  }
+  if (added !== '') {
+    const at = lastKept === undefined ? bytes.lastIndexOf(CLOSE_BRACE) : lastKept.valueEnd;
+    changes.push([at, at, added]);
+  }
+  changes.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const parts: Buffer[] = [];
+  let cursor = 0;
+  for (const [from, to, replacement] of changes) {
+    if (from > cursor) parts.push(bytes.subarray(cursor, from));
+    if (replacement !== '') parts.push(Buffer.from(replacement));
+    cursor = Math.max(cursor, to);
+  }
+  parts.push(bytes.subarray(cursor));
+  return parts;
+}
+
+/** Whether the member's value in the bytes is the JSON literal `null`. */
+export function isNullAt(raw: JsonObjectBytes, member: MemberSpan): boolean {
+  return member.valueEnd - member.valueStart === 4 && raw.bytes.toString('latin1', member.valueStart, member.valueEnd) === 'null';
+}
+
+/** Size of the buffers a serialised body is written into. */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * `JSON.stringify(value)` as UTF-8 bytes, in parts to be written in order: each top-level member,
+ * and each item of a top-level array, is serialised on its own (no string of the whole, so no
+ * large object for V8 to map, nor a 200 KB text to encode and measure again) and written straight
+ * into buffers of {@link CHUNK_BYTES}. The bytes are those of `JSON.stringify` of the whole.
+ */
+export function serializeJson(value: Record<string, unknown>): Buffer[] {
+  const out = createChunkWriter();
+  out.write('{');
+  let first = true;
+  for (const key of Object.keys(value)) {
+    const member = value[key];
+    // Separators are written on their own: joined to a long text they would make V8 copy it.
+    if (!Array.isArray(member)) {
+      const text = JSON.stringify(member) as string | undefined;
+      // JSON.stringify leaves out members it has no text for (undefined, functions, symbols).
+      if (text === undefined) continue;
+      out.write(`${first ? '' : ','}${JSON.stringify(key)}:`);
+      out.write(text);
+      first = false;
+      continue;
+    }
+    out.write(`${first ? '' : ','}${JSON.stringify(key)}:[`);
+    first = false;
+    for (let i = 0; i < member.length; i++) {
+      if (i > 0) out.write(',');
+      // An array item with no text is null, as in JSON.stringify.
+      out.write((JSON.stringify(member[i]) as string | undefined) ?? 'null');
+    }
+    out.write(']');
+  }
+  out.write('}');
+  return out.parts();
+}
+
+/**
+ * Writes strings as UTF-8 into buffers of {@link CHUNK_BYTES}, filled up: what does not fit goes on
+ * in the next one (`encodeInto` stops between characters and says how much it read).
+ */
+function createChunkWriter(): { write(text: string): void; parts(): Buffer[] } {
+  const done: Buffer[] = [];
+  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let used = 0;
+  return {
+    write(text) {
+      let rest = text;
+      for (;;) {
+        const { read, written } = encoder.encodeInto(rest, chunk.subarray(used));
+        used += written;
+        if (read === rest.length) return;
+        rest = rest.slice(read);
+        done.push(chunk.subarray(0, used));
+        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+        used = 0;
+      }
+    },
+    parts() {
+      if (used > 0) done.push(chunk.subarray(0, used));
+      return done;
+    },
+  };
+}
+
+const encoder = new TextEncoder();
