@@ -25,9 +25,11 @@ import {
   checkToolName,
   fail,
   field,
+  given,
   isObject,
   oneOf,
   reject,
+  withoutNulls,
 } from './validate-util.ts';
 
 const ROLES = oneOf(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -116,24 +118,7 @@ export function validateChatRequest(body: unknown): ChatRequest {
   const reasoningEffort = given(request, 'reasoning_effort');
   if (reasoningEffort !== undefined) checkOneOf(reasoningEffort, 'reasoning_effort', REASONING_EFFORTS);
 
-  return withoutNulls(request) as ChatRequest;
-}
-
-/** A top-level parameter, with an explicit null read as "not given". */
-function given(request: JsonObject, key: string): unknown {
-  const value = field(request, key);
-  return value === null ? undefined : value;
-}
-
-function withoutNulls(request: JsonObject): JsonObject {
-  let copy: JsonObject | undefined;
-  for (const key of NULLABLE_PARAMETERS) {
-    if (field(request, key) !== null) continue;
-    // Spread copies own properties with define semantics, so a `__proto__` key stays data.
-    copy ??= { ...request };
-    delete copy[key];
-  }
-  return copy ?? request;
+  return withoutNulls(request, NULLABLE_PARAMETERS) as ChatRequest;
 }
 
 function checkMessages(value: unknown): void {

@@ -29,9 +29,11 @@ import {
   checkToolName,
   fail,
   field,
+  given,
   isObject,
   oneOf,
   reject,
+  withoutNulls,
 } from './validate-util.ts';
 
 export type * from './responses-types.ts';
@@ -157,29 +159,12 @@ export function validateResponsesRequest(body: unknown, options: ResponsesValida
   const truncation = given(request, 'truncation');
   if (truncation !== undefined) checkOneOf(truncation, 'truncation', TRUNCATIONS);
 
-  return withoutNulls(request) as ResponsesRequest;
+  return withoutNulls(request, NULLABLE_PARAMETERS) as ResponsesRequest;
 }
 
 /** Whether the request asked for reasoning items to carry `encrypted_content` (stateless clients: Codex). */
 export function wantsEncryptedReasoning(request: ResponsesRequest): boolean {
   return Array.isArray(request.include) && request.include.includes('reasoning.encrypted_content');
-}
-
-/** A top-level parameter, with an explicit null read as "not given". */
-function given(request: JsonObject, key: string): unknown {
-  const value = field(request, key);
-  return value === null ? undefined : value;
-}
-
-function withoutNulls(request: JsonObject): JsonObject {
-  let copy: JsonObject | undefined;
-  for (const key of NULLABLE_PARAMETERS) {
-    if (field(request, key) !== null) continue;
-    // Spread copies own properties with define semantics, so a `__proto__` key stays data.
-    copy ??= { ...request };
-    delete copy[key];
-  }
-  return copy ?? request;
 }
 
 function optionalString(owner: JsonObject, key: string, ownerPath: string): void {

@@ -20,6 +20,24 @@ export function field(obj: JsonObject, key: string): unknown {
 }
 
 /** Joins a parent path and a key or index: `messages` + 2 -> `messages.2`. */
+/** A top-level parameter, with an explicit null read as "not given". */
+export function given(request: JsonObject, key: string): unknown {
+  const value = field(request, key);
+  return value === null ? undefined : value;
+}
+
+/** The request without the `nullable` parameters that are explicitly null (a copy only when one is). */
+export function withoutNulls(request: JsonObject, nullable: readonly string[]): JsonObject {
+  let copy: JsonObject | undefined;
+  for (const key of nullable) {
+    if (field(request, key) !== null) continue;
+    // Spread copies own properties with define semantics, so a `__proto__` key stays data.
+    copy ??= { ...request };
+    delete copy[key];
+  }
+  return copy ?? request;
+}
+
 export function at(path: string, key: string | number): string {
   return `${path}.${key}`;
 }

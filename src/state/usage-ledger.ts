@@ -26,7 +26,7 @@
  * Scripts name keys built from the prefix, so this needs one server, not a cluster.
  */
 import { randomBytes } from 'node:crypto';
-import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable } from '../usage/ledger-format.ts';
+import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, entryCounts, spendWindowStart } from '../usage/ledger-format.ts';
 import type { Counts, RowTable } from '../usage/ledger-format.ts';
 import { createUsageSummary } from '../usage/ledger.ts';
 import type { UsageLedger, UsageQuery, UsageRow } from '../usage/ledger.ts';
@@ -100,20 +100,6 @@ const QUERY_DAYS_PER_TRIP = 4;
 const SPEND_WATCH_MS = 3_600_000;
 /** At most this many keys' spend re-read per flush (the most recently asked). */
 const MAX_WATCHED_KEYS = 1_000;
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
-}
-
-function toNanos(usd: unknown): number {
-  return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANOS_PER_USD) : 0;
-}
-
-/** First UTC day (index) of the month before the one holding `ms`: how far back spend is kept. */
-function spendWindowStart(ms: number): number {
-  const date = new Date(ms);
-  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() - 1, 1) / DAY_MS;
-}
 
 /** `HOUR|KEY|MODEL` (a model id may hold '|'; a key id never does). */
 function parseField(field: string): { hour: number; keyId: string; model: string } | undefined {
@@ -299,10 +285,9 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
       const at = typeof entry.at === 'number' && entry.at <= nowMs ? entry.at : nowMs;
       const hour = Math.floor(at / HOUR_MS);
       const keyId = String(entry.keyId);
-      const nanos = toNanos(entry.costUsd);
-      pending.add(hour, keyId, String(entry.model), [
-        1, count(entry.inputTokens), count(entry.outputTokens), count(entry.cacheReadTokens), count(entry.cacheCreationTokens), nanos,
-      ]);
+      const counts = entryCounts(entry);
+      const nanos = counts[5];
+      pending.add(hour, keyId, String(entry.model), counts);
       if (nanos > 0) addTo(ownSpend, keyId, Math.floor(hour / 24), nanos);
     },
 

@@ -26,6 +26,25 @@ export type Counts = [number, number, number, number, number, number];
 /** One aggregated row as stored: hour index, key id, model, then the six counts. */
 export type RowTuple = [number, string, string, number, number, number, number, number, number];
 
+/** One request's counts as a row adds them: numbers that are not finite and positive count 0, tokens whole, cost in nano-dollars. */
+export function entryCounts(entry: { inputTokens?: unknown; outputTokens?: unknown; cacheReadTokens?: unknown; cacheCreationTokens?: unknown; costUsd?: unknown }): Counts {
+  return [1, count(entry.inputTokens), count(entry.outputTokens), count(entry.cacheReadTokens), count(entry.cacheCreationTokens), toNanos(entry.costUsd)];
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+function toNanos(usd: unknown): number {
+  return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANOS_PER_USD) : 0;
+}
+
+/** First UTC day (index) of the month before the one holding `ms`: how far back spend is kept. */
+export function spendWindowStart(ms: number): number {
+  const date = new Date(ms);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() - 1, 1) / DAY_MS;
+}
+
 /** Rows aggregated by hour × key × model. */
 export interface RowTable {
   /** Adds `counts` to the row of (hour, keyId, model), creating it at zero. */

@@ -49,7 +49,7 @@ import { mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TokenUsage } from '../formats/wire.ts';
-import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, encodeDeltaLine, liveFileName } from './ledger-format.ts';
+import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, encodeDeltaLine, entryCounts, liveFileName, spendWindowStart } from './ledger-format.ts';
 import type { LedgerFile } from './ledger-format.ts';
 import { createUsageSummary } from './ledger-query.ts';
 import { asError, createLedgerReader, listLedgerDir } from './ledger-reader.ts';
@@ -127,20 +127,6 @@ export interface FileLedgerOptions {
   compactAfterMs?: number;
   /** Write, read and compaction failures (default: one line on stderr per new message). */
   onError?: (error: Error) => void;
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
-}
-
-function toNanos(usd: unknown): number {
-  return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANOS_PER_USD) : 0;
-}
-
-/** First UTC day (index) of the month before the one holding `ms`: how far back spend is kept. */
-function spendWindowStart(ms: number): number {
-  const date = new Date(ms);
-  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() - 1, 1) / DAY_MS;
 }
 
 const noop = (): void => {};
@@ -329,10 +315,9 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
       const at = typeof entry.at === 'number' && entry.at <= nowMs ? entry.at : nowMs;
       const hour = Math.floor(at / HOUR_MS);
       const keyId = String(entry.keyId);
-      const nanos = toNanos(entry.costUsd);
-      pending.add(hour, keyId, String(entry.model), [
-        1, count(entry.inputTokens), count(entry.outputTokens), count(entry.cacheReadTokens), count(entry.cacheCreationTokens), nanos,
-      ]);
+      const counts = entryCounts(entry);
+      const nanos = counts[5];
+      pending.add(hour, keyId, String(entry.model), counts);
       addSpend(keyId, hour, nanos);
     },
 
