@@ -22,3 +22,8 @@ export function records(value: unknown): Array<Record<string, unknown>> {
   }
   return out;
 }
+
+/** The value when it is a string with something in it. */
+export function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}

@@ -26,9 +26,10 @@ import type { SseEvent } from '../sse/parser.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
-import { isRecord } from '../json.ts';
+import { isRecord, nonEmptyString } from '../json.ts';
 import { createJsonProgress, type JsonProgress } from './json-progress.ts';
 import { newId } from '../ids.ts';
+import { firstChoice } from './chat-choice.ts';
 
 export interface StreamTranslator {
   /** One parsed upstream event. */
@@ -86,17 +87,6 @@ interface ToolCall {
   /** Held back, streaming in the open block, or its block closed. */
   phase: 'held' | 'live' | 'done';
   json: JsonProgress;
-}
-
-function nonEmptyString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-/** The choice with index 0 (a missing index counts as 0): the one a messages answer has room for. */
-function firstChoice(choices: unknown): Record<string, unknown> | undefined {
-  if (!Array.isArray(choices)) return undefined;
-  for (const choice of choices) if (isRecord(choice) && (choice['index'] ?? 0) === 0) return choice;
-  return undefined;
 }
 
 /** Creates the chat -> messages stream translator; output goes to `options.write`, one event per call. */

@@ -28,23 +28,13 @@ import { createResponsesEmitter } from './responses-events.ts';
 import { answerUsage, chatStop, failureCode, tokenCount } from './responses-output.ts';
 import { chatUsage } from './chat-to-responses.ts';
 import { ZERO_USAGE } from './usage.ts';
-import { isRecord } from '../json.ts';
+import { isRecord, nonEmptyString } from '../json.ts';
+import { firstChoice } from './chat-choice.ts';
 
 /** Calls without a usable index are ordered after every indexed one, by arrival. */
 const UNINDEXED_BASE = 1_000_000;
 
 interface Call { order: number; id: string | undefined; name: string; args: string; state: 'live' | 'held' | 'done' }
-
-function nonEmptyString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-/** The choice with index 0 (a missing index counts as 0): the one a Responses answer has room for. */
-function firstChoice(choices: unknown): Record<string, unknown> | undefined {
-  if (!Array.isArray(choices)) return undefined;
-  for (const choice of choices) if (isRecord(choice) && (choice['index'] ?? 0) === 0) return choice;
-  return undefined;
-}
 
 /** Whether `text` is one complete JSON value (a live call whose arguments are complete is done). */
 function isCompleteJson(text: string): boolean {

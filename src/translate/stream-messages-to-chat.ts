@@ -21,7 +21,7 @@ import { chatErrorFrame } from '../formats/frames.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { foldMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
-import { isRecord } from '../json.ts';
+import { isRecord, nonEmptyString } from '../json.ts';
 import { newId } from '../ids.ts';
 
 export interface MessagesToChatStreamOptions {
@@ -34,10 +34,6 @@ export interface MessagesToChatStreamOptions {
   now?: () => number;
   /** The llmux model id every chunk names; the upstream's `model` when absent. */
   model?: string;
-}
-
-function nonEmptyString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
 
 /** Creates the messages -> chat stream translator; output goes to `options.write`, one chunk per call. */

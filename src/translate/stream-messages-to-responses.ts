@@ -23,11 +23,7 @@ import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './respon
 import { createResponsesEmitter } from './responses-events.ts';
 import { answerUsage, failureCode, messagesStop, tokenCount } from './responses-output.ts';
 import { fromMessagesUsage, ZERO_USAGE } from './usage.ts';
-import { isRecord } from '../json.ts';
-
-function nonEmptyString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
+import { isRecord, nonEmptyString } from '../json.ts';
 
 function latestNonZero(latest: number, earlier: number): number {
   return latest > 0 ? latest : earlier;
