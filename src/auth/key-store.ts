@@ -8,9 +8,7 @@
  * clear message and never silently replaced.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import {
-  closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, watch as fsWatch, writeSync, constants as fsc,
-} from 'node:fs';
+import { readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Budget, TierLimits, TierName } from '../config-types.ts';

@@ -44,7 +44,6 @@
  */
 import type {
   ChatRequest,
-  ChatResponse,
   ChatToolChoice,
   MessagesContentBlock,
   MessagesImageBlock,

@@ -49,7 +49,6 @@ import type {
   ChatToolCall,
   ChatToolChoice,
   MessagesRequest,
-  MessagesResponse,
   MessagesTool,
 } from '../formats/wire.ts';
 import { GatewayError, truncate } from '../errors.ts';

@@ -17,7 +17,8 @@
  * State: the response object (its output grows item by item) and the one open item.
  */
 import type { ResponsesItemStatus, ResponsesOutputItem, ResponsesRefusal, ResponsesOutputText, ResponsesResponse, ResponsesUsage } from '../formats/responses.ts';
-import type { SealableBlock } from '../formats/wire.ts';
+import type { SealableBlock, TokenUsage } from '../formats/wire.ts';
+import type { SseEvent } from '../sse/parser.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import {
   type InputUnwrapper,
@@ -29,7 +30,9 @@ import {
   newResponseId,
   outputItemId,
   responseObject,
+  tokenCount,
 } from './responses-output.ts';
+import { ZERO_USAGE } from './usage.ts';
 import { type RestoredTool, restoreTool } from './responses-tools.ts';
 
 export interface ResponsesEmitterOptions extends ResponsesAnswerOptions {
@@ -82,6 +85,8 @@ export interface ResponsesEmitter {
   fail(code: string, message: string, usage: ResponsesUsage | null): void;
   readonly started: boolean;
   readonly finished: boolean;
+  /** Ended by `fail`. */
+  readonly failed: boolean;
   /** The response object: in progress until the terminal event, then final (what to store). */
   response(): ResponsesResponse;
 }
@@ -367,6 +372,38 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     get finished() {
       return finished;
     },
+    get failed() {
+      return response.status === 'failed';
+    },
     response: () => response,
+  };
+}
+
+/** What a Responses stream translator reads its upstream with: its own events, end and usage. */
+export interface ResponsesStreamParts {
+  push(event: SseEvent): void;
+  end(): void;
+  fail(message: string, type?: string): void;
+  /** What the upstream reported so far, if anything. */
+  reported(): TokenUsage | undefined;
+}
+
+/**
+ * The translator around its emitter: whether it ended, and how, is the emitter's; the usage is
+ * what the upstream reported, else the input estimate.
+ */
+export function responsesStreamTranslator(emitter: ResponsesEmitter, parts: ResponsesStreamParts, estimatedInputTokens: number | undefined): ResponsesStreamTranslator {
+  return {
+    push: parts.push,
+    end: parts.end,
+    fail: parts.fail,
+    get finished() {
+      return emitter.finished;
+    },
+    get failed() {
+      return emitter.failed;
+    },
+    usage: () => ({ ...(parts.reported() ?? { ...ZERO_USAGE, inputTokens: tokenCount(estimatedInputTokens) }) }),
+    response: () => emitter.response(),
   };
 }

@@ -30,6 +30,7 @@ import { isRecord, nonEmptyString } from '../json.ts';
 import { createJsonProgress, type JsonProgress } from './json-progress.ts';
 import { newId } from '../ids.ts';
 import { firstChoice } from './chat-choice.ts';
+import { eventObject } from './stream-event.ts';
 
 export interface StreamTranslator {
   /** One parsed upstream event. */
@@ -323,15 +324,9 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
       finishMessage();
       return;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      fail('upstream stream event is not valid JSON; the answer is incomplete');
-      return;
-    }
-    if (!isRecord(chunk)) {
-      fail('upstream stream event is not a JSON object; the answer is incomplete');
+    const chunk = eventObject(data);
+    if (typeof chunk === 'string') {
+      fail(chunk);
       return;
     }
     if (chunk['error'] !== undefined && chunk['error'] !== null) {

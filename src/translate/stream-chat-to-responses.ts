@@ -24,12 +24,12 @@
 import type { TokenUsage } from '../formats/wire.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './responses-events.ts';
-import { createResponsesEmitter } from './responses-events.ts';
-import { answerUsage, chatStop, failureCode, tokenCount } from './responses-output.ts';
+import { createResponsesEmitter, responsesStreamTranslator } from './responses-events.ts';
+import { answerUsage, chatStop, failureCode } from './responses-output.ts';
 import { chatUsage } from './chat-to-responses.ts';
-import { ZERO_USAGE } from './usage.ts';
 import { isRecord, nonEmptyString } from '../json.ts';
 import { firstChoice } from './chat-choice.ts';
+import { eventObject } from './stream-event.ts';
 
 /** Calls without a usable index are ordered after every indexed one, by arrival. */
 const UNINDEXED_BASE = 1_000_000;
@@ -51,7 +51,6 @@ function isCompleteJson(text: string): boolean {
 export function createChatToResponsesStream(options: ResponsesStreamOptions): ResponsesStreamTranslator {
   const emitter = createResponsesEmitter(options);
   const warn = options.onWarning ?? (() => {});
-  let failed = false;
   let sawDone = false;
   let finishReason: string | undefined;
   let refused = false;
@@ -177,15 +176,9 @@ export function createChatToResponsesStream(options: ResponsesStreamOptions): Re
       complete();
       return;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(event.data);
-    } catch {
-      fail('upstream stream event is not valid JSON; the answer is incomplete');
-      return;
-    }
-    if (!isRecord(chunk)) {
-      fail('upstream stream event is not a JSON object; the answer is incomplete');
+    const chunk = eventObject(event.data);
+    if (typeof chunk === 'string') {
+      fail(chunk);
       return;
     }
     const error = chunk['error'];
@@ -215,21 +208,8 @@ export function createChatToResponsesStream(options: ResponsesStreamOptions): Re
 
   function fail(message: string, type?: string): void {
     if (emitter.finished) return;
-    failed = true;
     emitter.fail(failureCode(type), message, answerUsage(reported, reasoningTokens, options));
   }
 
-  return {
-    push,
-    end,
-    fail,
-    get finished() {
-      return emitter.finished;
-    },
-    get failed() {
-      return failed;
-    },
-    usage: () => ({ ...(reported ?? { ...ZERO_USAGE, inputTokens: tokenCount(options.estimatedInputTokens) }) }),
-    response: () => emitter.response(),
-  };
+  return responsesStreamTranslator(emitter, { push, end, fail, reported: () => reported }, options.estimatedInputTokens);
 }

@@ -23,6 +23,7 @@ import { stopReasonToFinishReason } from './stop-reasons.ts';
 import { foldMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
 import { isRecord, nonEmptyString } from '../json.ts';
 import { newId } from '../ids.ts';
+import { eventObject } from './stream-event.ts';
 
 export interface MessagesToChatStreamOptions {
   write(text: string): void;
@@ -171,15 +172,9 @@ export function createMessagesToChatStream(options: MessagesToChatStreamOptions)
 
   function push(event: SseEvent): void {
     if (finished) return;
-    let payload: unknown;
-    try {
-      payload = JSON.parse(event.data);
-    } catch {
-      fail('upstream stream event is not valid JSON; the answer is incomplete');
-      return;
-    }
-    if (!isRecord(payload)) {
-      fail('upstream stream event is not a JSON object; the answer is incomplete');
+    const payload = eventObject(event.data);
+    if (typeof payload === 'string') {
+      fail(payload);
       return;
     }
     const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;

@@ -20,10 +20,11 @@
 import type { TokenUsage } from '../formats/wire.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './responses-events.ts';
-import { createResponsesEmitter } from './responses-events.ts';
+import { createResponsesEmitter, responsesStreamTranslator } from './responses-events.ts';
 import { answerUsage, failureCode, messagesStop, tokenCount } from './responses-output.ts';
 import { fromMessagesUsage, ZERO_USAGE } from './usage.ts';
 import { isRecord, nonEmptyString } from '../json.ts';
+import { eventObject } from './stream-event.ts';
 
 function latestNonZero(latest: number, earlier: number): number {
   return latest > 0 ? latest : earlier;
@@ -33,7 +34,6 @@ function latestNonZero(latest: number, earlier: number): number {
 export function createMessagesToResponsesStream(options: ResponsesStreamOptions): ResponsesStreamTranslator {
   const emitter = createResponsesEmitter(options);
   const warn = options.onWarning ?? (() => {});
-  let failed = false;
   let sawMessageDelta = false;
   let usage: TokenUsage | undefined;
   let reasoningTokens = 0;
@@ -136,15 +136,9 @@ export function createMessagesToResponsesStream(options: ResponsesStreamOptions)
 
   function push(event: SseEvent): void {
     if (emitter.finished) return;
-    let payload: unknown;
-    try {
-      payload = JSON.parse(event.data);
-    } catch {
-      fail('upstream stream event is not valid JSON; the answer is incomplete');
-      return;
-    }
-    if (!isRecord(payload)) {
-      fail('upstream stream event is not a JSON object; the answer is incomplete');
+    const payload = eventObject(event.data);
+    if (typeof payload === 'string') {
+      fail(payload);
       return;
     }
     const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;
@@ -190,21 +184,8 @@ export function createMessagesToResponsesStream(options: ResponsesStreamOptions)
 
   function fail(message: string, type?: string): void {
     if (emitter.finished) return;
-    failed = true;
     emitter.fail(failureCode(type), message, answerUsage(usage, reasoningTokens, options));
   }
 
-  return {
-    push,
-    end,
-    fail,
-    get finished() {
-      return emitter.finished;
-    },
-    get failed() {
-      return failed;
-    },
-    usage: () => ({ ...(usage ?? { ...ZERO_USAGE, inputTokens: tokenCount(options.estimatedInputTokens) }) }),
-    response: () => emitter.response(),
-  };
+  return responsesStreamTranslator(emitter, { push, end, fail, reported: () => usage }, options.estimatedInputTokens);
 }
