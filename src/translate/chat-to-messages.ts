@@ -62,6 +62,7 @@ import { finishReasonToStopReason } from './stop-reasons.ts';
 import { fromChatUsage, toMessagesUsage } from './usage.ts';
 import { asRecord, records } from '../json.ts';
 import { newId } from '../ids.ts';
+import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
@@ -79,7 +80,6 @@ const KNOWN_FIELDS = new Set([
 const PARAGRAPH = '\n\n';
 const HTTP_URL = /^https?:\/\//i;
 const HEX_PAIR = /^[0-9a-f]{2}$/i;
-const FIRST_TURN_FILLER = '.';
 const DEFAULT_MAX_TOKENS = 4096;
 const MAX_DEFAULT_MAX_TOKENS = 32000;
 const MIN_THINKING_BUDGET = 1024;
@@ -97,7 +97,7 @@ interface DocumentBlock { type: 'document'; source: { type: 'base64'; media_type
 type Block = MessagesContentBlock | DocumentBlock;
 /** A tool_use block, fit for a request turn and for an answer alike. */
 type ToolUse = { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
-interface Turn { role: 'user' | 'assistant'; blocks: Block[] }
+type Turn = MessageTurn<Block>;
 
 /**
  * Translates a validated chat-completions request into the messages request for `model`.
@@ -416,32 +416,9 @@ function toolResult(toolUseId: string, content: unknown): MessagesToolResultBloc
   return { type: 'tool_result', tool_use_id: toolUseId, content: blocks };
 }
 
-function addTurn(turns: Turn[], role: Turn['role'], blocks: Block[]): void {
-  // An empty turn carries nothing, and the messages API refuses one anywhere but at the end.
-  if (blocks.length === 0) return;
-  const last = turns[turns.length - 1];
-  if (last !== undefined && last.role === role) last.blocks.push(...blocks);
-  else turns.push({ role, blocks });
-}
-
 function finishTurns(turns: Turn[]): void {
-  for (const turn of turns) {
-    if (turn.role !== 'user') continue;
-    const results = turn.blocks.filter((block) => block.type === 'tool_result');
-    if (results.length > 0 && results.length < turn.blocks.length) {
-      turn.blocks = [...results, ...turn.blocks.filter((block) => block.type !== 'tool_result')];
-    }
-  }
-  const last = turns[turns.length - 1];
-  if (last?.role === 'assistant') {
-    const final = last.blocks[last.blocks.length - 1];
-    if (final?.type === 'text') {
-      final.text = final.text.trimEnd();
-      if (final.text === '') last.blocks.pop();
-    }
-    if (last.blocks.length === 0) turns.pop();
-  }
-  if (turns[0]?.role !== 'user') turns.unshift({ role: 'user', blocks: [{ type: 'text', text: FIRST_TURN_FILLER }] });
+  for (const turn of turns) if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
+  closeTurns(turns);
 }
 
 /** Whether the request answers tool calls, i.e. continues an assistant turn rather than starting one. */

@@ -56,10 +56,10 @@ import {
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../json.ts';
+import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 
-interface Turn { role: 'user' | 'assistant'; blocks: MessagesContentBlock[] }
+type Turn = MessageTurn<MessagesContentBlock>;
 
-const FIRST_TURN_FILLER = '.';
 const HTTP_URL = /^https?:\/\//i;
 const MIN_THINKING_BUDGET = 1024;
 const THINKING_HEADROOM_TOKENS = 4096;
@@ -264,35 +264,12 @@ function toolResult(callId: string, output: unknown): MessagesToolResultBlock {
   return { type: 'tool_result', tool_use_id: callId, content: toolResultBlocks(output) };
 }
 
-function addTurn(turns: Turn[], role: Turn['role'], blocks: MessagesContentBlock[]): void {
-  // An empty turn carries nothing, and the messages API refuses one anywhere but at the end.
-  if (blocks.length === 0) return;
-  const last = turns[turns.length - 1];
-  if (last !== undefined && last.role === role) last.blocks.push(...blocks);
-  else turns.push({ role, blocks });
-}
-
-/** Blocks of `first` kinds moved to the front of the turn, the order within each group kept. */
-function frontFirst(turn: Turn, isFirst: (block: MessagesContentBlock) => boolean): void {
-  const first = turn.blocks.filter(isFirst);
-  if (first.length > 0 && first.length < turn.blocks.length) turn.blocks = [...first, ...turn.blocks.filter((block) => !isFirst(block))];
-}
-
 function finishTurns(turns: Turn[]): void {
   for (const turn of turns) {
     if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
     else frontFirst(turn, (block) => block.type === 'thinking' || block.type === 'redacted_thinking');
   }
-  const last = turns[turns.length - 1];
-  if (last?.role === 'assistant') {
-    const final = last.blocks[last.blocks.length - 1];
-    if (final?.type === 'text') {
-      final.text = final.text.trimEnd();
-      if (final.text === '') last.blocks.pop();
-    }
-    if (last.blocks.length === 0) turns.pop();
-  }
-  if (turns[0]?.role !== 'user') turns.unshift({ role: 'user', blocks: [{ type: 'text', text: FIRST_TURN_FILLER }] });
+  closeTurns(turns);
 }
 
 /** Whether the request answers tool calls of an assistant turn that does not start with thinking. */
