@@ -68,6 +68,11 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   routes.add('GET', '/', (_req, res) => {
     sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/models', '/v1/usage', '/auth/device', '/dashboard', '/healthz'] }));
   });
+  // Claude Code checks the connection with HEAD {base URL}/api/hello at start-up (and before
+  // subagents), whatever the base URL: a 200 instead of a 404 in every user's log.
+  routes.add('GET', '/api/hello', (_req, res) => {
+    sendJson(res, 200, '{"status":"ok"}');
+  });
   routes.add('GET', '/healthz', (_req, res) => {
     sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
   });

@@ -24,6 +24,14 @@ describe('server: routes, request ids and errors', () => {
   before(async () => { t = await startTestGateway(); });
   after(async () => { await t.close(); });
 
+  it('answers Claude Code\'s connection check, HEAD /api/hello, without a key', async () => {
+    const head = await fetch(`${t.url}/api/hello`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    const get = await fetch(`${t.url}/api/hello`);
+    assert.equal(get.status, 200);
+    assert.deepEqual(await get.json(), { status: 'ok' });
+  });
+
   it('answers /healthz without a key', async () => {
     const res = await fetch(`${t.url}/healthz`);
     assert.equal(res.status, 200);
