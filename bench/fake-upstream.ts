@@ -1,6 +1,6 @@
 /**
  * The benchmark's provider: one `node:http` server on 127.0.0.1 speaking both wire formats, with
- * answers shaped like the recorded ones in shared/fixtures/upstream (same fields, same sizes).
+ * answers shaped like the recorded ones in test/fixtures/upstream (same fields, same sizes).
  *
  *   POST …/chat/completions   OpenAI chat: JSON, or a 100-event stream
  *   POST …/messages           Anthropic messages: JSON, or a 100-event stream

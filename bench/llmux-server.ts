@@ -20,8 +20,8 @@ import { parseArgs } from 'node:util';
 import { collectOnSignal, isEntryPoint } from './entry.ts';
 
 /**
- * What this script uses of `dist/server.js`. Kept structural, so this file compiles on its own
- * (the runner builds it without src/); bench/run.ts checks it against src/server.ts's real types.
+ * What this script uses of `dist/gateway/server.js`. Kept structural, so this file compiles on its own
+ * (the runner builds it without src/); bench/run.ts checks it against src/gateway/server.ts's real types.
  */
 export interface GatewayModule {
   createGateway(options: {
@@ -71,7 +71,7 @@ if (isEntryPoint(import.meta.url)) {
     process.exit(2);
   }
   const dist = resolve(values.dist);
-  const { createGateway } = (await import(pathToFileURL(join(dist, 'server.js')).href)) as GatewayModule;
+  const { createGateway } = (await import(pathToFileURL(join(dist, 'gateway', 'server.js')).href)) as GatewayModule;
   // As `llmux serve` does: the feature modules register their routes before the gateway is made.
   const features = join(dist, 'features.js');
   if (existsSync(features)) await import(pathToFileURL(features).href);

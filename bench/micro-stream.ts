@@ -33,7 +33,7 @@ import { runInNewContext } from 'node:vm';
 import type { WireFormat } from '../src/formats/wire.ts';
 import type { SseEvent } from '../src/sse/parser.ts';
 import type { SseParser, SseParserOptions } from '../src/sse/parser.ts';
-import type { UsageTap, UsageTapOptions } from '../src/translate/usage-tap.ts';
+import type { UsageTap, UsageTapOptions } from '../src/passthrough/usage-tap.ts';
 import type { ChatToMessagesStreamOptions, StreamTranslator } from '../src/translate/stream-chat-to-messages.ts';
 import type { MessagesToChatStreamOptions } from '../src/translate/stream-messages-to-chat.ts';
 import { chatStreamEvents, messagesStreamEvents, STREAM_EVENTS } from './fake-upstream.ts';
@@ -77,7 +77,8 @@ async function loadHotPath(dir: string): Promise<HotPath> {
   const extension = existsSync(new URL('sse/parser.js', base)) ? 'js' : 'ts';
   const load = async (path: string): Promise<unknown> => import(new URL(`${path}.${extension}`, base).href);
   const parser = (await load('sse/parser')) as Pick<HotPath, 'createSseParser'>;
-  const tap = (await load('translate/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
+  // The usage tap moved from translate/ to passthrough/ (issue 20); a --baseline build may predate it.
+  const tap = (await load(existsSync(new URL(`passthrough/usage-tap.${extension}`, base)) ? 'passthrough/usage-tap' : 'translate/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
   const toMessages = (await load('translate/stream-chat-to-messages')) as Pick<HotPath, 'createChatToMessagesStream'>;
   const toChat = (await load('translate/stream-messages-to-chat')) as Pick<HotPath, 'createMessagesToChatStream'>;
   return {

@@ -25,7 +25,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { createGateway } from '../src/server.ts';
+import type { createGateway } from '../src/gateway/server.ts';
 import type { GatewayModule } from './llmux-server.ts';
 import {
   combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
@@ -41,7 +41,7 @@ import type { CpuProfile } from './profile-summary.ts';
 import { renderSharedState, sharedStateVerdictLine } from './shared-state.ts';
 import type { SharedStateResult } from './shared-state.ts';
 
-/** Compile-time check that llmux-server.ts's structural view of dist/server.js matches src/server.ts. */
+/** Compile-time check that llmux-server.ts's structural view of dist/gateway/server.js matches src/gateway/server.ts. */
 type Accepts<T extends GatewayModule['createGateway']> = T;
 export type GatewayShapeCheck = Accepts<typeof createGateway>;
 
@@ -211,7 +211,7 @@ function run(command: string, args: string[], what: string): { ok: boolean; outp
 /** `npm run build`, then the bench's own child scripts to plain JS (they must not run under tsx). */
 function build(notes: string[]): void {
   const dist = run('npm', ['run', 'build'], 'npm run build');
-  if (!existsSync(join(DIST, 'server.js')) || !existsSync(join(DIST, 'cli.js'))) {
+  if (!existsSync(join(DIST, 'gateway', 'server.js')) || !existsSync(join(DIST, 'cli.js'))) {
     process.stderr.write(`bench: npm run build produced no dist/:\n${dist.output}\n`);
     process.exit(1);
   }

@@ -7,17 +7,17 @@ import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, parsePort, resolveHome } from './config.ts';
+import { ConfigError, loadConfig, parsePort, resolveHome } from './config/load.ts';
 import { KeyStoreError, createKeyStore, parseDuration } from './auth/key-store.ts';
 import type { KeyRecord, KeyStore } from './auth/key-store.ts';
-import type { Budget, TierLimits, TierName } from './config-types.ts';
-import { isTierName } from './config-types.ts';
+import type { Budget, TierLimits, TierName } from './config/types.ts';
+import { isTierName } from './config/types.ts';
 import { budgetFor, keyStatus, limitsFor } from './auth/key-record.ts';
-import { VERSION } from './version.ts';
-import { GatewayError } from './errors.ts';
-import type { CliIo } from './cli-io.ts';
+import { VERSION } from './common/version.ts';
+import { GatewayError } from './common/errors.ts';
+import type { CliIo } from './commands/io.ts';
 
-export type { CliIo } from './cli-io.ts';
+export type { CliIo } from './commands/io.ts';
 
 const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -92,13 +92,13 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       case 'models':
         return await models(rest, io);
       case 'usage':
-        return await (await import('./usage-cli.ts')).usageCommand(rest, io);
+        return await (await import('./commands/usage.ts')).usageCommand(rest, io);
       case 'setup':
-        return await (await import('./setup.ts')).setupCommand(rest, io);
+        return await (await import('./commands/setup.ts')).setupCommand(rest, io);
       case 'device':
-        return await (await import('./device-cli.ts')).deviceCommand(rest, io);
+        return await (await import('./commands/device.ts')).deviceCommand(rest, io);
       case 'state':
-        return await (await import('./state-cli.ts')).stateCommand(rest, io);
+        return await (await import('./commands/state.ts')).stateCommand(rest, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -125,7 +125,7 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   });
   const port = parsePort(values.port, '--port');
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
-  const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./server.ts'), import('./features.ts')]);
+  const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./gateway/server.ts'), import('./gateway/features.ts')]);
   const gateway = createGateway({ host: values.host, port, configPath: values.config, home: values.home, env: io.env, features: standardFeatures });
   try {
     const first = await gateway.keys.createFirst({ name: 'admin', admin: true, tier: 'pro' });
@@ -209,7 +209,7 @@ async function openKeys(home: string, io: CliIo): Promise<{ store: KeyStore; clo
     const store = createKeyStore(home, { lockWaitMs: CLI_LOCK_WAIT_MS });
     return { store, close: async () => store.close() };
   }
-  return (await import('./state-cli.ts')).openCliKeyStore(io, home, CLI_LOCK_WAIT_MS);
+  return (await import('./commands/state.ts')).openCliKeyStore(io, home, CLI_LOCK_WAIT_MS);
 }
 
 async function keys(args: string[], io: CliIo): Promise<number> {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { main } from '../src/cli.ts';
 import type { CliIo } from '../src/cli.ts';
 import { createKeyStore } from '../src/auth/key-store.ts';
-import { VERSION } from '../src/version.ts';
+import { VERSION } from '../src/common/version.ts';
 import { readFileSync } from 'node:fs';
 
 function io(env: Record<string, string | undefined> = {}): CliIo & { out: string; err: string } {

@@ -15,7 +15,7 @@ import type { SeenRequest } from './helpers/fake-upstream.ts';
 import { respond } from './helpers/fake-upstream.ts';
 import { answer, chatStream, lastToolResult, toolRoundTrip } from './helpers/scripted-answers.ts';
 import { assembleResponsesStream } from './helpers/responses-stream.ts';
-import { isRecord, records } from '../src/json.ts';
+import { isRecord, records } from '../src/common/json.ts';
 
 let gw: TestGateway;
 let client: OpenAI;

@@ -14,7 +14,7 @@ import { respond } from './helpers/fake-upstream.ts';
 import type { Responder } from './helpers/fake-upstream.ts';
 import { RESPONSES_UPSTREAM_MODEL, answer, responsesUpstream } from './helpers/scripted-answers.ts';
 import { parseResponsesEvents } from './helpers/responses-stream.ts';
-import { records } from '../src/json.ts';
+import { records } from '../src/common/json.ts';
 
 let gw: TestGateway;
 let client: OpenAI;

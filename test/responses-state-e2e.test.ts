@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { startTestGateway } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { answer } from './helpers/scripted-answers.ts';
-import { isRecord, records } from '../src/json.ts';
+import { isRecord, records } from '../src/common/json.ts';
 
 const SIGNATURE = 'EqQBCgIYAhIM-original-signature-from-anthropic';
 const THINKING = 'The user wants the weather; I should call the tool.';

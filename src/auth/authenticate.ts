@@ -4,7 +4,7 @@
  * expired. With `X-Debug-Auth: true` the 401 says which of these it was, never a key or a hash.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError, invalidApiKey } from '../errors.ts';
+import { GatewayError, invalidApiKey } from '../common/errors.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
 import { KEY_LENGTH, KEY_PREFIX } from './key-store.ts';
 import { isExpired, keyStatus } from './key-record.ts';

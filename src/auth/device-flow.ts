@@ -19,7 +19,7 @@
  *   little closer together. The first poll may come at any time.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { TierName } from '../config-types.ts';
+import type { TierName } from '../config/types.ts';
 
 /** Letters without vowels or look-alikes (no 0/O, 1/I/L confusion, no accidental words). */
 export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';

@@ -2,7 +2,7 @@
  * A key as the store keeps it, and the rules read off one: whether it can be used now, and the
  * limits that apply to it. Every place that asks either question asks here.
  */
-import type { Budget, TierLimits, TierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config/types.ts';
 
 export interface KeyRecord {
   id: string;

@@ -14,7 +14,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../common/errors.ts';
 
 const LOCK_STALE_MS = 10_000;
 /** An empty lock or a breaker lock older than this was left by a process that died holding it. */

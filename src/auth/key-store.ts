@@ -11,10 +11,10 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Budget, TierLimits, TierName } from '../config-types.ts';
-import { isBudget, isLimit, isTierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config/types.ts';
+import { isBudget, isLimit, isTierName } from '../config/types.ts';
 import type { KeyRecord } from './key-record.ts';
-import { writeFileAtomic } from '../files.ts';
+import { writeFileAtomic } from '../common/files.ts';
 import { withLock } from './key-store-lock.ts';
 
 export type { KeyRecord } from './key-record.ts';
@@ -203,7 +203,7 @@ export function createSecretIndex(records: readonly KeyRecord[]): (secret: strin
   };
 }
 
-export { writeFileAtomic } from '../files.ts';
+export { writeFileAtomic } from '../common/files.ts';
 
 export interface KeyStoreOptions {
   now?: () => number;

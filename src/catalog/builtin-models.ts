@@ -21,7 +21,7 @@
  * - Models the provider has already shut down are left out; models with an announced shutdown
  *   that still answer are kept with the date in a comment.
  */
-import type { ModelCapabilities, ModelEntry } from '../config-types.ts';
+import type { ModelCapabilities, ModelEntry } from '../config/types.ts';
 
 /** The day the prices and lineups below were last checked against the providers' pages. */
 export const PRICES_TAKEN_AT = '2026-11-15';

@@ -11,7 +11,7 @@
  *   freezes it. The check is a handful of lookups; `list()` reuses its last answer while the set
  *   of usable providers is unchanged, and public records are built once per entry.
  */
-import type { ModelCapabilities, ModelEntry, ModelPricing, ProviderConfig } from '../config-types.ts';
+import type { ModelCapabilities, ModelEntry, ModelPricing, ProviderConfig } from '../config/types.ts';
 import { BUILTIN_MODELS, ECHO_MODEL } from './builtin-models.ts';
 import { isProviderUsable } from './providers.ts';
 

@@ -7,7 +7,7 @@
  * Ollama's OpenAI-compatible `/v1`.
  */
 import type { ProviderFormat } from '../formats/wire.ts';
-import type { ProviderConfig } from '../config-types.ts';
+import type { ProviderConfig } from '../config/types.ts';
 
 const ENV_PREFIX = 'env:';
 const OLLAMA_DEFAULT_PORT = '11434';

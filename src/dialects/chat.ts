@@ -4,12 +4,12 @@
 import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
-import { fromChatUsage } from '../translate/usage.ts';
+import { fromChatUsage } from '../formats/usage.ts';
 import { chatUserId } from '../translate/chat-user.ts';
-import { asRecord } from '../json.ts';
-import { newId } from '../ids.ts';
-import { withModel } from '../translate/model-field.ts';
-import { withMembers } from '../json-bytes.ts';
+import { asRecord } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
+import { withModel } from '../passthrough/model-field.ts';
+import { withMembers } from '../common/json-bytes.ts';
 import { bytesOf, statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 

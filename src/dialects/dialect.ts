@@ -10,7 +10,7 @@ import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../form
 import type { StreamErrorInfo } from '../formats/frames.ts';
 import type { TurnOf } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
-import type { JsonObjectBytes } from '../json-bytes.ts';
+import type { JsonObjectBytes } from '../common/json-bytes.ts';
 
 /** The messages format's version and beta headers, as a client sent them. */
 export interface ForwardedHeaders {

@@ -6,12 +6,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
-import { fromMessagesUsage } from '../translate/usage.ts';
-import { invalidParameters } from '../errors.ts';
-import { asRecord } from '../json.ts';
-import { newId } from '../ids.ts';
-import { withModel } from '../translate/model-field.ts';
-import { withMembers } from '../json-bytes.ts';
+import { fromMessagesUsage } from '../formats/usage.ts';
+import { invalidParameters } from '../common/errors.ts';
+import { asRecord } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
+import { withModel } from '../passthrough/model-field.ts';
+import { withMembers } from '../common/json-bytes.ts';
 import { bytesOf, statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 

@@ -22,16 +22,16 @@ import { isLlmuxSeal, validateResponsesRequest, wantsEncryptedReasoning } from '
 import type { ClientRequestOf, SealableBlock } from '../formats/wire.ts';
 import { COMMENT_PING_FRAME } from '../formats/frames.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
-import { fromResponsesUsage } from '../translate/usage.ts';
+import { fromResponsesUsage } from '../formats/usage.ts';
 import type { ResponsesTurn } from '../translate/index.ts';
 import { createResponsesEmitter } from '../translate/responses-events.ts';
 import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../translate/responses-output.ts';
 import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { Sealer } from '../responses/seal.ts';
-import { asRecord, isRecord } from '../json.ts';
-import { newId } from '../ids.ts';
-import { withMembers } from '../json-bytes.ts';
+import { asRecord, isRecord } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
+import { withMembers } from '../common/json-bytes.ts';
 import { bytesOf } from './dialect.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
 

@@ -3,7 +3,7 @@
  * silence and the in-stream error (llmux.md section 3), one per wire format, plus the event names
  * a messages-format stream repeats. The translators and the dialects both use them.
  */
-import type { ErrorType } from '../errors.ts';
+import type { ErrorType } from '../common/errors.ts';
 
 /** What an in-stream error says. */
 export interface StreamErrorInfo {

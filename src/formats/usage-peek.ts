@@ -4,7 +4,7 @@
  * numbers would build (and collect) every object in it. Both providers put `usage` near the end.
  */
 
-import { asRecord } from '../json.ts';
+import { asRecord } from '../common/json.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

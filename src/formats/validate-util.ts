@@ -6,8 +6,8 @@
  * `__proto__` or `constructor` keys, and an absent field must never resolve to something inherited
  * from `Object.prototype`), and nothing here recurses.
  */
-import { invalidParameters } from '../errors.ts';
-import { isRecord } from '../json.ts';
+import { invalidParameters } from '../common/errors.ts';
+import { isRecord } from '../common/json.ts';
 
 export type JsonObject = Record<string, unknown>;
 

@@ -5,13 +5,13 @@
  * request looks like; unknown extra fields may be present and are passed through on the
  * same-format path.
  */
-import type { JsonObjectBytes } from '../json-bytes.ts';
+import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
 
 /**
  * A wire format, named by its operation: `chat` (OpenAI chat-completions), `messages` (Anthropic
  * messages) and `responses` (OpenAI's Responses API). The config file names the first two by vendor
- * (`"openai"`, `"anthropic"`); src/config.ts maps those names to these.
+ * (`"openai"`, `"anthropic"`); src/config/entries.ts maps those names to these.
  */
 export type WireFormat = 'chat' | 'messages' | 'responses';
 

@@ -7,10 +7,10 @@
  * against two budgets while its request runs: the key's share and the total. A body with no room is
  * refused before it is read (its declared length), or as soon as it outgrows the room (chunked).
  *
- * Defaults (src/server.ts): the total is 4 x `limits.max_body_bytes` (128 MiB), a key's share 1 x
+ * Defaults (src/gateway/server.ts): the total is 4 x `limits.max_body_bytes` (128 MiB), a key's share 1 x
  * (32 MiB), so it takes four keys at their largest to fill it, and one key never can.
  */
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../common/errors.ts';
 
 export interface BodyBudgetOptions {
   /** Bytes all bodies together may hold. */

@@ -8,9 +8,9 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { GatewayError, invalidParameters, tooLarge } from '../errors.ts';
-import { parseJsonText, walkJson } from '../json-bytes.ts';
-import type { JsonObjectBytes } from '../json-bytes.ts';
+import { GatewayError, invalidParameters, tooLarge } from '../common/errors.ts';
+import { parseJsonText, walkJson } from '../common/json-bytes.ts';
+import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { BodyClaim } from './body-budget.ts';
 
 /** Longest silence between two reads of a body when the caller gives none (nginx's default). */
@@ -193,7 +193,7 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
 /**
  * {@link parseJsonBody}, keeping the bytes and where the top-level members are in them, so that
  * a same-format upstream can be sent the client's bytes with a member or two spliced in (one walk
- * over the bytes finds both the nesting and the members: src/json-bytes.ts).
+ * over the bytes finds both the nesting and the members: src/common/json-bytes.ts).
  */
 export function readJsonObject(body: Buffer): JsonObjectBytes {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { RateLimitState, Refusal } from '../limits/limiter.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../common/errors.ts';
 
 /** The headers of a state, in a new object (refusals and tests; answers use {@link setRateLimitHeaders}). */
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {

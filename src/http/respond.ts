@@ -3,7 +3,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { GatewayError, internalError } from '../errors.ts';
+import { GatewayError, internalError } from '../common/errors.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 

@@ -50,8 +50,8 @@
  * There is no timer, so nothing keeps the process alive. Memory is about 300 bytes per key with
  * light traffic and at most about 2.7 KB for a key busy in every second of the window.
  */
-import { isLimit } from '../config-types.ts';
-import type { TierLimits } from '../config-types.ts';
+import { isLimit } from '../config/types.ts';
+import type { TierLimits } from '../config/types.ts';
 import { createSlidingWindows } from './window.ts';
 import type { WindowState } from './window.ts';
 

@@ -21,7 +21,7 @@
  * stamps once. The per-key state is plain data; the functions live once in the object returned
  * by `createSlidingWindows`, so a hundred thousand keys do not carry a hundred thousand closures.
  */
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../common/errors.ts';
 
 /** Per-key state. Treat it as opaque; only the `SlidingWindows` methods should touch it. */
 export interface WindowState {

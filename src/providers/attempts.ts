@@ -5,11 +5,11 @@
  * a bound. Resolves with the first answer that is not retryable: a success, or an error worth
  * returning as it is.
  */
-import type { ModelEntry, ProviderConfig, RetryConfig } from '../config-types.ts';
+import type { ModelEntry, ProviderConfig, RetryConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
-import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../errors.ts';
-import type { Attempt } from '../request-record.ts';
+import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../common/errors.ts';
+import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import { IN_PROCESS_SCHEME } from './upstream.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';

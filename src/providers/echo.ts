@@ -12,7 +12,7 @@
  * text and one event, whatever the request's size.
  */
 import { Readable } from 'node:stream';
-import type { ProviderConfig } from '../config-types.ts';
+import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { estimateRequestTokens } from '../formats/estimate.ts';
 import { dialects } from '../dialects/index.ts';

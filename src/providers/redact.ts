@@ -12,7 +12,7 @@
  * JSON-escaped and URL-encoded. Every occurrence becomes `[redacted]`, longest credential first.
  * Model answers themselves (text a model wrote) are not searched.
  */
-import type { ProviderConfig } from '../config-types.ts';
+import type { ProviderConfig } from '../config/types.ts';
 
 /** Upstream text with every configured credential replaced. */
 export type Redact = (text: string) => string;

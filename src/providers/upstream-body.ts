@@ -2,13 +2,13 @@
  * What goes upstream for one candidate model: in which format, and the body — the client's own
  * with the upstream's model id when the provider answers the client's format, else translated.
  */
-import type { ModelEntry, ProviderConfig } from '../config-types.ts';
+import type { ModelEntry, ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
-import { invalidParameters } from '../errors.ts';
-import { serializeJson } from '../json-bytes.ts';
+import { invalidParameters } from '../common/errors.ts';
+import { serializeJson } from '../common/json-bytes.ts';
 
 /** The upstream body, and (when the formats differ) how its answer is translated back. */
 export interface UpstreamBody<F extends WireFormat> {

@@ -8,9 +8,9 @@
  * 529 or `overloaded_error` is our 529 overloaded_error. A `retry-after` passed on is at most the
  * 60 s window.
  */
-import type { ProviderConfig } from '../config-types.ts';
-import { GatewayError, UpstreamError } from '../errors.ts';
-import type { ErrorType } from '../errors.ts';
+import type { ProviderConfig } from '../config/types.ts';
+import { GatewayError, UpstreamError } from '../common/errors.ts';
+import type { ErrorType } from '../common/errors.ts';
 import { readUpstreamBody } from './upstream.ts';
 import type { UpstreamResponse } from './upstream.ts';
 import type { Redact } from './redact.ts';

@@ -18,9 +18,9 @@ import { createRequire } from 'node:module';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Transform } from 'node:stream';
 import type zlib from 'node:zlib';
-import type { ProviderConfig } from '../config-types.ts';
+import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
-import { ClientClosedError, UpstreamError } from '../errors.ts';
+import { ClientClosedError, UpstreamError } from '../common/errors.ts';
 
 /**
  * The client side of a request going away, as one small object per request (an AbortController

@@ -10,8 +10,8 @@
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
-import { createUsageTap } from '../translate/usage-tap.ts';
-import type { UsageTapOptions } from '../translate/usage-tap.ts';
+import { createUsageTap } from '../passthrough/usage-tap.ts';
+import type { UsageTapOptions } from '../passthrough/usage-tap.ts';
 import type { AnsweringStreamTranslator } from '../translate/index.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { Redact } from '../providers/redact.ts';

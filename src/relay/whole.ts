@@ -4,16 +4,16 @@
  * own, and the top-level `model` names the llmux id), else parsed once and translated.
  */
 import type { ServerResponse } from 'node:http';
-import type { ProviderConfig } from '../config-types.ts';
+import type { ProviderConfig } from '../config/types.ts';
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { peekUsage } from '../formats/usage-peek.ts';
 import { dialects } from '../dialects/index.ts';
 import type { AnswerTranslation } from '../translate/index.ts';
-import { GatewayError, upstreamFailed } from '../errors.ts';
+import { GatewayError, upstreamFailed } from '../common/errors.ts';
 import { sendJson } from '../http/respond.ts';
 import { readUpstreamBody } from '../providers/upstream.ts';
 import type { Cancellation, UpstreamResponse } from '../providers/upstream.ts';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../common/json.ts';
 
 /** Upper bound on a non-streamed upstream answer held in memory. */
 const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;

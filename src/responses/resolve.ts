@@ -5,9 +5,9 @@
  * OpenAI's API: the request's own `instructions` (or none) apply.
  */
 import type { ResponsesInputItem, ResponsesRequest } from '../formats/responses.ts';
-import { GatewayError, invalidParameters, truncate } from '../errors.ts';
+import { GatewayError, invalidParameters, truncate } from '../common/errors.ts';
 import type { ResponseStore } from './store.ts';
-import { isRecord } from '../json.ts';
+import { isRecord } from '../common/json.ts';
 
 export interface ResolveOptions {
   /**

@@ -12,8 +12,8 @@ import { linkSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SealableBlock } from '../formats/wire.ts';
 import { SEAL_PREFIX, isLlmuxSeal } from '../formats/responses.ts';
-import { writeFileAtomic } from '../files.ts';
-import { isRecord } from '../json.ts';
+import { writeFileAtomic } from '../common/files.ts';
+import { isRecord } from '../common/json.ts';
 
 /** What can be sealed: a thinking block with its signature, or a redacted one. */
 export type { SealableBlock } from '../formats/wire.ts';

@@ -24,8 +24,8 @@ import {
   hashDeviceCode, newUserCode, normalizeUserCode,
 } from '../auth/device-flow.ts';
 import type { Approval, DecideResult, DeviceFlow, DeviceFlowOptions, GrantStatus, GrantView, PollResult, StartedGrant } from '../auth/device-flow.ts';
-import { isTierName } from '../config-types.ts';
-import { stateUnavailable } from '../errors.ts';
+import { isTierName } from '../config/types.ts';
+import { stateUnavailable } from '../common/errors.ts';
 import type { Reply, RespArg, RespClient } from './resp.ts';
 
 export interface SharedDeviceFlowOptions extends DeviceFlowOptions {

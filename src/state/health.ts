@@ -8,9 +8,9 @@
  * One log line when the gateway degrades and one when it recovers, however often the reconnects
  * fail in between; `/metrics` shows `llmux_state_degraded` from `degraded()`.
  */
-import type { StateFailurePolicy } from '../config-types.ts';
-import { stateUnavailable } from '../errors.ts';
-import type { GatewayError } from '../errors.ts';
+import type { StateFailurePolicy } from '../config/types.ts';
+import { stateUnavailable } from '../common/errors.ts';
+import type { GatewayError } from '../common/errors.ts';
 import type { RespClient, RespStatus } from './resp.ts';
 
 export interface StateHealth {

@@ -18,7 +18,7 @@
  */
 import type { KeyRecord, KeyStore, NewKey, NewKeyResult } from '../auth/key-store.ts';
 import { createSecretIndex, findKey, keyRecordProblem, newKeyRecord, revokedRecord } from '../auth/key-store.ts';
-import { stateUnavailable } from '../errors.ts';
+import { stateUnavailable } from '../common/errors.ts';
 import type { Reply, RespClient, Subscription } from './resp.ts';
 
 export interface SharedKeyStoreOptions {

@@ -20,7 +20,7 @@ import { createSealer, SEAL_SECRET_BYTES } from '../responses/seal.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { DEFAULT_STORE_MAX_BYTES, DEFAULT_STORE_TTL_MS } from '../responses/store.ts';
 import type { ResponseStore, StoredItem, StoredResponse } from '../responses/store.ts';
-import { stateUnavailable } from '../errors.ts';
+import { stateUnavailable } from '../common/errors.ts';
 import type { RespClient } from './resp.ts';
 
 export interface SharedResponseStoreOptions {

@@ -11,7 +11,7 @@
  * The Responses API's state (`responses`) is made here; the gateway hands it to the Responses
  * dialect instead of its in-memory store and the secret in LLMUX_HOME when state is shared.
  */
-import type { StateConfig } from '../config-types.ts';
+import type { StateConfig } from '../config/types.ts';
 import type { DeviceFlowOptions } from '../auth/device-flow.ts';
 import { createRespClient, parseStateUrl } from './resp.ts';
 import type { RespClient } from './resp.ts';

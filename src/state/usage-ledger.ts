@@ -30,7 +30,7 @@ import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, entryCounts, spendWindo
 import type { Counts, RowTable } from '../usage/ledger-format.ts';
 import { createUsageSummary } from '../usage/ledger.ts';
 import type { UsageLedger, UsageQuery, UsageRow } from '../usage/ledger.ts';
-import { stateUnavailable } from '../errors.ts';
+import { stateUnavailable } from '../common/errors.ts';
 import type { RespArg, RespClient } from './resp.ts';
 
 export interface SharedLedgerOptions {

@@ -56,12 +56,12 @@ import type {
   MessagesToolChoice,
   MessagesToolResultBlock,
 } from '../formats/wire.ts';
-import { invalidParameters, truncate } from '../errors.ts';
+import { invalidParameters, truncate } from '../common/errors.ts';
 import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
-import { fromChatUsage, toMessagesUsage } from './usage.ts';
-import { asRecord, records } from '../json.ts';
-import { newId } from '../ids.ts';
+import { fromChatUsage, toMessagesUsage } from '../formats/usage.ts';
+import { asRecord, records } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 
 /** Options of the request translator. */

@@ -15,8 +15,8 @@ import type { ChatResponse, TokenUsage } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import { createResponsesEmitter, type ResponsesEmitter } from './responses-events.ts';
 import { type ResponsesAnswerOptions, answerUsage, chatStop, tokenCount } from './responses-output.ts';
-import { fromChatUsage } from './usage.ts';
-import { asRecord, isRecord, records } from '../json.ts';
+import { fromChatUsage } from '../formats/usage.ts';
+import { asRecord, isRecord, records } from '../common/json.ts';
 
 /** Translates a chat-completions answer (choice 0) into a Responses answer. */
 export function chatResponseToResponses(answer: ChatResponse, options: ResponsesAnswerOptions): ResponsesResponse {

@@ -51,12 +51,12 @@ import type {
   MessagesRequest,
   MessagesTool,
 } from '../formats/wire.ts';
-import { GatewayError, truncate } from '../errors.ts';
+import { GatewayError, truncate } from '../common/errors.ts';
 import { chatUserId } from './chat-user.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
-import { fromMessagesUsage, toChatUsage } from './usage.ts';
-import { asRecord, records } from '../json.ts';
-import { newId } from '../ids.ts';
+import { fromMessagesUsage, toChatUsage } from '../formats/usage.ts';
+import { asRecord, records } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
 
 /** How the chosen upstream model wants its request shaped. */
 export interface UpstreamModel {

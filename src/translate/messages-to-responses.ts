@@ -18,8 +18,8 @@ import type { MessagesResponse, TokenUsage } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import { createResponsesEmitter } from './responses-events.ts';
 import { type ResponsesAnswerOptions, answerUsage, messagesStop, tokenCount } from './responses-output.ts';
-import { fromMessagesUsage } from './usage.ts';
-import { asRecord, records } from '../json.ts';
+import { fromMessagesUsage } from '../formats/usage.ts';
+import { asRecord, records } from '../common/json.ts';
 
 /** Translates a messages answer into a Responses answer. */
 export function messagesResponseToResponses(answer: MessagesResponse, options: ResponsesAnswerOptions): ResponsesResponse {

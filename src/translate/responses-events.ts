@@ -32,7 +32,7 @@ import {
   responseObject,
   tokenCount,
 } from './responses-output.ts';
-import { ZERO_USAGE } from './usage.ts';
+import { ZERO_USAGE } from '../formats/usage.ts';
 import { type RestoredTool, restoreTool } from './responses-tools.ts';
 
 export interface ResponsesEmitterOptions extends ResponsesAnswerOptions {

@@ -8,7 +8,7 @@ import type { ResponsesRequest } from '../formats/responses.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import type { SealableBlock } from '../formats/wire.ts';
 import { isLlmuxSeal } from '../formats/responses.ts';
-import { asRecord, isRecord, records } from '../json.ts';
+import { asRecord, isRecord, records } from '../common/json.ts';
 
 /** What a request translator needs besides the request. */
 export interface ResponsesRequestContext {

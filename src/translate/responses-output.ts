@@ -27,8 +27,8 @@ import type {
 } from '../formats/responses.ts';
 import type { SealableBlock } from '../formats/wire.ts';
 import type { RestoredTool, ToolNames } from './responses-tools.ts';
-import { asRecord, isRecord } from '../json.ts';
-import { newId } from '../ids.ts';
+import { asRecord, isRecord } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
 
 /** Options of the answer translators, whole and streamed. */
 export interface ResponsesAnswerOptions {

@@ -39,7 +39,7 @@ import {
   warnUnknownFields,
 } from './responses-input.ts';
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, type ToolNames, type UpstreamToolChoice, prepareTools, upstreamCallName } from './responses-tools.ts';
-import { asRecord, records } from '../json.ts';
+import { asRecord, records } from '../common/json.ts';
 
 /** A translated request: the upstream body, and the tool names the answer translators need. */
 export interface TranslatedRequest<Body> {

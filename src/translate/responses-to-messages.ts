@@ -55,7 +55,7 @@ import {
 } from './responses-input.ts';
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
-import { asRecord, records } from '../json.ts';
+import { asRecord, records } from '../common/json.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;

@@ -28,7 +28,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ResponsesRequest } from '../formats/responses.ts';
-import { asRecord, isRecord, records } from '../json.ts';
+import { asRecord, isRecord, records } from '../common/json.ts';
 
 /** The upstream name of the local shell function. */
 export const LOCAL_SHELL = 'local_shell';

@@ -25,10 +25,10 @@ import type { MessagesStopReason, TokenUsage } from '../formats/wire.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { finishReasonToStopReason } from './stop-reasons.ts';
-import { fromChatUsage, toMessagesUsage } from './usage.ts';
-import { isRecord, nonEmptyString } from '../json.ts';
+import { fromChatUsage, toMessagesUsage } from '../formats/usage.ts';
+import { isRecord, nonEmptyString } from '../common/json.ts';
 import { createJsonProgress, type JsonProgress } from './json-progress.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../common/ids.ts';
 import { firstChoice } from './chat-choice.ts';
 import { eventObject } from './stream-event.ts';
 

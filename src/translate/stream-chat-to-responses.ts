@@ -27,7 +27,7 @@ import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './respon
 import { createResponsesEmitter, responsesStreamTranslator } from './responses-events.ts';
 import { answerUsage, chatStop, failureCode } from './responses-output.ts';
 import { chatUsage } from './chat-to-responses.ts';
-import { isRecord, nonEmptyString } from '../json.ts';
+import { isRecord, nonEmptyString } from '../common/json.ts';
 import { firstChoice } from './chat-choice.ts';
 import { eventObject } from './stream-event.ts';
 

@@ -2,7 +2,7 @@
  * An upstream stream event's data read as the JSON object every provider sends: the four stream
  * translators read their events through this, and end the answer as incomplete when it says why not.
  */
-import { isRecord } from '../json.ts';
+import { isRecord } from '../common/json.ts';
 
 /** The event's data as a JSON object, or the reason (for the in-stream error) it is not one. */
 export function eventObject(data: string): Record<string, unknown> | string {

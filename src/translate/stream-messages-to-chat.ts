@@ -20,9 +20,9 @@ import type { SseEvent } from '../sse/parser.ts';
 import { chatErrorFrame } from '../formats/frames.ts';
 import type { StreamTranslator } from './stream-chat-to-messages.ts';
 import { stopReasonToFinishReason } from './stop-reasons.ts';
-import { foldMessagesUsage, toChatUsage, ZERO_USAGE } from './usage.ts';
-import { isRecord, nonEmptyString } from '../json.ts';
-import { newId } from '../ids.ts';
+import { foldMessagesUsage, toChatUsage, ZERO_USAGE } from '../formats/usage.ts';
+import { isRecord, nonEmptyString } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
 import { eventObject } from './stream-event.ts';
 
 export interface MessagesToChatStreamOptions {

@@ -22,8 +22,8 @@ import type { SseEvent } from '../sse/parser.ts';
 import type { ResponsesStreamOptions, ResponsesStreamTranslator } from './responses-events.ts';
 import { createResponsesEmitter, responsesStreamTranslator } from './responses-events.ts';
 import { answerUsage, failureCode, messagesStop, tokenCount } from './responses-output.ts';
-import { fromMessagesUsage, ZERO_USAGE } from './usage.ts';
-import { isRecord, nonEmptyString } from '../json.ts';
+import { fromMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
+import { isRecord, nonEmptyString } from '../common/json.ts';
 import { eventObject } from './stream-event.ts';
 
 function latestNonZero(latest: number, earlier: number): number {

@@ -13,11 +13,11 @@
  * - The header is the remaining amount rounded DOWN to 1/100 of a cent with four decimals
  *   (`24.9963`), never negative, so it never promises more than is left.
  */
-import type { Budget, BudgetPeriod } from '../config-types.ts';
-import { GatewayError } from '../errors.ts';
+import type { Budget, BudgetPeriod } from '../config/types.ts';
+import { GatewayError } from '../common/errors.ts';
 import type { UsageLedger } from './ledger.ts';
 
-export type { Budget, BudgetPeriod } from '../config-types.ts';
+export type { Budget, BudgetPeriod } from '../config/types.ts';
 
 export interface BudgetStatus {
   /** Spend has reached the budget: model requests are refused until `resetsAt`. */

@@ -13,7 +13,7 @@
  *
  * Both are synchronous, in-memory and bounded: nothing here waits on a disk or a collector.
  */
-import type { RequestRecord } from '../request-record.ts';
+import type { RequestRecord } from '../gateway/request-record.ts';
 import type { UsageLedger } from './ledger.ts';
 import type { SpanExporter } from './otlp.ts';
 

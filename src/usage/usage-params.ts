@@ -9,7 +9,7 @@
  *   `hour` and `day` exclude each other. Default `day`.
  * - Unknown or repeated parameters are refused, so a typo (`groupby`) is not silently ignored.
  */
-import { invalidParameters } from '../errors.ts';
+import { invalidParameters } from '../common/errors.ts';
 import type { UsageGrouping } from './ledger.ts';
 
 export interface UsageParams {

@@ -17,8 +17,8 @@
  * - After each POST the browser is sent back to `/dashboard` (303), so a reload never repeats it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Budget, TierLimits, TierName } from '../config-types.ts';
-import { isTierName } from '../config-types.ts';
+import type { Budget, TierLimits, TierName } from '../config/types.ts';
+import { isTierName } from '../config/types.ts';
 import type { KeyRecord, NewKey } from '../auth/key-store.ts';
 import { parseDuration } from '../auth/key-store.ts';
 import { cleanClientName, formatUserCode } from '../auth/device-flow.ts';
@@ -27,8 +27,8 @@ import { decide, decisionError, rootUrl } from './device-routes.ts';
 import { budgetFor, keyStatus, limitsFor } from '../auth/key-record.ts';
 import { currentBudgetStatus, formatUsd } from '../usage/budget.ts';
 import type { BudgetStatus } from '../usage/budget.ts';
-import type { RequestRecord } from '../request-record.ts';
-import type { GatewayInternals } from '../feature.ts';
+import type { RequestRecord } from '../gateway/request-record.ts';
+import type { GatewayInternals } from '../gateway/feature.ts';
 import { formatAgo, formatLimit, formatTime, html, isSameOrigin, layout, readForm, redirect, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { notice, tierSelect } from './device-page.ts';

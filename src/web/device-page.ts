@@ -5,13 +5,13 @@
  * dashboard session, choose the tier, approve or deny.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TierName } from '../config-types.ts';
-import { TIER_NAMES, isTierName } from '../config-types.ts';
+import type { TierName } from '../config/types.ts';
+import { TIER_NAMES, isTierName } from '../config/types.ts';
 import { formatUserCode, normalizeUserCode } from '../auth/device-flow.ts';
 import type { DeviceFlow, GrantView } from '../auth/device-flow.ts';
 import { addressParty, createAddressLimiter, decide, decisionError, rootUrl } from './device-routes.ts';
-import type { GatewayInternals } from '../feature.ts';
-import type { RequestRecord } from '../request-record.ts';
+import type { GatewayInternals } from '../gateway/feature.ts';
+import type { RequestRecord } from '../gateway/request-record.ts';
 import { formatAgo, formatTime, html, isSameOrigin, layout, readForm, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { CSRF_COOKIE, checkAdminSecret, cookie, currentSession, newToken, parseCookies, tokensEqual } from './session.ts';

@@ -24,17 +24,17 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Config, TierName } from '../config-types.ts';
-import { isTierName } from '../config-types.ts';
-import { GatewayError, invalidParameters } from '../errors.ts';
+import type { Config, TierName } from '../config/types.ts';
+import { isTierName } from '../config/types.ts';
+import { GatewayError, invalidParameters } from '../common/errors.ts';
 import { parseJsonBody, readBody } from '../http/body.ts';
 import { sendJson } from '../http/respond.ts';
 import { createSlidingWindows } from '../limits/window.ts';
 import type { WindowState } from '../limits/window.ts';
-import type { GatewayInternals } from '../feature.ts';
-import { logMessage } from '../request-log.ts';
-import type { Logger } from '../request-log.ts';
-import type { RequestRecord } from '../request-record.ts';
+import type { GatewayInternals } from '../gateway/feature.ts';
+import { logMessage } from '../gateway/request-log.ts';
+import type { Logger } from '../gateway/request-log.ts';
+import type { RequestRecord } from '../gateway/request-record.ts';
 import { authenticate, requireAdmin } from '../auth/authenticate.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import { cleanClientName, createDeviceFlow, formatUserCode } from '../auth/device-flow.ts';

@@ -4,9 +4,9 @@
  * form reading and the same-origin check.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../common/errors.ts';
 import { readBody } from '../http/body.ts';
-import type { RouteRegistry } from '../feature.ts';
+import type { RouteRegistry } from '../gateway/feature.ts';
 import { CHART_CSS } from './charts.ts';
 
 const MAX_FORM_BYTES = 16 * 1024;

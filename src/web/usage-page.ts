@@ -8,8 +8,8 @@
  * key no longer in the store; a signed-out visitor is sent to `/dashboard` to sign in.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatewayInternals } from '../feature.ts';
-import type { RequestRecord } from '../request-record.ts';
+import type { GatewayInternals } from '../gateway/feature.ts';
+import type { RequestRecord } from '../gateway/request-record.ts';
 import type { UsageRow } from '../usage/ledger.ts';
 import { formatUsd } from '../usage/budget.ts';
 import { horizontalBarChart, lastDays, stackedBarChart, usageSegments } from './charts.ts';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { budgetFor, limitsFor } from '../../src/auth/key-record.ts';
-import { DEFAULT_TIERS } from '../../src/config.ts';
+import { DEFAULT_TIERS } from '../../src/config/load.ts';
 
 describe('key rules', () => {
   it('applies a key\'s own budget before its tier\'s, and none when neither has one', () => {

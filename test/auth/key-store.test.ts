@@ -5,7 +5,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { KEY_PREFIX, KeyStoreError, createKeyStore, hashKey, parseDuration, writeFileAtomic } from '../../src/auth/key-store.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 
 const home = () => mkdtempSync(join(tmpdir(), 'llmux-keys-'));
 

@@ -4,7 +4,7 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway } from '../../src/server.ts';
+import { createGateway } from '../../src/gateway/server.ts';
 import { benchConfig } from '../../bench/llmux-server.ts';
 import { startFakeUpstream } from '../../bench/fake-upstream.ts';
 import { loadScenarios, withKey } from '../../bench/measure.ts';

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ModelEntry, ProviderConfig } from '../../src/config-types.ts';
+import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
 import { createCatalog, toModelList, toModelRecord } from '../../src/catalog/catalog.ts';
 import { BUILTIN_MODELS, ECHO_MODEL } from '../../src/catalog/builtin-models.ts';
 import { builtinProviders } from '../../src/catalog/providers.ts';

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ProviderConfig } from '../../src/config-types.ts';
+import type { ProviderConfig } from '../../src/config/types.ts';
 import {
   OLLAMA_DEFAULT_BASE_URL,
   builtinProviders,

@@ -18,7 +18,7 @@ import { clientsSkip, runCodex } from '../helpers/clients.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
-import { records } from '../../src/json.ts';
+import { records } from '../../src/common/json.ts';
 
 const TIMEOUT_MS = 60_000;
 const skip = clientsSkip();

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isRecord, records } from '../../src/json.ts';
+import { isRecord, records } from '../../src/common/json.ts';
 import { clientsSkip, runClaude, runClaudeInteractive, runCodex, tmuxSkip } from '../helpers/clients.ts';
 import { answerWith, startRecordingUpstream } from '../helpers/recording-upstream.ts';
 import type { RecordedRequest, RecordingUpstream } from '../helpers/recording-upstream.ts';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isRecord } from '../../src/json.ts';
+import { isRecord } from '../../src/common/json.ts';
 import { toolRoundTrip } from '../helpers/recording-upstream.ts';
 import type { RecordedRequest, Script, Tunnel } from '../helpers/recording-upstream.ts';
 

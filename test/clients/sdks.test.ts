@@ -18,7 +18,7 @@ import { installPinnedFolder } from '../helpers/clients.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
-import { isRecord, records } from '../../src/json.ts';
+import { isRecord, records } from '../../src/common/json.ts';
 
 const TIMEOUT_MS = 30_000;
 const SIGNATURE = 'EqQBCgIYAhIM-signature-the-ai-sdk-step-two-must-replay';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateChatRequest } from '../../src/formats/chat.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { assertOnlyRefusals, createMutator } from '../helpers/mutate.ts';
 
 // Bodies are arbitrary JSON; tests poke into them freely.

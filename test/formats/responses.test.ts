@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { validateResponsesRequest, wantsEncryptedReasoning } from '../../src/formats/responses.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { responsesRequestToChat } from '../../src/translate/responses-to-chat.ts';
 import { responsesRequestToMessages } from '../../src/translate/responses-to-messages.ts';
 import { assertOnlyRefusals, createMutator } from '../helpers/mutate.ts';

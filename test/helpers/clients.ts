@@ -23,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isRecord } from '../../src/json.ts';
+import { isRecord } from '../../src/common/json.ts';
 
 const PINNED = join(import.meta.dirname, '..', 'clients', 'pinned');
 const INSTALL_TIMEOUT_MS = 10 * 60_000;

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
-export const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/upstream/', import.meta.url));
+export const FIXTURES = fileURLToPath(new URL('../fixtures/upstream/', import.meta.url));
 
 export function fixture(name: string): Buffer {
   return readFileSync(join(FIXTURES, name));

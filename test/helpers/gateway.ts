@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway } from '../../src/server.ts';
-import type { Gateway, GatewayOptions, LogRecord } from '../../src/server.ts';
-import { standardFeatures } from '../../src/features.ts';
+import { createGateway } from '../../src/gateway/server.ts';
+import type { Gateway, GatewayOptions, LogRecord } from '../../src/gateway/server.ts';
+import { standardFeatures } from '../../src/gateway/features.ts';
 import { startFakeUpstream } from './fake-upstream.ts';
 import type { FakeUpstream } from './fake-upstream.ts';
 

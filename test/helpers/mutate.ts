@@ -3,7 +3,7 @@
  * tests. Each format adds the words and shapes that are plausible in its own bodies.
  */
 import assert from 'node:assert/strict';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { seededRandom } from './split.ts';
 
 export { seededRandom };

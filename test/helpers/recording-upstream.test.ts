@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { createSseParser } from '../../src/sse/parser.ts';
-import { isRecord, records } from '../../src/json.ts';
+import { isRecord, records } from '../../src/common/json.ts';
 import { answerWith, startRecordingUpstream, toolRoundTrip } from './recording-upstream.ts';
 import type { RecordingUpstream } from './recording-upstream.ts';
 

@@ -16,7 +16,7 @@
 import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { isRecord, records } from '../../src/json.ts';
+import { isRecord, records } from '../../src/common/json.ts';
 
 /** One request as a client sent it. */
 export interface RecordedRequest {

@@ -1,6 +1,6 @@
 /**
  * Upstream answers written for a test: chat-completions and messages streams (and whole answers)
- * with text, thinking and tool calls, shaped like the recorded ones in shared/fixtures/upstream/,
+ * with text, thinking and tool calls, shaped like the recorded ones in test/fixtures/upstream/,
  * and fake-upstream responders that pick the answer from the request they get.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -169,6 +169,9 @@ export function responsesUpstream(scripted: ScriptedAnswer & { responseId?: stri
     echo: responseEcho({ model: RESPONSES_UPSTREAM_MODEL }),
     toolNames: NO_TOOL_NAMES,
     responseId: scripted.responseId ?? 'resp_upstream0001',
+    // A fixed clock: a test that builds the expected stream a moment after the upstream built its
+    // own must not see them differ because a second turned over between the two.
+    now: () => 1_795_000_000_000,
     write: (frame) => frames.push(frame),
   });
   emitter.start();

@@ -5,7 +5,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody, readBody } from '../../src/http/body.ts';
 import { createBodyBudget } from '../../src/http/body-budget.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 
 const nested = (depth: number, inner = '1'): string => `{"a":${'['.repeat(depth - 1)}${inner}${']'.repeat(depth - 1)}}`;
 

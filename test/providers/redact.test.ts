@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRedactor, credentialsOf } from '../../src/providers/redact.ts';
-import type { ProviderConfig } from '../../src/config-types.ts';
+import type { ProviderConfig } from '../../src/config/types.ts';
 
 const provider = (id: string, apiKey: string | undefined, headers: Record<string, string> = {}): ProviderConfig => ({
   id, format: 'chat', baseUrl: 'http://127.0.0.1:1/v1', apiKey, keyless: false, headers,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ResponsesRequest, ResponsesResponse } from '../../src/formats/responses.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { resolveInput } from '../../src/responses/resolve.ts';
 import { createMemoryResponseStore, type StoredResponse } from '../../src/responses/store.ts';
 import { responseEcho, responseObject } from '../../src/translate/responses-output.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VERSION } from '../../src/version.ts';
+import { VERSION } from '../../src/common/version.ts';
 import { cleanEnv, run, startServer } from './process.ts';
 import { assertEchoInBothFormats, assertHealthy } from './echo-requests.ts';
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VERSION } from '../../src/version.ts';
+import { VERSION } from '../../src/common/version.ts';
 import { cleanEnv, run, startServer } from './process.ts';
 import { assertEchoInBothFormats, assertHealthy } from './echo-requests.ts';
 
@@ -57,7 +57,7 @@ describe('the npm package', { timeout: 180_000 }, () => {
 
   test('packed from a fresh checkout, it holds dist/ built by prepack: the bundled CLI and the library', () => {
     const paths = packed.files.map((f) => f.path);
-    for (const built of ['dist/cli.js', 'dist/server.js', 'dist/json-bytes.js', 'dist/server.d.ts']) assert.ok(paths.includes(built), built);
+    for (const built of ['dist/cli.js', 'dist/gateway/server.js', 'dist/common/json-bytes.js', 'dist/gateway/server.d.ts']) assert.ok(paths.includes(built), built);
     // The bundled CLI is one file: it imports nothing but node: built-ins.
     const cli = packed.files.find((f) => f.path === 'dist/cli.js');
     assert.ok(cli !== undefined && cli.size > 100_000, `dist/cli.js is ${cli?.size} bytes`);
@@ -68,7 +68,7 @@ describe('the npm package', { timeout: 180_000 }, () => {
     const paths = packed.files.map((f) => f.path);
     const stray = paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p) && p !== 'package.json' && p !== 'README.md');
     assert.deepEqual(stray, []);
-    for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/server.d.ts', 'package.json']) assert.ok(paths.includes(needed), needed);
+    for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/gateway/server.d.ts', 'package.json']) assert.ok(paths.includes(needed), needed);
     assert.ok(!paths.some((p) => p.startsWith('dist/test') || p.startsWith('src/') || p === 'dist/llmux'));
     // A bound against stray files, not a budget: 300 KiB until the Responses API (issue 12), the
     // shared-state backend (issue 16) and usage (issue 17) came; 341 KB with all of them, packed
@@ -162,7 +162,7 @@ describe('the npm package', { timeout: 180_000 }, () => {
 
     // A source file newer than the build: built again first.
     const later = new Date(built + 2_000);
-    utimesSync(join(checkout, 'src', 'version.ts'), later, later);
+    utimesSync(join(checkout, 'src', 'common', 'version.ts'), later, later);
     const rebuilt = await startServer(process.execPath, [], { cwd: checkout, env: cleanEnv({ LLMUX_HOME: join(dir, 'start-home-3') }), leading: [START] });
     try {
       assert.match(rebuilt.stderr(), /^llmux: building dist\/ \(src\/ changed since dist\/ was built\)/);

@@ -5,7 +5,7 @@ import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser, type SseParserError } from '../../src/sse/parser.ts';
 import { everySplit, randomPieces, splitAt } from '../helpers/split.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 const fixtureNames = readdirSync(FIXTURES).filter((name) => name.endsWith('.sse')).sort();
 
 /** Fixtures up to this size are checked at every split offset of the whole file. */

@@ -6,7 +6,7 @@ import { createRespClient } from '../../src/state/resp.ts';
 import type { RespClient } from '../../src/state/resp.ts';
 import { createSharedDeviceFlow } from '../../src/state/device-grants.ts';
 import type { SharedDeviceFlow } from '../../src/state/device-grants.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
 

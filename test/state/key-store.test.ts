@@ -4,7 +4,7 @@ import { createRespClient } from '../../src/state/resp.ts';
 import type { RespClient } from '../../src/state/resp.ts';
 import { createSharedKeyStore } from '../../src/state/key-store.ts';
 import type { SharedKeyStore, SharedKeyStoreOptions } from '../../src/state/key-store.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
 

@@ -8,7 +8,7 @@ import { createStateHealth } from '../../src/state/health.ts';
 import type { StateHealth } from '../../src/state/health.ts';
 import { createSharedLimiter } from '../../src/state/limiter.ts';
 import type { SharedLimiter } from '../../src/state/limiter.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
 

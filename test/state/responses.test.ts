@@ -7,7 +7,7 @@ import { NO_TOOL_NAMES } from '../../src/translate/responses-tools.ts';
 import { createRespClient } from '../../src/state/resp.ts';
 import type { RespClient } from '../../src/state/resp.ts';
 import { createSharedResponseStore, createSharedResponsesState, sharedSealSecret } from '../../src/state/responses.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
 

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ChatRequest, ChatResponse, MessagesResponse } from '../../src/formats/wire.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 import { chatRequestToMessages, chatResponseToMessages } from '../../src/translate/chat-to-messages.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 
 function fixture(name: string): ChatResponse {
   return JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8')) as ChatResponse;

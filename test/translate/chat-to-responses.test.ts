@@ -6,7 +6,7 @@ import { chatResponseToResponses } from '../../src/translate/chat-to-responses.t
 import { responseEcho } from '../../src/translate/responses-output.ts';
 import { answerOptions } from '../helpers/responses-stream.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 
 function fixture(name: string): ChatResponse {
   return JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8')) as ChatResponse;

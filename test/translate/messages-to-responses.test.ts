@@ -5,7 +5,7 @@ import type { MessagesResponse } from '../../src/formats/wire.ts';
 import { messagesResponseToResponses } from '../../src/translate/messages-to-responses.ts';
 import { answerOptions } from '../helpers/responses-stream.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 
 function fixture(name: string): MessagesResponse {
   return JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8')) as MessagesResponse;

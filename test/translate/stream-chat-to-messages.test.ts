@@ -6,7 +6,7 @@ import { createSseParser } from '../../src/sse/parser.ts';
 import { createChatToMessagesStream, type StreamTranslator } from '../../src/translate/stream-chat-to-messages.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 const GOLDEN = new URL('./golden/chat-to-messages/', import.meta.url);
 const UPDATE_GOLDEN = process.env['UPDATE_GOLDEN'] === '1';
 /**

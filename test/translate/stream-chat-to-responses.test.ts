@@ -9,7 +9,7 @@ import { type AnswerOverrides, answerOptions, assembleResponsesStream, comparabl
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { chatAnswerFromStream } from '../helpers/upstream-answers.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 const GOLDEN = new URL('./golden/chat-to-responses/', import.meta.url);
 const UPDATE_GOLDEN = process.env['UPDATE_GOLDEN'] === '1';
 /** As in stream-chat-to-messages.test.ts: every offset of small recordings, the ends of large ones. */

@@ -7,7 +7,7 @@ import type { StreamTranslator } from '../../src/translate/stream-chat-to-messag
 import { createMessagesToChatStream } from '../../src/translate/stream-messages-to-chat.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 const GOLDEN = new URL('./golden/messages-to-chat/', import.meta.url);
 const UPDATE_GOLDEN = process.env['UPDATE_GOLDEN'] === '1';
 const NOW_MS = 1_700_000_000_000;

@@ -9,7 +9,7 @@ import { type AnswerOverrides, answerOptions, assembleResponsesStream, comparabl
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { messagesAnswerFromStream } from '../helpers/upstream-answers.ts';
 
-const FIXTURES = new URL('../../../shared/fixtures/upstream/', import.meta.url);
+const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);
 const GOLDEN = new URL('./golden/messages-to-responses/', import.meta.url);
 const UPDATE_GOLDEN = process.env['UPDATE_GOLDEN'] === '1';
 const MESSAGES_FIXTURE = /^anthropic-.*\.sse$/;

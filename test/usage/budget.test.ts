@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import {
   BUDGET_REMAINING_HEADER, budgetExceededError, budgetExceededMessage, budgetRemainingHeader, budgetStatus, formatUsd, periodEndMs, periodStartMs,
 } from '../../src/usage/budget.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError } from '../../src/common/errors.ts';
 
 const NOW = Date.UTC(2026, 2, 14, 20, 47, 30); // 2026-03-14T20:47:30Z
 

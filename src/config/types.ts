@@ -1,0 +1,184 @@
+/**
+ * The shapes of llmux's configuration, after loading (llmux.md section 2). Wire-facing records
+ * (model records, pricing, capabilities) keep the description's snake_case spelling.
+ */
+import type { ProviderFormat, WireFormat } from '../formats/wire.ts';
+
+export interface ProviderConfig {
+  /** The provider's name, the key in `providers`. */
+  id: string;
+  /** The wire format its `base_url` speaks. */
+  format: ProviderFormat;
+  /**
+   * Formats it also answers as they are, so a client of one of them needs no translation
+   * (`"responses": true` in config: `POST {base_url}/responses`).
+   */
+  serves?: readonly WireFormat[];
+  /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  /** The credential as written in config: a literal or `env:NAME`; undefined when none is needed. */
+  apiKey: string | undefined;
+  /** Whether the provider works without a credential (local servers). */
+  keyless: boolean;
+  /** Extra headers sent upstream on every request (from config `headers`). */
+  headers: Record<string, string>;
+}
+
+export interface ModelCapabilities {
+  supports_function_calling: boolean;
+  supports_vision: boolean;
+  supports_streaming: boolean;
+  supports_structured_output: boolean;
+}
+
+export interface ModelPricing {
+  input_tokens_cost_per_million: number;
+  output_tokens_cost_per_million: number;
+  currency: string;
+}
+
+/** A model as llmux knows it: the public record fields plus how to reach it. */
+export interface ModelEntry {
+  id: string;
+  /** Provider id (key of `providers`); `llmux` for the built-in echo model. */
+  provider: string;
+  /** The id sent upstream. */
+  upstream_id: string;
+  display_name: string;
+  /** Provider name shown as `owned_by`. */
+  owned_by: string;
+  type: 'chat';
+  /** ISO 8601 (UTC), the model's release date. */
+  created_at: string;
+  context_length: number;
+  max_output_tokens: number;
+  capabilities: ModelCapabilities;
+  pricing: ModelPricing;
+  /** Accepts reasoning settings (`reasoning_effort` / `thinking`). */
+  reasoning: boolean;
+  /** Model ids tried in order when this one's provider fails. */
+  fallbacks: string[];
+  /** Which chat parameter carries the output cap upstream (OpenAI reasoning models want `max_completion_tokens`). */
+  max_tokens_param: 'max_tokens' | 'max_completion_tokens';
+  /** DeepSeek-style upstreams that want earlier reasoning replayed as `reasoning_content`. */
+  replay_reasoning: boolean;
+}
+
+/** A key's or tier's limits: each a whole number >= 0, or Infinity for none (never from a file). */
+export interface TierLimits { rpm: number; tpm: number; concurrency: number }
+
+/** Whether `value` is a limit: a whole number >= 0, or Infinity. */
+export function isLimit(value: unknown): value is number {
+  return value === Infinity || (typeof value === 'number' && Number.isInteger(value) && value >= 0);
+}
+export type TierName = 'basic' | 'pro' | 'enterprise';
+/** The tiers, in the order they are offered. */
+export const TIER_NAMES: readonly TierName[] = ['basic', 'pro', 'enterprise'];
+
+export function isTierName(value: unknown): value is TierName {
+  return typeof value === 'string' && (TIER_NAMES as readonly string[]).includes(value);
+}
+
+/** How often a budget starts again: each UTC day, or each UTC month. */
+export type BudgetPeriod = 'day' | 'month';
+
+/** A spending limit in USD per UTC period (llmux.md section 7), a key's or its tier's. */
+export interface Budget {
+  usd: number;
+  period: BudgetPeriod;
+}
+
+/** Whether `value` is a budget: a finite amount >= 0 and a period of `day` or `month`. */
+export function isBudget(value: unknown): value is Budget {
+  if (typeof value !== 'object' || value === null) return false;
+  const { usd, period } = value as Record<string, unknown>;
+  return typeof usd === 'number' && Number.isFinite(usd) && usd >= 0 && (period === 'day' || period === 'month');
+}
+
+/** Where spans go (config `telemetry`); no endpoint, no export. */
+export interface TelemetryConfig {
+  /** The OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`. */
+  otlpEndpoint: string | undefined;
+  /** Extra headers on each export request (a collector's auth header). */
+  headers: Record<string, string>;
+}
+
+export interface LimitsConfig {
+  maxBodyBytes: number;
+  upstreamTimeoutMs: number;
+  streamIdleTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** Keep-alive comment/ping after this much upstream silence on an open stream. */
+  pingIntervalMs: number;
+  /** Bound on graceful shutdown. */
+  shutdownTimeoutMs: number;
+  /** A client must finish sending its request headers within this. */
+  headersTimeoutMs: number;
+  /** ...and its whole request (headers and body) within this. */
+  requestTimeoutMs: number;
+  /** Longest silence between two reads of a request body. */
+  bodyTimeoutMs: number;
+}
+
+export interface RetryConfig {
+  /** Attempts per model, the first included. */
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Longest upstream `retry-after` honoured; longer ones end the retries. */
+  maxRetryAfterMs: number;
+}
+
+/** Stored Responses API answers (config `responses`, responses.md "State"). */
+export interface ResponsesConfig {
+  /** How long a stored response is kept. */
+  storeTtlMs: number;
+  /** The most bytes of stored responses kept; least recently used go first. */
+  storeMaxBytes: number;
+}
+
+/** What a shared-state server being slow or down does to model requests (llmux.md section 6). */
+export type StateFailurePolicy = 'local' | 'closed';
+
+/** Config `state`: one Valkey/Redis server holding what several llmux processes share. */
+export interface StateConfig {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`; never logged as is (it may hold a password). */
+  url: string;
+  /** Longest a request waits on the state server. */
+  timeoutMs: number;
+  /** `local`: fall back to this process's limits and its last copy of the keys; `closed`: 503 `state_unavailable`. */
+  onFailure: StateFailurePolicy;
+  /** How long a concurrency slot outlives a process that died holding it. */
+  leaseMs: number;
+}
+
+/**
+ * How requests are validated (llmux.md section 5): `compatible` accepts what the official APIs
+ * accept; `strict` also enforces the description's three stricter rules (text only in the first
+ * message, alternating roles, `tool_result` content required) and refuses unknown block types.
+ */
+export type ValidationMode = 'compatible' | 'strict';
+
+export interface Config {
+  host: string;
+  port: number;
+  home: string;
+  /** The config file read, if any. */
+  configPath: string | undefined;
+  providers: Record<string, ProviderConfig>;
+  /** Config-file models; `createCatalog` merges them with the built-in catalog by id. */
+  models: ModelEntry[];
+  builtinCatalog: boolean;
+  tiers: Record<TierName, TierLimits>;
+  /** Tiers' budgets (`tiers.NAME.budget_usd`); a key's own budget comes first. */
+  tierBudgets: Partial<Record<TierName, Budget>>;
+  limits: LimitsConfig;
+  retry: RetryConfig;
+  telemetry: TelemetryConfig;
+  responses: ResponsesConfig;
+  /** The shared-state server, when several processes act as one gateway; undefined: state in this process and LLMUX_HOME. */
+  state: StateConfig | undefined;
+  validation: ValidationMode;
+  /** Environment used to resolve `env:NAME` credentials. */
+  env: Record<string, string | undefined>;
+}

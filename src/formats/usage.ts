@@ -1,0 +1,119 @@
+/**
+ * Usage accounting across the formats (translation.md "Usage"). Everything goes through the
+ * neutral `TokenUsage`, where `inputTokens` never includes cached tokens, so nothing is
+ * subtracted twice.
+ */
+import type { ChatUsage, MessagesUsage, TokenUsage } from './wire.ts';
+
+export const ZERO_USAGE: Readonly<TokenUsage> = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheCreationTokens: 0,
+});
+
+/**
+ * The largest token figure taken from an upstream: far above any model's context and output
+ * (10 million tokens is the longest context advertised today), and small enough that sums of
+ * many stay exact. An upstream reporting `1e308` would otherwise lock its key out of tokens/min
+ * for good (the window's sums turn to Infinity) and poison `/metrics`.
+ */
+export const MAX_REPORTED_TOKENS = 100_000_000;
+
+/** A token figure from an upstream: a whole number from 0 to {@link MAX_REPORTED_TOKENS}; anything else is 0. */
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(MAX_REPORTED_TOKENS, Math.floor(value)) : 0;
+}
+
+/** Reads a messages-format `usage` object (any subset of its fields). */
+export function fromMessagesUsage(usage: Partial<MessagesUsage> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  return {
+    inputTokens: count(usage.input_tokens),
+    outputTokens: count(usage.output_tokens),
+    cacheReadTokens: count(usage.cache_read_input_tokens),
+    cacheCreationTokens: count(usage.cache_creation_input_tokens),
+  };
+}
+
+/**
+ * Reads a chat-format `usage` object. `prompt_tokens` includes cached tokens in OpenAI's and
+ * DeepSeek's accounting, so the cached part is taken out of `inputTokens` exactly once.
+ */
+export function fromChatUsage(usage: Partial<ChatUsage> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  const prompt = count(usage.prompt_tokens);
+  const cached = Math.min(prompt, count(usage.prompt_tokens_details?.cached_tokens) || count(usage.prompt_cache_hit_tokens));
+  const creation = count((usage as Record<string, unknown>)['cache_creation_input_tokens']);
+  // xAI leaves reasoning tokens out of completion_tokens but counts them in total_tokens.
+  const completion = Math.max(count(usage.completion_tokens), count(usage.total_tokens) - prompt);
+  return {
+    inputTokens: Math.max(0, prompt - cached - creation),
+    outputTokens: completion,
+    cacheReadTokens: cached,
+    cacheCreationTokens: creation,
+  };
+}
+
+/** Neutral usage -> messages-format `usage`. */
+export function toMessagesUsage(usage: TokenUsage): MessagesUsage {
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: usage.cacheCreationTokens,
+    cache_read_input_tokens: usage.cacheReadTokens,
+  };
+}
+
+/** Every input token, cached ones too: chat's `prompt_tokens`, and what the log and metrics count as in. */
+export function promptTokens(usage: TokenUsage): number {
+  return usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+}
+
+/**
+ * Reads a Responses-format `usage` object: `input_tokens` counts the cached ones
+ * (`input_tokens_details.cached_tokens`), which are taken out of `inputTokens` once.
+ */
+export function fromResponsesUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  const input = count(usage['input_tokens']);
+  const details = usage['input_tokens_details'];
+  const cached = Math.min(input, typeof details === 'object' && details !== null ? count((details as Record<string, unknown>)['cached_tokens']) : 0);
+  return { inputTokens: input - cached, outputTokens: count(usage['output_tokens']), cacheReadTokens: cached, cacheCreationTokens: 0 };
+}
+
+/** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */
+export function toChatUsage(usage: TokenUsage): ChatUsage {
+  const prompt = promptTokens(usage);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: usage.outputTokens,
+    total_tokens: prompt + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens },
+  };
+}
+
+/** Total tokens a request consumed, as counted against tokens/min. */
+export function totalTokens(usage: TokenUsage): number {
+  return promptTokens(usage) + usage.outputTokens;
+}
+
+function latestNonZero(latest: number, earlier: number): number {
+  return latest > 0 ? latest : earlier;
+}
+
+/**
+ * Folds one messages-stream usage report into what is known so far. `message_start` carries the
+ * input counts and a placeholder output count; `message_delta` carries the cumulative output count
+ * (even 0), and newer API versions repeat the input and cache counts there too.
+ */
+export function foldMessagesUsage(known: TokenUsage | undefined, raw: Record<string, unknown>, event: 'start' | 'delta'): TokenUsage {
+  const next = fromMessagesUsage(raw);
+  const prior = known ?? ZERO_USAGE;
+  return {
+    inputTokens: latestNonZero(next.inputTokens, prior.inputTokens),
+    outputTokens: event === 'delta' && typeof raw['output_tokens'] === 'number' ? next.outputTokens : latestNonZero(next.outputTokens, prior.outputTokens),
+    cacheReadTokens: latestNonZero(next.cacheReadTokens, prior.cacheReadTokens),
+    cacheCreationTokens: latestNonZero(next.cacheCreationTokens, prior.cacheCreationTokens),
+  };
+}

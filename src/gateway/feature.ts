@@ -1,0 +1,44 @@
+/**
+ * What the gateway hands the features mounted on it (the device flow, the dashboard and device
+ * pages): its services, its log and metrics, and a place to add routes. A feature is a function of
+ * these, passed to `createGateway({ features })`; the core imports no feature.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../config/types.ts';
+import type { Catalog } from '../catalog/catalog.ts';
+import type { KeyStore } from '../auth/key-store.ts';
+import type { DeviceFlow, DeviceFlowOptions } from '../auth/device-flow.ts';
+import type { Limiter } from '../limits/limiter.ts';
+import type { UsageLedger } from '../usage/ledger.ts';
+import type { Metrics } from './metrics.ts';
+import type { Logger } from './request-log.ts';
+import type { RequestRecord } from './request-record.ts';
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
+
+export interface RouteRegistry {
+  add(method: string, path: string, handler: RouteHandler): void;
+}
+
+/** The gateway's shared services, as routes and pages use them. */
+export interface GatewayServices {
+  config: Config;
+  catalog: Catalog;
+  keys: KeyStore;
+  limiter: Limiter;
+  /** The usage ledger: spend for budgets, rows for the usage view. */
+  usage: UsageLedger;
+  /** Device grants on the shared-state server, when there is one; without it the device flow keeps them in the process. */
+  deviceFlow?(options: DeviceFlowOptions): DeviceFlow;
+  now(): number;
+}
+
+export interface GatewayInternals {
+  ctx: GatewayServices;
+  metrics: Metrics;
+  log: Logger;
+  routes: RouteRegistry;
+}
+
+/** Mounts a feature's routes on a gateway being created. */
+export type Feature = (internals: GatewayInternals) => void;

@@ -1,0 +1,330 @@
+/**
+ * One model request, top to bottom:
+ *
+ *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
+ *     the body budget until the provider answers) -> validate -> model -> permission
+ *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
+ *     -> context length -> limits with its reservation
+ *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
+ *        the client's bytes with its model id spliced in) -> the request is let go
+ *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
+ *     -> usage settled against tokens/min and priced -> the answer kept (Responses' store) -> the
+ *        log record (the gateway then writes the log line, the metrics and the usage ledger when
+ *        the response closes)
+ *
+ * The route gives the client's format; the provider gives the upstream's. What differs between
+ * formats is looked up in the dialect table (src/dialects/), never branched on here.
+ *
+ * A request whose body was read but that is refused before admission is charged to the key's
+ * budget for unadmitted work (src/limits/limiter.ts), so refused bodies cannot cost the process
+ * CPU without bound; a key out of that budget is refused before its next body is read.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config, ModelEntry } from '../config/types.ts';
+import type { Catalog } from '../catalog/catalog.ts';
+import type { KeyStore } from '../auth/key-store.ts';
+import { authenticate, checkModelAllowed } from '../auth/authenticate.ts';
+import type { KeyRecord } from '../auth/key-record.ts';
+import { budgetFor, limitsFor } from '../auth/key-record.ts';
+import type { Admission, Limiter } from '../limits/limiter.ts';
+import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
+import { estimateRequestTokens } from '../formats/estimate.ts';
+import { dialects } from '../dialects/index.ts';
+import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
+import { totalTokens } from '../formats/usage.ts';
+import { costOf } from '../usage/cost.ts';
+import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
+import type { UsageLedger } from '../usage/ledger.ts';
+import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
+import { readBody, readJsonObject } from '../http/body.ts';
+import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
+import { onClose } from '../http/respond.ts';
+import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
+import { createCancellation } from '../providers/upstream.ts';
+import type { Cancellation } from '../providers/upstream.ts';
+import { sendWithFallbacks } from '../providers/attempts.ts';
+import type { Answered, AttemptContext, HeldRequest } from '../providers/attempts.ts';
+import { upstreamFormatFor } from '../providers/upstream-body.ts';
+import { upstreamErrorOf } from '../providers/upstream-errors.ts';
+import { createPassThroughRelay, createTranslatedRelay } from '../relay/relays.ts';
+import { relayStream } from '../relay/stream.ts';
+import { relayWhole } from '../relay/whole.ts';
+import type { RequestRecord } from './request-record.ts';
+
+/** What the pipeline needs from the gateway around it. */
+export interface PipelineContext {
+  config: Config;
+  catalog: Catalog;
+  keys: KeyStore;
+  limiter: Limiter;
+  /** Request bodies held at once, per key and in all (src/http/body-budget.ts). */
+  bodies: BodyBudget;
+  /** Registers an open stream to be cut with an in-stream error when the gateway stops; returns the unregistering function. */
+  registerStream(cut: (message: string) => void): () => void;
+  attempts: AttemptContext;
+  /** Where answered requests' usage is kept; the budget check reads spend from it. */
+  usage: UsageLedger;
+  /** What formats keep between requests (stored responses, the reasoning seal). */
+  state: DialectServices;
+  now(): number;
+}
+
+/**
+ * What the answer needs to know of the request, read from it before it is sent: the request itself
+ * (its parsed body, its bytes) is let go once the provider has answered, so a stream open for
+ * minutes does not hold a 200 KB agent turn.
+ */
+interface Asked {
+  format: WireFormat;
+  stream: boolean;
+  /** The client asked for a usage report at the end of its stream. */
+  includeUsage: boolean;
+}
+
+/** The values that travel together from the provider's answer to the client's. */
+interface Exchange<F extends WireFormat> {
+  asked: Asked;
+  answered: Answered<F>;
+  res: ServerResponse;
+  cancellation: Cancellation;
+  /** Input tokens estimated before any upstream counted them. */
+  estimate: number;
+  /** When the request went upstream, for the time to first byte. */
+  startedMs: number;
+  onWarning(message: string): void;
+}
+
+/** What answering taught us, for the log record. */
+interface Outcome {
+  usage: TokenUsage | undefined;
+  ttfbMs: number | undefined;
+  /** Why a stream did not complete. */
+  streamError: string | undefined;
+  /** The answer as the client got it, when it was assembled (see Turn.keep). */
+  answer: unknown;
+}
+
+/**
+ * Handles a model operation of the client format `format` (`POST /v1/chat/completions`,
+ * `POST /v1/messages`, `POST /v1/responses`). Throws GatewayError for anything refused before the
+ * answer starts.
+ */
+export async function handleModelRequest<F extends WireFormat>(
+  ctx: PipelineContext,
+  format: F,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RequestRecord,
+): Promise<void> {
+  record.format = format;
+  const key = authenticate(req.headers, ctx.keys, ctx.now());
+  record.keyId = key.id;
+  await checkBudget(ctx, key, res);
+  let admitted: Admitted<F> | undefined;
+  try {
+    admitted = await readAndAdmit(ctx, dialects[format], key, req, res, record);
+  } catch (err) {
+    // An authenticated refusal carries the key's rate-limit headers too (llmux.md section 3); the
+    // state is read only then, so an admitted request pays for it once, at admission.
+    if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
+    throw err;
+  }
+  const { model, estimate, admission, claim } = admitted;
+  const { keep, translation } = admitted.turn;
+  const asked: Asked = { format, stream: admitted.request.body.stream === true, includeUsage: dialects[format].wantsStreamUsage(admitted.request.body) };
+  // From here the request is only held for building upstream bodies, and let go once the last is built.
+  const held: HeldRequest<F> = { request: admitted.request };
+  admitted = undefined;
+  setRateLimitHeaders(res, admission.state);
+  // Released exactly once, whatever happens: the limiter ignores later calls.
+  onClose(res, () => admission.release());
+
+  const cancellation = createCancellation();
+  onClose(res, () => {
+    if (!res.writableFinished) cancellation.cancel();
+  });
+  const onWarning = (message: string): void => {
+    (record.warnings ??= []).push(message);
+  };
+  let outcome: Outcome | undefined;
+  let answeredBy = model;
+  try {
+    const startedMs = ctx.now();
+    const answered = await sendWithFallbacks(ctx.attempts, held, model, {
+      turn: translation,
+      cancellation,
+      onAttempt: (attempt) => record.attempts.push(attempt),
+      onWarning,
+    });
+    // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
+    // hold on the body budget.
+    claim.release();
+    held.request = undefined;
+    answeredBy = answered.model;
+    record.provider = answered.provider.id;
+    if (answered.model.id !== model.id) record.model = answered.model.id;
+    record.translated = answered.format !== format;
+    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
+  } finally {
+    if (outcome?.usage !== undefined) {
+      admission.settle(totalTokens(outcome.usage));
+      record.usage = outcome.usage;
+      record.costUsd = costOf(outcome.usage, answeredBy.pricing);
+    } else if (!res.headersSent) {
+      // Refused before any upstream work: nothing was consumed.
+      admission.settle(0);
+    }
+  }
+  if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
+  if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
+  // The client has its answer: a store that fails now costs the next request its history, not this one.
+  await keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
+}
+
+/**
+ * Refuses a key whose budget for the current UTC period is spent (403 budget_exceeded), and
+ * otherwise tells the client what is left. Checked once, when the request arrives: a request in
+ * flight when the budget runs out finishes (llmux.md section 7).
+ */
+async function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): Promise<void> {
+  const budget = budgetFor(key, ctx.config.tierBudgets);
+  if (budget === undefined) return;
+  const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
+  if (status.exceeded) {
+    // A refusal of an authenticated request carries the rate-limit headers too (llmux.md section 3).
+    setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
+    throw budgetExceededError(status);
+  }
+  res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
+}
+
+/** A request read, validated and admitted, with what its admission counted. */
+interface Admitted<F extends WireFormat> {
+  /** The request as it goes on: what it builds on resolved by its turn. */
+  request: ClientRequestOf<F>;
+  turn: Turn<F>;
+  model: ModelEntry;
+  /** Input tokens estimated before any upstream counted them. */
+  estimate: number;
+  admission: Admission;
+  /** The body's hold on the body budget. */
+  claim: BodyClaim;
+}
+
+/**
+ * Reads the body (held against the body budget until the answer ends), validates it, finds the
+ * model and admits the request with its reservation. A key at a limit no body can change is
+ * refused before its body is read; a body read and then refused is charged as unadmitted work.
+ */
+async function readAndAdmit<F extends WireFormat>(
+  ctx: PipelineContext,
+  dialect: Dialect<F>,
+  key: KeyRecord,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RequestRecord,
+): Promise<Admitted<F>> {
+  const forwarded = dialect.readHeaders(req.headers);
+  const limits = limitsFor(key, ctx.config.tiers);
+  const early = ctx.limiter.check(key.id, limits, 'model');
+  if (early !== undefined) throw rateLimitError(early);
+  const claim = ctx.bodies.claim(key.id);
+  onClose(res, () => claim.release());
+  const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
+  try {
+    const parsed = readJsonObject(bytes);
+    const arrived = dialect.readRequest(parsed.value, forwarded, ctx.config.validation === 'strict');
+    // The client's bytes go on with the request: a same-format upstream is sent them, its model spliced in.
+    arrived.raw = parsed;
+    record.model = arrived.body.model;
+    record.stream = arrived.body.stream === true;
+    const model = ctx.catalog.get(arrived.body.model);
+    if (model === undefined) throw modelNotFound(arrived.body.model);
+    record.requestedModel = model.id;
+    checkModelAllowed(key, model.id, req.headers);
+    const provider = ctx.attempts.provider(model.provider);
+    const turn = await dialect.beginTurn(arrived, {
+      keyId: key.id,
+      services: ctx.state,
+      passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
+      now: ctx.now,
+    });
+    const request = turn.request;
+    const estimate = estimateRequestTokens(request.body);
+    if (estimate > model.context_length) throw contextTooLong(model, estimate);
+    // One round trip to the state server when the limits are shared; immediate otherwise.
+    const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
+    if (!admission.ok) throw rateLimitError(admission);
+    return { request, turn, model, estimate, admission, claim };
+  } catch (err) {
+    ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    throw err;
+  }
+}
+
+/**
+ * The output a request reserves against tokens/min: its `max_tokens` (or `max_completion_tokens`),
+ * else the model's output limit, which is all it may produce either way.
+ */
+function outputReservation(maxTokens: number | undefined, model: ModelEntry): number {
+  return Math.min(maxTokens ?? model.max_output_tokens, model.max_output_tokens);
+}
+
+/** 400 context_length_exceeded: the estimated input alone is more than the model can take. */
+function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
+  return new GatewayError(
+    400,
+    'invalid_request_error',
+    'context_length_exceeded',
+    `This request's input is about ${estimate} tokens (llmux's estimate, about 4 characters a token), more than the ${model.context_length}-token context length of model "${model.id}"; shorten the conversation or pick a model with a longer context`,
+  );
+}
+
+/** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
+async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
+  const { asked, answered, res } = exchange;
+  const { response: upstream, provider } = answered;
+  const { limits } = ctx.config;
+  const { redact } = ctx.attempts;
+  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs, redact);
+  let ttfbMs: number | undefined;
+  const onFirstByte = (): void => {
+    ttfbMs = ctx.now() - exchange.startedMs;
+  };
+  if (!asked.stream) {
+    const whole = await relayWhole(res, {
+      upstream,
+      provider,
+      clientFormat: asked.format,
+      upstreamFormat: answered.format,
+      translated: answered.translated,
+      modelId: answered.model.id,
+      estimatedInputTokens: exchange.estimate,
+      cancellation: exchange.cancellation,
+      idleTimeoutMs: limits.streamIdleTimeoutMs,
+      onWarning: exchange.onWarning,
+      onArrived: onFirstByte,
+    });
+    return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
+  }
+
+  const contentType = String(upstream.headers['content-type'] ?? '');
+  if (!contentType.includes('text/event-stream')) {
+    upstream.resume();
+    throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${redact(contentType).slice(0, 60)}")`);
+  }
+  const client = dialects[asked.format];
+  const { includeUsage } = asked;
+  const { translated } = answered;
+  const result = await relayStream(upstream, res, (write) => (translated === undefined
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })
+    : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
+    pingFrame: client.pingFrame,
+    pingIntervalMs: limits.pingIntervalMs,
+    idleTimeoutMs: limits.streamIdleTimeoutMs,
+    now: ctx.now,
+    onStart: onFirstByte,
+    register: ctx.registerStream,
+  });
+  return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
+}

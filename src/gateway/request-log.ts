@@ -1,0 +1,91 @@
+/**
+ * The request log (llmux.md section 4): one JSON line per request on stderr with time, request id,
+ * key id, method, path, model, provider, status, duration, time to first byte, tokens and cost.
+ * Never a key or a body.
+ */
+import type { RequestRecord } from './request-record.ts';
+import { promptTokens } from '../formats/usage.ts';
+
+/** One line of the request log. */
+export interface LogRecord {
+  time: string;
+  request_id: string;
+  key_id: string | null;
+  method: string;
+  path: string;
+  model: string | null;
+  provider: string | null;
+  status: number;
+  duration_ms: number;
+  ttfb_ms: number | null;
+  tokens_in: number | null;
+  tokens_out: number | null;
+  cost_usd: number | null;
+  stream?: boolean;
+  translated?: boolean;
+  attempts?: RequestRecord['attempts'];
+  stream_error?: string;
+  error_code?: string;
+  warnings?: string[];
+}
+
+/** A line that is not about one request: start-up, key store trouble, bugs. */
+export interface LogMessage { time: string; level: 'warn' | 'error' | 'info'; message: string }
+
+export type Logger = (line: LogRecord | LogMessage) => void;
+
+/** Longest model id or path written to the log; both may come from a client. */
+const MAX_LOGGED_TEXT = 200;
+
+/** The log line of a finished request. */
+export function logLine(request: { id: string; method: string; path: string; startedMs: number; nowMs: number; status: number }, record: RequestRecord): LogRecord {
+  const line: LogRecord = {
+    time: new Date(request.startedMs).toISOString(),
+    request_id: request.id,
+    key_id: record.keyId ?? null,
+    method: request.method,
+    path: request.path.slice(0, MAX_LOGGED_TEXT),
+    model: record.model?.slice(0, MAX_LOGGED_TEXT) ?? null,
+    provider: record.provider ?? null,
+    status: request.status,
+    duration_ms: request.nowMs - request.startedMs,
+    ttfb_ms: record.ttfbMs ?? null,
+    tokens_in: record.usage === undefined ? null : promptTokens(record.usage),
+    tokens_out: record.usage?.outputTokens ?? null,
+    cost_usd: record.costUsd === undefined ? null : Math.round(record.costUsd * 1e8) / 1e8,
+  };
+  if (record.stream !== undefined) line.stream = record.stream;
+  if (record.translated !== undefined) line.translated = record.translated;
+  if (record.attempts.length > 0) line.attempts = record.attempts;
+  if (record.streamError !== undefined) line.stream_error = record.streamError;
+  if (record.errorCode !== undefined) line.error_code = record.errorCode;
+  if (record.warnings !== undefined) line.warnings = record.warnings;
+  return line;
+}
+
+/** A log line for anything that is not one request's. */
+export function logMessage(level: LogMessage['level'], message: string): LogMessage {
+  return { time: new Date().toISOString(), level, message };
+}
+
+/**
+ * One JSON line per request on stderr. Lines are gathered and written once per event-loop turn,
+ * so a busy gateway makes one write call for many requests rather than one each.
+ */
+export function createStderrLogger(): Logger {
+  let pending = '';
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    const text = pending;
+    pending = '';
+    process.stderr.write(text);
+  };
+  return (line) => {
+    pending += `${JSON.stringify(line)}\n`;
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * What one request leaves for the request log and the metrics: filled in by the handlers as they
+ * learn it, read once when the answer is done. Shared by the pipeline, the routes, the pages and
+ * the metrics, so it lives here rather than in any of them.
+ */
+import type { TokenUsage, WireFormat } from '../formats/wire.ts';
+
+/** One try at one provider, as the request log shows it. */
+export interface Attempt {
+  model: string;
+  provider: string;
+  status?: number;
+  error?: string;
+  ms: number;
+}
+
+export interface RequestRecord {
+  /** The matched route's pattern, for metrics. */
+  route?: string;
+  keyId?: string;
+  /** On model requests only: the client's wire format. */
+  format?: WireFormat;
+  /**
+   * The model as the client named it; once `provider` is set, the catalog id of the model that
+   * answered (a fallback's, when one answered). Only then may it be a metric label.
+   */
+  model?: string;
+  /** The catalog id of the model asked for, once the catalog knows it. */
+  requestedModel?: string;
+  /** The configured id of the provider that answered. */
+  provider?: string;
+  ttfbMs?: number;
+  usage?: TokenUsage;
+  costUsd?: number;
+  stream?: boolean;
+  translated?: boolean;
+  attempts: Attempt[];
+  /** Set when the answer failed after it started (in-stream error). */
+  streamError?: string;
+  /** The error code of a refused or failed request. */
+  errorCode?: string;
+  /** Input that was repaired or dropped rather than refused (never a body or a key). */
+  warnings?: string[];
+}

@@ -1,0 +1,236 @@
+/**
+ * The gateway's own routes: the model operations of each format, the model list, count_tokens,
+ * the stored Responses API answers (retrieve, delete, input items, input_tokens), usage, health and
+ * metrics, under `/v1` and at the root for clients configured with the root address
+ * (gateway-api.md "Versioning"). Pages and the device flow are features (src/gateway/features.ts).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KeyRecord } from '../auth/key-record.ts';
+import { budgetFor, limitsFor } from '../auth/key-record.ts';
+import { authenticate, requireAdmin } from '../auth/authenticate.ts';
+import { toModelList, toModelRecord } from '../catalog/catalog.ts';
+import { validateMessagesRequest } from '../formats/messages.ts';
+import { validateResponsesRequest } from '../formats/responses.ts';
+import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
+import { estimateRequestTokens } from '../formats/estimate.ts';
+import { GatewayError, invalidParameters, modelNotFound, truncate } from '../common/errors.ts';
+import { resolveInput } from '../responses/resolve.ts';
+import type { StoredResponse } from '../responses/store.ts';
+import { isRecord } from '../common/json.ts';
+import { parseJsonBody, readBody } from '../http/body.ts';
+import { onClose, sendJson } from '../http/respond.ts';
+import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
+import type { Metrics } from './metrics.ts';
+import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
+import { parseUsageParams } from '../usage/usage-params.ts';
+import { handleModelRequest } from './pipeline.ts';
+import type { PipelineContext } from './pipeline.ts';
+import type { RequestRecord } from './request-record.ts';
+import type { RouteHandler, RouteRegistry } from './feature.ts';
+import { VERSION } from '../common/version.ts';
+
+export interface CoreRoutesContext extends PipelineContext {
+  metrics: Metrics;
+  /** When the gateway started (ms), for `uptime_s`. */
+  startedAtMs: number;
+  /** Whether the gateway is shutting down. */
+  isClosing(): boolean;
+  /** Requests being answered now, for `/metrics`. */
+  openRequests(): number;
+  /** Whether the shared-state server is away now; undefined without shared state. */
+  stateDegraded(): boolean | undefined;
+}
+
+/** The messages operations (with count_tokens), at `/v1` and at the root. */
+const MESSAGES_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/messages', '/v1/messages/count_tokens', '/messages/count_tokens']);
+
+/** Whether `path` is a messages operation, whose errors carry the top-level `"type": "error"` (llmux.md section 3). */
+export function isMessagesOperation(path: string): boolean {
+  return MESSAGES_PATHS.has(path);
+}
+
+export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
+  const { catalog, config, limiter } = ctx;
+
+  const authed = (req: IncomingMessage, record: RequestRecord): KeyRecord => {
+    const key = authenticate(req.headers, ctx.keys, ctx.now());
+    record.keyId = key.id;
+    return key;
+  };
+  /** Headers for operations that don't count against requests/min: the key's state, unchanged. */
+  const peekHeaders = async (res: ServerResponse, key: KeyRecord): Promise<void> => {
+    setRateLimitHeaders(res, (await limiter.peek(key.id, limitsFor(key, config.tiers))).state);
+    const budget = budgetFor(key, config.tierBudgets);
+    if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
+  };
+
+  // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
+  routes.add('GET', '/', (_req, res) => {
+    sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/models', '/v1/usage', '/auth/device', '/dashboard', '/healthz'] }));
+  });
+  // Claude Code checks the connection with HEAD {base URL}/api/hello at start-up (and before
+  // subagents), whatever the base URL: a 200 instead of a 404 in every user's log.
+  routes.add('GET', '/api/hello', (_req, res) => {
+    sendJson(res, 200, '{"status":"ok"}');
+  });
+  routes.add('GET', '/healthz', (_req, res) => {
+    sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
+  });
+
+  const listModels: RouteHandler = async (req, res, _params, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const models = catalog.list().filter((m) => key.models === null || key.models.includes(m.id));
+    sendJson(res, 200, JSON.stringify(toModelList(models)));
+  };
+  const getModel: RouteHandler = async (req, res, params, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const id = params['id'] ?? '';
+    const model = catalog.get(id);
+    if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
+    sendJson(res, 200, JSON.stringify(toModelRecord(model)));
+  };
+  const messages: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'messages', req, res, record);
+  const chat: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'chat', req, res, record);
+  const countTokens: RouteHandler = async (req, res, _p, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    // count_tokens is never admitted: it spends the key's budget for unadmitted work instead.
+    const limits = limitsFor(key, config.tiers);
+    const early = limiter.check(key.id, limits, 'unadmitted');
+    if (early !== undefined) throw rateLimitError(early);
+    const claim = ctx.bodies.claim(key.id);
+    onClose(res, () => claim.release());
+    const bytes = await readBody(req, config.limits.maxBodyBytes, { idleTimeoutMs: config.limits.bodyTimeoutMs, claim });
+    limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
+    record.model = body.model;
+    if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
+    sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body) }));
+  };
+
+  const responses: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'responses', req, res, record);
+  const { store } = ctx.state.responses;
+  /** The key's stored response `params.id`, or 404: another key's does not exist for this one. */
+  const storedResponse = async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord): Promise<StoredResponse> => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const id = params['id'] ?? '';
+    const stored = await store.get(key.id, id);
+    if (stored === undefined) throw responseNotFound(id);
+    return stored;
+  };
+  const getResponse: RouteHandler = async (req, res, params, record) => {
+    const stored = await storedResponse(req, res, params, record);
+    const withSeals = queryOf(req.url).getAll('include').concat(queryOf(req.url).getAll('include[]')).includes(ENCRYPTED_REASONING);
+    sendJson(res, 200, JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response)));
+  };
+  const deleteResponse: RouteHandler = async (req, res, params, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const id = params['id'] ?? '';
+    if (!(await store.delete(key.id, id))) throw responseNotFound(id);
+    sendJson(res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
+  };
+  const inputItems: RouteHandler = async (req, res, params, record) => {
+    const stored = await storedResponse(req, res, params, record);
+    sendJson(res, 200, JSON.stringify(inputItemsPage(stored.input, queryOf(req.url))));
+  };
+  // Like count_tokens: an estimate, after previous_response_id and item_reference are resolved.
+  const inputTokens: RouteHandler = async (req, res, _p, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const body = validateResponsesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
+    if (typeof body.model === 'string') {
+      record.model = body.model;
+      if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
+    }
+    const input = await resolveInput(body, key.id, store);
+    sendJson(res, 200, JSON.stringify({ object: 'response.input_tokens', input_tokens: estimateRequestTokens({ ...body, input }) }));
+  };
+
+  for (const root of ['/v1', '']) {
+    routes.add('POST', `${root}/responses`, responses);
+    routes.add('POST', `${root}/responses/input_tokens`, inputTokens);
+    routes.add('GET', `${root}/responses/:id`, getResponse);
+    routes.add('DELETE', `${root}/responses/:id`, deleteResponse);
+    routes.add('GET', `${root}/responses/:id/input_items`, inputItems);
+  }
+  routes.add('GET', '/v1/models', listModels);
+  routes.add('GET', '/v1/models/:id*', getModel);
+  routes.add('POST', '/v1/messages', messages);
+  routes.add('POST', '/v1/messages/count_tokens', countTokens);
+  routes.add('POST', '/v1/chat/completions', chat);
+  // For clients configured with the root address that don't add /v1 themselves.
+  routes.add('GET', '/models', listModels);
+  routes.add('GET', '/models/:id*', getModel);
+  routes.add('POST', '/messages', messages);
+  routes.add('POST', '/messages/count_tokens', countTokens);
+  routes.add('POST', '/chat/completions', chat);
+
+  // A key sees its own usage; an admin key may ask for another key's, or every key's.
+  routes.add('GET', '/v1/usage', async (req, res, _p, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    const params = parseUsageParams(req.url ?? '', ctx.now());
+    const keyId = params.key ?? key.id;
+    if (keyId !== key.id && !key.admin) {
+      throw new GatewayError(403, 'permission_error', 'insufficient_permissions', 'This key may see only its own usage; leave out key=, or ask with an admin key for key=ID or key=all');
+    }
+    const rows = await ctx.usage.query({ since: params.since, until: params.until, keyId, groupBy: params.groupBy });
+    sendJson(res, 200, JSON.stringify({ object: 'list', data: rows }));
+  });
+
+  routes.add('GET', '/metrics', async (req, res, _p, record) => {
+    const key = authed(req, record);
+    await peekHeaders(res, key);
+    requireAdmin(key, req.headers);
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded() }));
+  });
+}
+
+const ENCRYPTED_REASONING = 'reasoning.encrypted_content';
+const DEFAULT_PAGE_ITEMS = 20;
+const MAX_PAGE_ITEMS = 100;
+
+function responseNotFound(id: string): GatewayError {
+  return new GatewayError(404, 'not_found_error', 'response_not_found', `Response "${truncate(id, 200)}" was not found; it may have expired, been deleted, been created with store: false, or belong to another key`);
+}
+
+/** The query of a request target (these routes are not hot paths). */
+function queryOf(url: string | undefined): URLSearchParams {
+  const target = url ?? '';
+  const q = target.indexOf('?');
+  return new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
+}
+
+/** Stored reasoning is always sealed; a reader that did not ask for `reasoning.encrypted_content` gets it without. */
+function withoutSeals(response: ResponsesResponse): ResponsesResponse {
+  return { ...response, output: response.output.map((item) => (item.type === 'reasoning' && item.encrypted_content !== undefined ? { type: item.type, id: item.id, summary: item.summary } : item)) };
+}
+
+/**
+ * One page of a stored response's input items, as OpenAI lists them: `order` desc (the default)
+ * or asc, `limit` 1-100 (default 20), `after` an item id of the previous page.
+ */
+function inputItemsPage(input: ResponsesInputItem[], query: URLSearchParams): Record<string, unknown> {
+  const order = query.get('order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') throw invalidParameters(`order: "${truncate(order, 20)}" must be asc or desc`);
+  const limitText = query.get('limit');
+  const limit = limitText === null ? DEFAULT_PAGE_ITEMS : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_ITEMS) throw invalidParameters(`limit: must be a whole number from 1 to ${MAX_PAGE_ITEMS}`);
+  const withSeals = query.getAll('include').concat(query.getAll('include[]')).includes(ENCRYPTED_REASONING);
+  const items = (order === 'desc' ? [...input].reverse() : input).map((item) => (withSeals || !isRecord(item) || item['encrypted_content'] === undefined ? item : { ...item, encrypted_content: undefined }));
+  const after = query.get('after');
+  let start = 0;
+  if (after !== null) {
+    const at = items.findIndex((item) => isRecord(item) && item['id'] === after);
+    if (at === -1) throw invalidParameters(`after: "${truncate(after, 200)}" is not an input item of this response`);
+    start = at + 1;
+  }
+  const data = items.slice(start, start + limit);
+  const idOf = (item: ResponsesInputItem | undefined): string | null => (isRecord(item) && typeof item['id'] === 'string' ? item['id'] : null);
+  return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data[data.length - 1]), has_more: start + limit < items.length };
+}

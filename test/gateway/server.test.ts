@@ -1,0 +1,271 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
+import type { TestGateway } from '../helpers/gateway.ts';
+import { createKeyStore } from '../../src/auth/key-store.ts';
+
+/** A raw request, for what fetch won't send (wrong methods with bodies, huge headers). */
+function raw(url: string, options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = http.request({ hostname: u.hostname, port: u.port, path: options.path, method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+describe('server: routes, request ids and errors', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway(); });
+  after(async () => { await t.close(); });
+
+  it('answers Claude Code\'s connection check, HEAD /api/hello, without a key', async () => {
+    const head = await fetch(`${t.url}/api/hello`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    const get = await fetch(`${t.url}/api/hello`);
+    assert.equal(get.status, 200);
+    assert.deepEqual(await get.json(), { status: 'ok' });
+  });
+
+  it('answers /healthz without a key', async () => {
+    const res = await fetch(`${t.url}/healthz`);
+    assert.equal(res.status, 200);
+    const body = await res.json() as Record<string, unknown>;
+    assert.equal(body['status'], 'ok');
+    assert.equal(typeof body['version'], 'string');
+    assert.equal(typeof body['uptime_s'], 'number');
+  });
+
+  it('gives every response an x-request-id and echoes a valid incoming one', async () => {
+    const a = await fetch(`${t.url}/healthz`);
+    assert.match(a.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{16}[0-9a-z]{8,}$/);
+    const b = await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'client-id-123' } });
+    assert.equal(b.headers.get('x-request-id'), 'client-id-123');
+    const c = await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    assert.notEqual(c.headers.get('x-request-id'), 'bad id with spaces');
+    const d = await fetch(`${t.url}/nope`);
+    assert.ok(d.headers.get('x-request-id'));
+  });
+
+  it('answers an unknown path with 404 not_found in the error body', async () => {
+    const res = await fetch(`${t.url}/v2/whatever?x=1`);
+    assert.equal(res.status, 404);
+    const body = await res.json() as { error: Record<string, string> };
+    assert.equal(body.error['type'], 'not_found_error');
+    assert.equal(body.error['code'], 'not_found');
+    assert.ok(body.error['message']);
+  });
+
+  it('answers a wrong method with 405 and Allow', async () => {
+    const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'GET' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST');
+    const models = await fetch(`${t.url}/v1/models`, { method: 'DELETE' });
+    assert.equal(models.status, 405);
+    assert.equal(models.headers.get('allow'), 'GET, HEAD');
+    const body = await models.json() as { error: Record<string, string> };
+    assert.equal(body.error['code'], 'method_not_allowed');
+  });
+
+  it('refuses a body over the limit with 413 without reading it all', async () => {
+    const small = await startTestGateway({ config: { limits: { max_body_bytes: 1024, shutdown_timeout_ms: 2000 } } });
+    try {
+      const declared = await raw(small.url, { method: 'POST', path: '/v1/chat/completions', headers: { ...openaiHeaders(small.key), 'content-length': '5000' }, body: 'x'.repeat(5000) });
+      assert.equal(declared.status, 413);
+      assert.equal(JSON.parse(declared.body).error.code, 'request_too_large');
+      // Chunked: no content-length, counted while reading.
+      const chunked = await fetch(`${small.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: openaiHeaders(small.key),
+        body: new ReadableStream({ start(c) { for (let i = 0; i < 10; i++) c.enqueue(new TextEncoder().encode('x'.repeat(500))); c.close(); } }),
+        duplex: 'half',
+      } as RequestInit);
+      assert.equal(chunked.status, 413);
+      const body = await chunked.json() as { error: Record<string, string> };
+      assert.equal(body.error['type'], 'invalid_request_error');
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('refuses malformed JSON, non-object bodies, invalid UTF-8 and deep nesting with 400', async () => {
+    const send = (body: string | Buffer) => raw(t.url, { method: 'POST', path: '/v1/chat/completions', headers: openaiHeaders(t.key), body });
+    for (const body of ['{"model":', '[1,2]', '"text"', '', Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), '['.repeat(5000) + ']'.repeat(5000), `{"a":${'['.repeat(300)}${']'.repeat(300)}}`]) {
+      const res = await send(body);
+      assert.equal(res.status, 400, `body ${String(body).slice(0, 20)}`);
+      const parsed = JSON.parse(res.body) as { error: Record<string, string> };
+      assert.equal(parsed.error['code'], 'invalid_parameters');
+    }
+  });
+
+  it('answers oversized headers with 431 in our error body', async () => {
+    const res = await raw(t.url, { path: '/healthz', headers: { 'x-big': 'a'.repeat(40_000) } });
+    assert.equal(res.status, 431);
+    assert.equal(JSON.parse(res.body).error.code, 'headers_too_large');
+    const after = await fetch(`${t.url}/healthz`);
+    assert.equal(after.status, 200);
+  });
+
+  it('answers HEAD on a GET route', async () => {
+    const res = await raw(t.url, { method: 'HEAD', path: '/healthz' });
+    assert.equal(res.status, 200);
+  });
+
+  it('serves /metrics to admin keys only', async () => {
+    const denied = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(denied.status, 403);
+    const body = await denied.json() as { error: Record<string, string> };
+    assert.equal(body.error['type'], 'permission_error');
+    assert.equal(body.error['code'], 'insufficient_permissions');
+    const ok = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.adminKey}` } });
+    assert.equal(ok.status, 200);
+    const text = await ok.text();
+    assert.match(text, /llmux_requests_total\{route="\/healthz|llmux_requests_total/);
+    assert.match(text, /llmux_upstream_attempts_total \d+/);
+  });
+
+  it('writes one log line per request with no key or body in it', async () => {
+    const before = t.logs.length;
+    await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'secret words' }] }) });
+    await new Promise((r) => setTimeout(r, 20));
+    const lines = t.logs.slice(before);
+    assert.equal(lines.length, 1);
+    const line = lines[0] as Record<string, unknown>;
+    assert.equal(line['path'], '/v1/chat/completions');
+    assert.equal(line['model'], 'llmux-echo');
+    assert.equal(line['status'], 200);
+    assert.equal(typeof line['duration_ms'], 'number');
+    assert.equal(line['tokens_out'], 2);
+    const text = JSON.stringify(line);
+    assert.ok(!text.includes(t.key));
+    assert.ok(!text.includes('secret words'));
+  });
+});
+
+describe('server: models and count_tokens', () => {
+  let t: TestGateway;
+  before(async () => {
+    t = await startTestGateway({ config: { models: [
+      { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream' },
+      { id: 'vendor/slashed-model', provider: 'fake-openai', upstream_id: 'x' },
+    ] } });
+  });
+  after(async () => { await t.close(); });
+
+  it('lists usable models with the list wrapper both SDKs read', async () => {
+    const res = await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(res.status, 200);
+    const list = await res.json() as { object: string; data: Array<Record<string, unknown>>; has_more: boolean; first_id: string; last_id: string };
+    assert.equal(list.object, 'list');
+    assert.equal(list.has_more, false);
+    const ids = list.data.map((m) => m['id']);
+    assert.deepEqual(ids, ['llmux-echo', 'gpt-test', 'vendor/slashed-model']);
+    assert.equal(list.first_id, 'llmux-echo');
+    assert.equal(list.last_id, 'vendor/slashed-model');
+    assert.deepEqual(Object.keys(list.data[1] ?? {}), ['id', 'object', 'type', 'created_at', 'owned_by', 'display_name', 'capabilities', 'pricing', 'context_length', 'max_output_tokens']);
+    assert.ok(res.headers.get('x-ratelimit-limit-requests'));
+  });
+
+  it('returns one model by id, slashes included, and 404 model_not_found otherwise', async () => {
+    const one = await fetch(`${t.url}/v1/models/vendor/slashed-model`, { headers: { 'x-api-key': t.key } });
+    assert.equal(one.status, 200);
+    assert.equal((await one.json() as Record<string, unknown>)['id'], 'vendor/slashed-model');
+    const encoded = await fetch(`${t.url}/v1/models/vendor%2Fslashed-model`, { headers: { 'x-api-key': t.key } });
+    assert.equal(encoded.status, 200);
+    const missing = await fetch(`${t.url}/v1/models/nope`, { headers: { 'x-api-key': t.key } });
+    assert.equal(missing.status, 404);
+    assert.equal((await missing.json() as { error: Record<string, string> }).error['code'], 'model_not_found');
+  });
+
+  it('lists only the models a limited key may use', async () => {
+    const { key } = await t.gateway.keys.create({ name: 'limited', models: ['gpt-test'] });
+    const res = await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    const list = await res.json() as { data: Array<{ id: string }> };
+    assert.deepEqual(list.data.map((m) => m.id), ['gpt-test']);
+    const other = await fetch(`${t.url}/v1/models/llmux-echo`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(other.status, 404);
+  });
+
+  it('estimates input tokens for count_tokens and refuses bad bodies', async () => {
+    const res = await fetch(`${t.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: anthropicHeaders(t.key),
+      body: JSON.stringify({ model: 'llmux-echo', system: 'You are terse.', messages: [{ role: 'user', content: 'a'.repeat(400) }] }),
+    });
+    assert.equal(res.status, 200);
+    const body = await res.json() as { input_tokens: number };
+    assert.ok(body.input_tokens >= 100 && body.input_tokens < 120, String(body.input_tokens));
+    const bad = await fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'llmux-echo', messages: [] }) });
+    assert.equal(bad.status, 400);
+    const unknown = await fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }) });
+    assert.equal(unknown.status, 404);
+  });
+});
+
+describe('server: the base URL', () => {
+  it('answers GET and HEAD / without a key, for tools that probe it', async () => {
+    const t = await startTestGateway();
+    try {
+      const res = await fetch(`${t.url}/`);
+      assert.equal(res.status, 200);
+      const body = await res.json() as { name: string; version: string };
+      assert.equal(body.name, 'llmux');
+      assert.equal((await raw(t.url, { method: 'HEAD', path: '/' })).status, 200);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('server: count_tokens bodies', () => {
+  it('takes no max_tokens, accepts any thinking budget, and still checks a max_tokens that is sent', async () => {
+    const t = await startTestGateway();
+    try {
+      const post = (body: unknown) => fetch(`${t.url}/v1/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify(body) });
+      const base = { model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] };
+      assert.equal((await post(base)).status, 200);
+      assert.equal((await post({ ...base, thinking: { type: 'enabled', budget_tokens: 20_000 } })).status, 200);
+      const bad = await post({ ...base, max_tokens: 0 });
+      assert.equal(bad.status, 400);
+      assert.match((await bad.json() as { error: { message: string } }).error.message, /^max_tokens: /);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('server: keys created or revoked while it runs', () => {
+  it('honours a key another store object creates, and refuses it once revoked, within about 100 ms', async () => {
+    const t = await startTestGateway();
+    const other = createKeyStore(t.home);
+    const echo = (key: string): Promise<Response> => fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    /** The status the server answers `key` with once it is `wanted`, within 100 ms (the fallback poll is 500 ms). */
+    const within100ms = async (key: string, wanted: number): Promise<void> => {
+      const deadline = Date.now() + 100;
+      for (;;) {
+        const res = await echo(key);
+        await res.arrayBuffer();
+        if (res.status === wanted) return;
+        if (Date.now() > deadline) assert.fail(`still ${res.status} after 100 ms, wanted ${wanted}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        const { key } = other.create({ name: `cli-${round}` });
+        await within100ms(key, 200);
+        other.revoke(`cli-${round}`);
+        await within100ms(key, 401);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
