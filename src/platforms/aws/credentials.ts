@@ -19,16 +19,16 @@
  * never a key, secret or token.
  *
  * Temporary credentials are refreshed `refreshMarginMs` (5 minutes, as aws-sdk-js-v3's
- * credential-provider-node) before they expire, one refresh at a time however many requests wait.
- * Inside that margin requests go on with the old credentials while the refresh runs (the SDK's
- * "passive" refresh); once they have expired, requests wait for the one refresh.
+ * credential-provider-node) before they expire, one refresh at a time however many requests wait
+ * (../../common/refreshed-value.ts); if that refresh fails, the old credentials serve until they
+ * expire.
  */
 import { homedir } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { platformAuthFailed } from '../../common/errors.ts';
-import type { UpstreamError } from '../../common/errors.ts';
 import { fetchText as realFetchText } from '../../common/fetch-text.ts';
+import { createRefreshedValue } from '../../common/refreshed-value.ts';
 import type { FetchText } from '../../common/fetch-text.ts';
 import type { AwsCredentials } from './sigv4.ts';
 import { profileCredentials } from './shared-file.ts';
@@ -77,6 +77,8 @@ export interface AwsCredentialChain {
   get(): Promise<AwsCredentials>;
   /** Where the credentials come from, or why there are none; resolves them if need be, never throws. */
   describe(): Promise<AwsCredentialDescription>;
+  /** The secret values in play now (secret access key and session token, the last two of each), for a redactor that must keep them out of answers and logs. */
+  secrets(): string[];
 }
 
 const DEFAULT_REFRESH_MARGIN_MS = 5 * 60 * 1000;
@@ -220,53 +222,28 @@ export function createAwsCredentialChain(options: AwsCredentialChainOptions): Aw
     }
   };
 
-  let current: Resolved | undefined;
-  let refreshing: Promise<Resolved> | undefined;
+  const held = createRefreshedValue<Resolved>({
+    load: resolve,
+    isFresh: (value) => value.credentials.expiresAtMs === undefined || value.credentials.expiresAtMs - now() > refreshMarginMs,
+    isUsable: (value) => value.credentials.expiresAtMs === undefined || value.credentials.expiresAtMs > now(),
+  });
 
-  const fresh = (held: Resolved): boolean => {
-    const expires = held.credentials.expiresAtMs;
-    return expires === undefined || expires - now() > refreshMarginMs;
-  };
-  const usable = (held: Resolved): boolean => {
-    const expires = held.credentials.expiresAtMs;
-    return expires === undefined || expires > now();
-  };
-
-  const authError = (err: unknown): UpstreamError => {
-    if (err instanceof SourceError) return platformAuthFailed(options.providerId, err.message, err.setting);
-    return platformAuthFailed(options.providerId, 'resolving AWS credentials failed unexpectedly', `${at} and the AWS_* environment variables`);
-  };
-
-  /** The one resolution in flight, started if none is. */
-  const refresh = (): Promise<Resolved> => {
-    refreshing ??= resolve()
-      .then((resolved) => {
-        current = resolved;
-        return resolved;
-      })
-      .finally(() => {
-        refreshing = undefined;
-      });
-    return refreshing;
-  };
-
+  let recent: AwsCredentials[] = [];
   const obtain = async (): Promise<Resolved> => {
-    const held = current;
-    if (held !== undefined && fresh(held)) return held;
-    if (held !== undefined && usable(held)) {
-      // Still good until it expires: refresh behind the requests rather than in front of them. A
-      // failed refresh is tried again by the next request, and reported once nothing works.
-      refresh().catch(() => undefined);
-      return held;
-    }
     try {
-      return await refresh();
+      const resolved = await held.get();
+      if (recent[0] !== resolved.credentials) recent = [resolved.credentials, ...recent.slice(0, 1)];
+      return resolved;
     } catch (err) {
-      throw authError(err);
+      if (err instanceof SourceError) throw platformAuthFailed(options.providerId, err.message, err.setting);
+      throw platformAuthFailed(options.providerId, 'resolving AWS credentials failed unexpectedly', `${at} and the AWS_* environment variables`);
     }
   };
 
   return {
+    secrets() {
+      return recent.flatMap((c) => [c.secretAccessKey, c.sessionToken ?? '']).filter((value) => value !== '');
+    },
     async get() {
       return (await obtain()).credentials;
     },

@@ -22,6 +22,7 @@ import { readFile } from 'node:fs/promises';
 import { platformAuthFailed } from '../../common/errors.ts';
 import type { UpstreamError } from '../../common/errors.ts';
 import { fetchText as realFetchText } from '../../common/fetch-text.ts';
+import { createRefreshedValue } from '../../common/refreshed-value.ts';
 import type { FetchText, TextRequest, TextResponse } from '../../common/fetch-text.ts';
 import { CredentialsFileError, GOOGLE_TOKEN_URL, locateCredentials } from './credentials-file.ts';
 import type { Env, GoogleCredentialSource } from './credentials-file.ts';
@@ -59,6 +60,12 @@ export interface GoogleTokenSource {
   headers(): Promise<Record<string, string>>;
   /** Where tokens come from (fetching one if none is held), or why there are none; never throws. */
   describe(): Promise<GoogleCredentialDescription>;
+  /**
+   * The secret values in play now (the file's private key or client secret and refresh token, the
+   * last assertion, the last two access tokens), for a redactor that must keep them out of answers
+   * and logs.
+   */
+  secrets(): string[];
 }
 
 const FIVE_MINUTES_MS = 5 * 60 * 1000;
@@ -95,14 +102,16 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
   const read = options.readFile ?? ((path: string) => readFile(path, 'utf8'));
 
   let source: Promise<GoogleCredentialSource> | undefined;
-  let held: HeldToken | undefined;
-  let refreshing: Promise<HeldToken> | undefined;
-  /** Every secret value seen, to take out of anything an endpoint says before quoting it. */
-  const secrets = new Set<string>();
+  /** The secrets in play (the file's, the last assertion, the last two access tokens), bounded. */
+  let fileSecrets: string[] = [];
+  let lastAssertion = '';
+  let recentTokens: string[] = [];
+  const secrets = (): string[] => [...fileSecrets, lastAssertion, ...recentTokens].filter((value) => value.length >= 8);
 
+  /** Endpoint text with every secret in play taken out, shortened, before it is quoted. */
   const scrub = (text: string): string => {
     let out = text;
-    for (const secret of secrets) if (secret.length >= 8 && out.includes(secret)) out = out.split(secret).join('[redacted]');
+    for (const secret of secrets()) if (out.includes(secret)) out = out.split(secret).join('[redacted]');
     return out.slice(0, MAX_QUOTED_CHARS);
   };
 
@@ -111,8 +120,7 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
       (found) => {
         if (found.kind === 'file') {
           const file = found.file;
-          if (file.type === 'service_account') secrets.add(file.privateKeyPem);
-          else for (const value of [file.clientSecret, file.refreshToken]) secrets.add(value);
+          fileSecrets = file.type === 'service_account' ? [file.privateKeyPem] : [file.clientSecret, file.refreshToken];
         }
         return found;
       },
@@ -147,7 +155,7 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
     const accessToken = json['access_token'];
     if (typeof accessToken !== 'string' || accessToken === '') throw new RefreshError(`${where} answered without an access_token`, true, setting);
     const expiresIn = typeof json['expires_in'] === 'number' && json['expires_in'] > 0 ? json['expires_in'] : DEFAULT_LIFETIME_SECONDS;
-    secrets.add(accessToken);
+    recentTokens = [accessToken, ...recentTokens.slice(0, 1)];
     return { accessToken, obtainedAtMs: startedMs, expiresAtMs: startedMs + expiresIn * 1000 };
   };
 
@@ -177,7 +185,7 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
         } catch {
           throw new RefreshError(`the private_key in ${found.path} is not a usable RSA private key`, false, setting);
         }
-        secrets.add(assertion);
+        lastAssertion = assertion;
         form = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
       } else {
         url = GOOGLE_TOKEN_URL;
@@ -224,26 +232,22 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
     return platformAuthFailed(options.providerId, 'getting a Google access token failed unexpectedly', `providers.${options.providerId}.credentials_file and GOOGLE_APPLICATION_CREDENTIALS`);
   };
 
+  const held = createRefreshedValue<HeldToken>({
+    load: refreshOnce,
+    isFresh: (token) => isReusable(token, now()),
+    isUsable: (token) => token.expiresAtMs > now(),
+  });
+
   const obtain = async (): Promise<HeldToken> => {
-    const current = held;
-    if (current !== undefined && isReusable(current, now())) return current;
-    refreshing ??= refreshOnce()
-      .then((token) => {
-        held = token;
-        return token;
-      })
-      .finally(() => {
-        refreshing = undefined;
-      });
     try {
-      return await refreshing;
+      return await held.get();
     } catch (err) {
-      if (current !== undefined && current.expiresAtMs > now()) return current;
       throw authError(err);
     }
   };
 
   return {
+    secrets,
     async token() {
       return (await obtain()).accessToken;
     },

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAwsCredentialChain } from '../../../src/platforms/aws/credentials.ts';
 import type { AwsCredentialChainOptions } from '../../../src/platforms/aws/credentials.ts';
-import { GatewayError } from '../../../src/common/errors.ts';
+import { createRefusals } from '../../helpers/refusals.ts';
 import type { TextRequest, TextResponse } from '../../../src/common/fetch-text.ts';
 
 const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYzzSECRET';
@@ -43,17 +43,7 @@ const chain = (options: Partial<AwsCredentialChainOptions>) =>
   createAwsCredentialChain({ providerId: 'bedrock-us', env: {}, homeDir: '/home/u', readFile: files({}), fetchText: fakeFetch({}).fetchText, ...options });
 
 /** Every message an error path produced, to search for secrets at the end. */
-const seenMessages: string[] = [];
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof GatewayError, String(err));
-    seenMessages.push(err.message);
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
+const { refusal, messages: seenMessages } = createRefusals();
 
 test("the provider's credentials come first, literal or env:NAME, over every other source", async () => {
   const env = { AWS_ACCESS_KEY_ID: 'AKIAENV', AWS_SECRET_ACCESS_KEY: 'envsecret', MY_SECRET: SECRET, MY_TOKEN: TOKEN };
@@ -229,18 +219,17 @@ test('expired temporary credentials are refreshed once for many concurrent calle
   assert.equal(counter.token, 2);
 });
 
-test('inside the refresh margin, requests go on with the old credentials while one refresh runs behind them', async () => {
+test('inside the refresh margin the credentials are refreshed once for everyone, before they expire', async () => {
   let time = Date.parse('2025-06-01T12:00:00Z');
   const counter = { token: 0, creds: 0 };
   const c = chain({ fetchText: fakeFetch(imds('http://169.254.169.254', '2025-06-01T13:00:00Z', counter)).fetchText, now: () => time });
   await c.get();
+  time = Date.parse('2025-06-01T12:54:59Z');
+  assert.equal((await c.get()).accessKeyId, 'ASIAIMDS1', 'more than 5 minutes left');
   time = Date.parse('2025-06-01T12:56:00Z');
   const during = await Promise.all(Array.from({ length: 10 }, () => c.get()));
-  assert.ok(during.every((creds) => creds.accessKeyId === 'ASIAIMDS1'));
-  await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setImmediate(r));
-  assert.equal(counter.creds, 2, 'one background refresh');
-  assert.equal((await c.get()).accessKeyId, 'ASIAIMDS2');
+  assert.ok(during.every((creds) => creds.accessKeyId === 'ASIAIMDS2'));
+  assert.equal(counter.creds, 2, 'one refresh for 10 callers');
 });
 
 test('a refresh that fails after the credentials expired is an error; before they expire the old ones are still used', async () => {
@@ -270,6 +259,19 @@ test('an unreadable shared file or container token file is an error naming the f
   assert.match((await refusal(chain({ readFile: denied }).get())).message, /the shared credentials file \/home\/u\/\.aws\/credentials cannot be read/);
   const env = { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/creds', AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: '/var/run/token' };
   assert.match((await refusal(chain({ env, readFile: files({}) }).get())).message, /the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names \(\/var\/run\/token\) cannot be read/);
+});
+
+test('secrets() names the secret keys and session tokens in play, the last two credentials only', async () => {
+  let time = Date.parse('2025-06-01T12:00:00Z');
+  const c = chain({ fetchText: fakeFetch(imds('http://169.254.169.254', '2025-06-01T13:00:00Z')).fetchText, now: () => time });
+  assert.deepEqual(c.secrets(), []);
+  await c.get();
+  assert.deepEqual(c.secrets(), [SECRET, TOKEN]);
+  for (let i = 0; i < 5; i += 1) {
+    time += 2 * 3600_000;
+    await c.get().catch(() => undefined);
+  }
+  assert.equal(c.secrets().length, 4);
 });
 
 test("no secret, session token, IMDS token or container token appears in any error message", () => {

@@ -2,10 +2,10 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGoogleTokenSource, isReusable } from '../../../src/platforms/google/token-source.ts';
 import type { GoogleTokenSourceOptions } from '../../../src/platforms/google/token-source.ts';
-import { GatewayError } from '../../../src/common/errors.ts';
 import { fetchText } from '../../../src/common/fetch-text.ts';
 import type { FetchText, TextRequest, TextResponse } from '../../../src/common/fetch-text.ts';
 import { createServiceAccount, startFakeGoogleOAuth } from '../../helpers/fake-google-oauth.ts';
+import { createRefusals } from '../../helpers/refusals.ts';
 
 const account = createServiceAccount();
 const user = { client_id: '764086051850-llmux.apps.googleusercontent.com', client_secret: 'GOCSPX-clientSECRETvalue', refresh_token: '1//0gREFRESHtokenVALUE' };
@@ -31,17 +31,7 @@ const sleeps: number[] = [];
 const source = (options: Partial<GoogleTokenSourceOptions>) =>
   createGoogleTokenSource({ providerId: 'vertex', env: {}, homeDir: '/home/nobody', readFile, fetchText: toFake, now: () => time, sleep: async (ms) => { sleeps.push(ms); }, ...options });
 
-const seenMessages: string[] = [];
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof GatewayError, String(err));
-    seenMessages.push(err.message);
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
+const { refusal, messages: seenMessages } = createRefusals();
 
 test("a service-account file's assertion is exchanged at its token_uri, with that token_uri as its audience", async () => {
   const before = fake.counts.jwtBearer;
@@ -216,6 +206,21 @@ test('an endpoint that echoes the assertion, refresh token or client secret has 
   }
   const down: FetchText = async () => { throw new Error('connect ECONNREFUSED'); };
   assert.match((await refusal(source({ fetchText: down, env: { GCE_METADATA_HOST: '127.0.0.1:9' } }).token())).message, /the metadata server 127\.0\.0\.1:9 did not answer \(connect ECONNREFUSED\).*GCE_METADATA_HOST/);
+});
+
+test('secrets() names the key, the last assertion and the last two access tokens, and no more over many refreshes', async () => {
+  const s = source({ credentialsFile: KEY_PATH });
+  assert.deepEqual(s.secrets(), []);
+  const tokens: string[] = [];
+  for (let i = 0; i < 4; i += 1) {
+    tokens.push(await s.token());
+    time += 2 * 3600_000;
+  }
+  const secrets = s.secrets();
+  assert.equal(secrets.length, 4);
+  assert.equal(secrets[0], account.privateKeyPem);
+  assert.match(secrets[1] ?? '', /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+  assert.deepEqual(secrets.slice(2), [tokens[3], tokens[2]]);
 });
 
 test('no private key, assertion, refresh token, client secret or access token appears in any error message', () => {
