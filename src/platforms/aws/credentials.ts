@@ -125,35 +125,36 @@ export function createAwsCredentialChain(options: AwsCredentialChainOptions): Aw
   };
 
   const fromConfig = (written: NonNullable<AwsCredentialSettings['credentials']>): Resolved => {
-    const field = (name: 'access_key_id' | 'secret_access_key' | 'session_token', required: boolean): string | undefined => {
+    /** A field's value, its `env:NAME` resolved; undefined when it is not written. */
+    const field = (name: 'access_key_id' | 'secret_access_key' | 'session_token'): string | undefined => {
       const value = written[name];
-      const setting = `${at}.credentials.${name}`;
-      if (!present(value)) {
-        if (required) throw new SourceError(`${setting} is not set`, setting);
-        return undefined;
-      }
+      if (!present(value)) return undefined;
       if (!value.startsWith(ENV_PREFIX)) return value;
       const variable = value.slice(ENV_PREFIX.length);
       const resolved = env[variable];
-      if (!present(resolved)) throw new SourceError(`${setting} names the environment variable ${variable}, which is not set`, `the environment variable ${variable}`);
+      if (!present(resolved)) throw new SourceError(`${at}.credentials.${name} names the environment variable ${variable}, which is not set`, `the environment variable ${variable}`);
       return resolved;
     };
-    const accessKeyId = field('access_key_id', true) as string;
-    const secretAccessKey = field('secret_access_key', true) as string;
-    const sessionToken = field('session_token', false);
+    const accessKeyId = field('access_key_id');
+    const secretAccessKey = field('secret_access_key');
+    const sessionToken = field('session_token');
+    for (const [name, value] of [['access_key_id', accessKeyId], ['secret_access_key', secretAccessKey]] as const) {
+      if (value === undefined) throw new SourceError(`${at}.credentials.${name} is not set`, `${at}.credentials.${name}`);
+    }
     return {
-      credentials: { accessKeyId, secretAccessKey, ...(sessionToken === undefined ? {} : { sessionToken }) },
+      credentials: { accessKeyId: accessKeyId as string, secretAccessKey: secretAccessKey as string, ...(sessionToken === undefined ? {} : { sessionToken }) },
       origin: { source: 'config', detail: `${at}.credentials in the llmux config` },
     };
   };
 
-  const fromProfile = async (profile: string, setting: string, source: 'profile' | 'shared-file'): Promise<Resolved | undefined> => {
+  /** A profile's credentials; a missing profile is an error unless `optional` (the default profile nobody named). */
+  const fromProfile = async (profile: string, setting: string, source: 'profile' | 'shared-file', optional: boolean): Promise<Resolved | undefined> => {
     const path = sharedFile();
     const text = await readShared(path, setting);
     const found = text === undefined ? undefined : profileCredentials(text, profile);
     if (typeof found === 'string') throw new SourceError(`${found} in ${path}`, `${setting} and ${path}`);
     if (found === undefined) {
-      if (source === 'shared-file' && profile === 'default' && !present(env['AWS_PROFILE'])) return undefined;
+      if (optional) return undefined;
       throw new SourceError(`${text === undefined ? `there is no shared credentials file ${path}` : `${path} has no profile "${profile}"`}`, `${setting} and ${path}`);
     }
     return { credentials: found, origin: { source, detail: `profile "${profile}" in ${path}` } };
@@ -199,12 +200,14 @@ export function createAwsCredentialChain(options: AwsCredentialChainOptions): Aw
   const resolve = async (): Promise<Resolved> => {
     const skipped: string[] = [];
     if (options.credentials !== undefined) return fromConfig(options.credentials);
-    if (present(options.profile)) return (await fromProfile(options.profile, `${at}.profile`, 'profile')) as Resolved;
+    if (present(options.profile)) return (await fromProfile(options.profile, `${at}.profile`, 'profile', false)) as Resolved;
     const fromEnv = fromEnvironment();
     if (fromEnv !== undefined) return fromEnv;
     skipped.push('AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are not set');
     const profile = env['AWS_PROFILE'];
-    const shared = await fromProfile(present(profile) ? profile.trim() : 'default', present(profile) ? 'AWS_PROFILE' : 'AWS_PROFILE (unset: the default profile)', 'shared-file');
+    const shared = present(profile)
+      ? await fromProfile(profile.trim(), 'AWS_PROFILE', 'shared-file', false)
+      : await fromProfile('default', 'AWS_PROFILE (unset: the default profile)', 'shared-file', true);
     if (shared !== undefined) return shared;
     skipped.push(`no "default" profile in ${sharedFile()}`);
     if (containerConfigured(env)) return fromMetadata('container');
