@@ -44,6 +44,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'state/': ['config/types', 'common/', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['common/', 'limits/'],
+  // Cloud platforms' own protocols, under the platform seam: SigV4, Bedrock's event stream and AWS
+  // credentials; Google's JWT assertions and OAuth tokens. Leaves: they know no wire format.
+  'platforms/aws/': ['common/'],
+  'platforms/google/': ['common/'],
   // Upstreams and answers.
   'providers/': ['config/types', 'formats/', 'dialects/', 'translate/', 'common/', 'gateway/request-record'],
   'relay/': ['config/types', 'formats/', 'dialects/', 'translate/', 'passthrough/', 'sse/', 'common/', 'http/', 'providers/'],

@@ -105,6 +105,20 @@ export function upstreamFailed(message: string): GatewayError {
   return new GatewayError(502, 'api_error', 'upstream_error', message);
 }
 
+/**
+ * 502 api_error / upstream_auth_failed: llmux could not authorise itself to a provider's platform
+ * (no credentials found, a token endpoint refusing, a credential endpoint not answering) — llmux.md
+ * section 8. Names the provider, what went wrong and the setting to check; never a credential.
+ */
+export function platformAuthFailed(providerId: string, reason: string, setting: string): UpstreamError {
+  return new UpstreamError(
+    502,
+    'upstream_auth_failed',
+    `Provider "${providerId}" could not be authorised: ${reason}. Your key for llmux is fine; the llmux operator should check ${setting}`,
+    false,
+  );
+}
+
 /** 413 request_too_large: the body passed `limits.max_body_bytes`. */
 export function tooLarge(maxBodyBytes: number): GatewayError {
   return new GatewayError(
