@@ -26,6 +26,8 @@ const COUNT_KEYWORDS: ReadonlySet<string> = new Set(['minItems', 'maxItems', 'mi
 const SUBSET_KEYWORDS: ReadonlySet<string> = new Set([
   'format', 'title', 'description', 'minimum', 'maximum', 'pattern', 'default', 'required', 'propertyOrdering', ...COUNT_KEYWORDS,
 ]);
+/** The most `$ref`s one schema may have inlined: a schema whose definitions fan out grows no further. */
+const MAX_REF_EXPANSIONS = 256;
 /** JSON Schema keywords that only annotate or point elsewhere: dropped from the subset without a warning. */
 const QUIET_KEYWORDS: ReadonlySet<string> = new Set(['$schema', '$id', '$comment', '$defs', 'definitions', 'examples', 'readOnly', 'writeOnly', 'deprecated']);
 
@@ -122,6 +124,8 @@ interface RefContext {
   root: Json;
   /** References being expanded: one met again is a cycle. */
   open: Set<string>;
+  /** References expanded so far, shared by the whole walk: what bounds a schema that fans out. */
+  expanded: { count: number };
   warn: (message: string) => void;
   path: string;
 }
@@ -130,14 +134,15 @@ interface RefContext {
  * A JSON Schema as Google's subset, for an endpoint that takes only `parameters` /
  * `responseSchema`. Types upper-cased; `type: [t, "null"]` and `anyOf` with a `null` member become
  * `nullable`; several types become `anyOf`; `const` and non-string `enum` values become string
- * enums; `oneOf` becomes `anyOf`; local `$ref`s are inlined (a cycle is cut to an object); an
+ * enums; `oneOf` becomes `anyOf`; local `$ref`s are inlined (a cycle, or references past the
+ * 256th, cut to an object); an
  * `allOf` of objects is merged. Keywords the subset has no place for (`additionalProperties`,
  * `patternProperties`, `if`/`then`/`else`, `not`, `exclusiveMinimum`, …) are dropped, each named
  * once in a warning with its path.
  */
 export function jsonSchemaToGeminiSchema(schema: unknown, warn: (message: string) => void = () => {}, path = 'schema'): GeminiSchema {
   const root = isJson(schema) ? schema : {};
-  return toSubset(schema, { root, open: new Set(), warn, path });
+  return toSubset(schema, { root, open: new Set(), expanded: { count: 0 }, warn, path });
 }
 
 function toSubset(schema: unknown, context: RefContext): GeminiSchema {
@@ -224,6 +229,11 @@ function inlineRef(ref: string, schema: Json, context: RefContext): GeminiSchema
   }
   if (context.open.has(ref)) {
     context.warn(`${context.path}.$ref: "${ref}" refers to itself, which this Gemini upstream's schema subset cannot say; cut to an object`);
+    return { type: 'OBJECT' };
+  }
+  // Each definition referring to the next one twice would double the schema at every step.
+  if (++context.expanded.count > MAX_REF_EXPANSIONS) {
+    if (context.expanded.count === MAX_REF_EXPANSIONS + 1) context.warn(`${context.path}.$ref: more than ${MAX_REF_EXPANSIONS} references to inline; this one and the rest are cut to objects`);
     return { type: 'OBJECT' };
   }
   context.open.add(ref);

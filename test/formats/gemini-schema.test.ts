@@ -123,6 +123,16 @@ describe('jsonSchemaToGeminiSchema', () => {
     assert.match(warnings[0] ?? '', /schema\.properties\.node\.properties\.next\.\$ref: .*refers to itself/);
   });
 
+  it('stops inlining a schema whose definitions fan out, instead of growing without bound', () => {
+    const $defs: Record<string, unknown> = { d0: { type: 'string' } };
+    for (let i = 1; i <= 40; i++) $defs[`d${i}`] = { type: 'object', properties: { a: { $ref: `#/$defs/d${i - 1}` }, b: { $ref: `#/$defs/d${i - 1}` } } };
+    const warnings: string[] = [];
+    const out = jsonSchemaToGeminiSchema({ $ref: '#/$defs/d40', $defs }, (m) => warnings.push(m));
+    assert.ok(JSON.stringify(out).length < 200_000);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] ?? '', /more than 256 references to inline/);
+  });
+
   it('merges an allOf of objects', () => {
     assert.deepEqual(jsonSchemaToGeminiSchema({ allOf: [{ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, { properties: { b: { type: 'number' } }, required: ['b'] }] }), {
       type: 'OBJECT',
