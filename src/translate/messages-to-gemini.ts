@@ -25,6 +25,9 @@
  *   `adaptive` -> -1 (the model decides) or its `output_config.effort` by the effort table,
  *   `disabled` -> budget 0; thoughts asked back whenever thinking is on; models marked `reasoning`
  *   only. The budget keeps the answer its share of `max_tokens` (./gemini-build.ts).
+ * - `output_config.format` json_schema (Anthropic's structured outputs) -> `responseMimeType:
+ *   application/json` + `responseJsonSchema`; other `output_config` settings but `effort` are
+ *   dropped with a warning.
  * - `thread`: a `continue` sends only the messages after a reply the server holds, which a
  *   translated request cannot give: a 400 `thread_unsupported_request` (as for chat upstreams),
  *   on which the Anthropic SDK sends the whole history; a `create` is dropped with a warning.
@@ -135,6 +138,17 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
   if (typeof req.top_k === 'number') config.topK = req.top_k;
   const stop = stopSequences(Array.isArray(req.stop_sequences) ? req.stop_sequences : [], 'stop_sequences', warn);
   if (stop.length > 0) config.stopSequences = stop;
+  // Anthropic's structured outputs say what Gemini's JSON mode says; the other settings have no equivalent.
+  const outputConfig = asRecord(req['output_config']) ?? {};
+  for (const key of Object.keys(outputConfig)) {
+    const format = asRecord(outputConfig[key]);
+    if (key === 'format' && format?.['type'] === 'json_schema' && asRecord(format['schema']) !== undefined) {
+      config.responseMimeType = 'application/json';
+      config.responseJsonSchema = format['schema'];
+    } else if (key !== 'effort') {
+      warn(`output_config.${truncate(key, 100)}: dropped, a Gemini upstream has no equivalent`);
+    }
+  }
   const budget = model.reasoning ? thinkingBudget(req) : undefined;
   if (budget !== undefined) {
     const thinking = budget < 0 ? { thinkingBudget: -1, includeThoughts: true } : thinkingConfig(budget, maxTokens, 'thinking', warn);

@@ -17,7 +17,7 @@
  *   thinking, neither of which a Gemini upstream can read: dropped (the conversation-state issue
  *   carries Gemini's own signatures in llmux seals later).
  * - `reasoning.effort` -> `thinkingConfig` (models marked `reasoning` only) by ./gemini-build.ts;
- *   thoughts are asked back when thinking is on.
+ *   thoughts are asked back when thinking is on, or when `reasoning.summary` asks for them.
  * - `text.format` json_schema -> `responseMimeType: application/json` + `responseJsonSchema`;
  *   json_object -> the MIME type alone.
  * - `parallel_tool_calls: false` has no Gemini equivalent: dropped with a warning. The end-user
@@ -151,6 +151,9 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
   if (budget !== undefined) {
     const thinking = thinkingConfig(budget, requested, 'reasoning.effort', warn);
     if (thinking !== undefined) config.thinkingConfig = thinking;
+  } else if (model.reasoning && typeof asRecord(request.reasoning)?.['summary'] === 'string') {
+    // A summary without an effort: the model thinks as it would, and says what it thought.
+    config.thinkingConfig = { includeThoughts: true };
   }
   return { body: withGenerationConfig(body, config), toolNames: prepared.toolNames };
 }

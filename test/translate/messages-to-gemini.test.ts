@@ -149,6 +149,13 @@ describe('messagesRequestToGemini: generation config and thinking', () => {
     assert.deepEqual(translate({ max_tokens: 3000, thinking: { type: 'enabled', budget_tokens: 2500 } }, REASONING).out.generationConfig?.thinkingConfig, { thinkingBudget: 1500, includeThoughts: true });
   });
 
+  it("turns Anthropic's structured outputs into Gemini's JSON mode and drops other output settings", () => {
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false };
+    const { out, warnings } = translate({ output_config: { format: { type: 'json_schema', schema }, effort: 'high', verbosity: 'low' } });
+    assert.deepEqual(out.generationConfig, { maxOutputTokens: 1000, responseMimeType: 'application/json', responseJsonSchema: schema });
+    assert.deepEqual(warnings, ['output_config.verbosity: dropped, a Gemini upstream has no equivalent']);
+  });
+
   it('refuses a thread continuation and drops a thread creation with a warning', () => {
     assert.throws(() => translate({ thread: { type: 'continue', id: 'thr_1' } }), (error: unknown) => error instanceof GatewayError && error.code === 'thread_unsupported_request');
     assert.deepEqual(translate({ thread: { type: 'create' } }).warnings, ['thread: dropped, a Gemini upstream keeps no message threads (the request carries the whole history)']);

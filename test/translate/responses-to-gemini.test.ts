@@ -117,6 +117,7 @@ describe('responsesRequestToGemini: generation config and thinking', () => {
     assert.deepEqual(translate({ input: 'x', reasoning: { effort: 'medium', summary: 'auto' } }, { reasoning: true }).body.generationConfig, { thinkingConfig: { thinkingBudget: 8192, includeThoughts: true } });
     assert.deepEqual(translate({ input: 'x', max_output_tokens: 3000, reasoning: { effort: 'high' } }, { reasoning: true }).body.generationConfig?.thinkingConfig, { thinkingBudget: 1500, includeThoughts: true });
     assert.equal(translate({ input: 'x', reasoning: { effort: 'high' } }).body.generationConfig, undefined);
+    assert.deepEqual(translate({ input: 'x', reasoning: { summary: 'detailed' } }, { reasoning: true }).body.generationConfig, { thinkingConfig: { includeThoughts: true } });
   });
 
   it('warns about parallel_tool_calls false and fields it does not understand', () => {
