@@ -4,6 +4,7 @@
  * is one the messages API takes — no trailing whitespace or empty last assistant turn, and a user
  * turn first (translation.md).
  */
+import type { MessagesContentBlock, MessagesMessage } from '../formats/wire.ts';
 
 export interface Turn<B> { role: 'user' | 'assistant'; blocks: B[] }
 
@@ -46,4 +47,22 @@ export function closeTurns<B extends { type: string }>(turns: Array<Turn<B | Tex
     if (last.blocks.length === 0) turns.pop();
   }
   if (turns[0]?.role !== 'user') turns.unshift({ role: 'user', blocks: [{ type: 'text', text: FIRST_TURN_FILLER }] });
+}
+
+/** A finished turn as a messages message: a lone text block as string content, else the blocks. */
+export function turnToMessage(turn: Turn<MessagesContentBlock>): MessagesMessage {
+  const only = turn.blocks.length === 1 ? turn.blocks[0] : undefined;
+  if (only?.type === 'text') return { role: turn.role, content: only.text };
+  return { role: turn.role, content: turn.blocks };
+}
+
+/**
+ * Whether the turns end answering tool calls of an assistant turn that does not start with
+ * thinking: a messages upstream with thinking on refuses such a request (translation.md).
+ */
+export function continuesUnsignedToolLoop(turns: Array<Turn<MessagesContentBlock>>): boolean {
+  const last = turns[turns.length - 1];
+  if (last?.role !== 'user' || !last.blocks.some((block) => block.type === 'tool_result')) return false;
+  const first = turns[turns.length - 2]?.blocks[0];
+  return first?.type !== 'thinking' && first?.type !== 'redacted_thinking';
 }
