@@ -30,6 +30,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'passthrough/': ['formats/', 'sse/', 'common/'],
   // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts).
   'dialects/': ['formats/', 'translate/', 'passthrough/', 'responses/', 'common/'],
+  // How a provider's requests are carried (URL, envelope, authorisation, stream framing), apart
+  // from their format: no dialect, no transport (the transport imports it).
+  'platforms/': ['config/types', 'formats/', 'common/'],
   // State and rules: they answer in numbers and records; http/ renders them.
   'limits/': ['config/types', 'common/'],
   'auth/': ['config/types', 'common/'],
@@ -49,7 +52,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'platforms/aws/': ['common/'],
   'platforms/google/': ['common/'],
   // Upstreams and answers.
-  'providers/': ['config/types', 'formats/', 'dialects/', 'translate/', 'common/', 'gateway/request-record'],
+  'providers/': ['config/types', 'formats/', 'dialects/', 'platforms/', 'translate/', 'common/', 'gateway/request-record'],
   'relay/': ['config/types', 'formats/', 'dialects/', 'translate/', 'passthrough/', 'sse/', 'common/', 'http/', 'providers/'],
   // One request's life, and the gateway's own routes.
   'gateway/metrics': ['gateway/request-record', 'formats/', 'usage/'],
@@ -58,10 +61,12 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'config/types', 'catalog/', 'auth/', 'limits/', 'formats/', 'dialects/', 'usage/', 'common/', 'http/',
     'providers/', 'relay/', 'gateway/request-record',
   ],
-  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record'],
+  // common/: the error a route's error renderer takes.
+  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'common/'],
+  // dialects/: each format's model routes, its error body and its estimate come from its dialect.
   'gateway/routes': [
     'gateway/pipeline', 'gateway/feature', 'auth/', 'catalog/', 'formats/', 'responses/', 'common/', 'http/', 'usage/',
-    'gateway/metrics', 'gateway/request-record',
+    'gateway/metrics', 'gateway/request-record', 'dialects/',
   ],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
   'web/': ['auth/', 'config/types', 'common/', 'gateway/feature', 'http/', 'limits/', 'usage/', 'gateway/request-log', 'gateway/request-record'],
@@ -70,7 +75,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'gateway/server': [
     'config/load', 'config/types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'http/', 'common/',
     'gateway/pipeline', 'gateway/routes', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'gateway/feature',
-    'usage/', 'state/',
+    'usage/', 'state/', 'platforms/',
   ],
   // The CLI's commands (setup, device, usage, state) and their terminal helpers.
   'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/'],
@@ -158,6 +163,13 @@ test('nothing but the entry points imports the gateway, and the layers the issue
   assert.ok(!ALLOWED['sse/']?.includes('formats/'));
   assert.ok(!ALLOWED['limits/']?.includes('http/'));
   assert.ok(!ALLOWED['http/']?.includes('gateway/pipeline'));
+});
+
+test('a platform knows no dialect and no transport: formats and carriage stay apart', () => {
+  for (const unit of ['dialects/', 'providers/', 'translate/', 'relay/', 'gateway/pipeline']) {
+    assert.ok(!ALLOWED['platforms/']?.includes(unit), `platforms/ may not import ${unit}`);
+  }
+  assert.ok(!ALLOWED['dialects/']?.includes('platforms/'), 'dialects/ may not import platforms/');
 });
 
 test('the check finds a forbidden import and an unknown unit', () => {

@@ -52,7 +52,11 @@ export function resolveApiKey(
   provider: ProviderConfig,
   env: Record<string, string | undefined>,
 ): string | undefined {
-  const written = provider.apiKey;
+  return resolveSecret(provider.apiKey, env);
+}
+
+/** A secret as the config writes it: a literal, or `env:NAME` read from `env`; undefined when unset or empty. */
+export function resolveSecret(written: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
   if (written === undefined || written === '') return undefined;
   if (!written.startsWith(ENV_PREFIX)) return written;
   const value = env[written.slice(ENV_PREFIX.length)];

@@ -1,8 +1,8 @@
 /**
  * The gateway's error vocabulary: one class for everything llmux refuses or fails at, with a typed
- * `type`, and named factories for the errors raised in more than one place. Rendering an error (the
- * JSON body, the in-stream frame of each wire format) belongs to whoever writes the response:
- * src/http/respond.ts and the dialects.
+ * `type`, and named factories for the errors raised in more than one place. What an error says is
+ * here ({@link errorObject}); its envelope (the JSON body and the in-stream frame of each wire
+ * format) belongs to whoever writes the response: src/http/respond.ts and the dialects.
  *
  * A client that went away is not an error anyone is answered with: it is its own class,
  * {@link ClientClosedError}, so nothing has to recognise it by a made-up status.
@@ -60,6 +60,21 @@ export class UpstreamError extends GatewayError {
   }
 }
 
+/** The `error` object every error body carries in some envelope: `message`, `type`, `code`, and any extra fields. */
+export function errorObject(err: GatewayError): Record<string, unknown> {
+  const error: Record<string, unknown> = { message: err.message, type: err.type, code: err.code };
+  if (err.extra !== undefined) Object.assign(error, err.extra);
+  return error;
+}
+
+/**
+ * The JSON error body `{error:{message,type,code}}` (llmux.md section 3): the gateway's own, and the
+ * chat and Responses formats'. A format with another shape renders its own (src/dialects/).
+ */
+export function errorBody(err: GatewayError): string {
+  return JSON.stringify({ error: errorObject(err) });
+}
+
 /** The client closed its connection: stop work, answer nobody. */
 export class ClientClosedError extends Error {
   constructor() {
@@ -100,9 +115,36 @@ export function internalError(): GatewayError {
   return new GatewayError(500, 'api_error', 'internal_error', 'Internal server error');
 }
 
-/** 502 api_error / upstream_error: a provider failed in a way that is not worth another attempt. */
-export function upstreamFailed(message: string): GatewayError {
-  return new GatewayError(502, 'api_error', 'upstream_error', message);
+/**
+ * 502 api_error / upstream_error: a provider could not be reached or failed. By default not worth
+ * another attempt; `retryable` when it may be (a refused connection, an upstream 5xx).
+ */
+export function upstreamFailed(message: string, options: { retryable?: boolean; cause?: unknown } = {}): UpstreamError {
+  return new UpstreamError(502, 'upstream_error', message, options.retryable === true, options.cause);
+}
+
+/** 504 api_error / upstream_timeout: a provider did not answer, or stopped answering, in time. */
+export function upstreamTimeout(message: string, retryable: boolean): UpstreamError {
+  return new UpstreamError(504, 'upstream_timeout', message, retryable);
+}
+
+/**
+ * 502 api_error / upstream_auth_failed: llmux's own credential for a provider was refused, or could
+ * not be made (llmux.md sections 3 and 8). Never the client's fault, so never a 401; `message`
+ * names the provider and the setting to check, never a secret.
+ */
+export function upstreamAuthFailed(message: string, cause?: unknown): UpstreamError {
+  return new UpstreamError(502, 'upstream_auth_failed', message, false, cause);
+}
+
+/** 429 rate_limit_error / rate_limit_exceeded, with its `retry-after` (and any other headers). */
+export function rateLimited(message: string, headers: Record<string, string>): GatewayError {
+  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', message, { headers });
+}
+
+/** 403 permission_error / insufficient_permissions: the key may not do this (`extra`: X-Debug-Auth's `debug`). */
+export function insufficientPermissions(message: string, extra?: Record<string, unknown>): GatewayError {
+  return new GatewayError(403, 'permission_error', 'insufficient_permissions', message, extra === undefined ? {} : { extra });
 }
 
 /**

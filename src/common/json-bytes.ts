@@ -183,7 +183,7 @@ function keyOf(bytes: Buffer, start: number, end: number): string | undefined {
 }
 
 /** Sets an own data property as JSON.parse does: `__proto__` too stays data, not the prototype. */
-function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
   else target[key] = value;
 }

@@ -3,7 +3,8 @@
  * serves, with one clear error naming the field and the problem; and the whole-number checks every
  * section of the file uses.
  */
-import type { ModelEntry, ProviderConfig } from './types.ts';
+import type { ModelEntry, PlatformName, ProviderConfig } from './types.ts';
+import { PLATFORM_NAMES } from './types.ts';
 import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
 import type { ProviderFormat } from '../formats/wire.ts';
 import { isRecord } from '../common/json.ts';
@@ -24,10 +25,14 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   if (!isRecord(raw)) fail(at, 'must be an object with format and base_url');
   const p = raw as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!['format', 'base_url', 'api_key', 'headers', 'responses'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, base_url, api_key, headers, responses)');
+    if (!['format', 'platform', 'base_url', 'api_key', 'headers', 'responses'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, platform, base_url, api_key, headers, responses)');
   }
   const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
   if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
+  const platform = p['platform'] ?? 'http';
+  if (!(PLATFORM_NAMES as readonly unknown[]).includes(platform)) {
+    fail(`${at}.platform`, `must be ${PLATFORM_NAMES.map((name) => `"${name}"`).join(' or ')}: how the provider's requests are carried (other platforms are not served yet)`);
+  }
   if (typeof p['base_url'] !== 'string') fail(`${at}.base_url`, 'must be an http(s) URL string');
   let url: URL;
   try {
@@ -52,6 +57,7 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   return {
     id,
     format: format as ProviderFormat,
+    platform: platform as PlatformName,
     ...(serves === true ? { serves: ['responses'] as const } : {}),
     baseUrl: (p['base_url'] as string).replace(/\/+$/, ''),
     apiKey: apiKey === '' ? undefined : apiKey,

@@ -4,11 +4,22 @@
  */
 import type { ProviderFormat, WireFormat } from '../formats/wire.ts';
 
+/**
+ * How a provider's requests are carried (llmux.md section 8): `http` is a base URL, the format's
+ * path and its credential header. A new platform is a name here, its file in src/platforms/ and
+ * its entry in that folder's table.
+ */
+export type PlatformName = 'http';
+/** The platforms a config may name. */
+export const PLATFORM_NAMES: readonly PlatformName[] = ['http'];
+
 export interface ProviderConfig {
   /** The provider's name, the key in `providers`. */
   id: string;
   /** The wire format its `base_url` speaks. */
   format: ProviderFormat;
+  /** How its requests are carried (config `platform`); absent: `http`. */
+  platform?: PlatformName;
   /**
    * Formats it also answers as they are, so a client of one of them needs no translation
    * (`"responses": true` in config: `POST {base_url}/responses`).

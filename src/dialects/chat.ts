@@ -5,46 +5,60 @@ import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../formats/usage.ts';
+import { estimateTokens } from '../formats/estimate.ts';
 import { chatUserId } from '../translate/chat-user.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
+import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
+import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { withMembers } from '../common/json-bytes.ts';
-import { bytesOf, statelessTurn } from './dialect.ts';
+import { NO_HEADERS, passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
+import { lastUserText } from './user-text.ts';
 
 export const chatDialect: Dialect<'chat'> = {
   format: 'chat',
-  path: '/chat/completions',
+  routes: ['/v1/chat/completions', '/chat/completions'],
+  credentials: STANDARD_CREDENTIALS,
   eventNames: [],
 
   readHeaders: () => ({}),
-  readRequest: (body) => ({ format: 'chat', body: validateChatRequest(body) }),
+  readRequest(raw) {
+    const body = validateChatRequest(raw);
+    return { format: 'chat', body, model: body.model, stream: body.stream === true };
+  },
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
+  estimate: (body) => estimateTokens([body.messages, body.tools]),
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   beginTurn: statelessTurn,
 
-  upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-  passThroughBody(body, upstreamId, raw) {
+  formatHeaders: () => NO_HEADERS,
+  passThroughBody(body, upstreamId, raw, envelope) {
     const copy: ChatRequest = { ...body, model: upstreamId };
+    const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
     // OpenAI refuses a `user` over 64 characters (llmux.md section 5).
-    if (typeof body.user === 'string') copy.user = chatUserId(body.user);
+    if (typeof body.user === 'string') {
+      copy.user = chatUserId(body.user);
+      if (copy.user !== body.user) edits.set('user', JSON.stringify(copy.user));
+    }
     // Ask for usage so tokens/min counts what was really used; the usage tap hides the extra
     // chunk from clients that did not ask for it.
-    if (body.stream === true) copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
-    const bytes = bytesOf(body, raw);
-    if (bytes === undefined) return JSON.stringify(copy);
-    const edits = new Map<string, string>([['model', JSON.stringify(upstreamId)]]);
-    if (copy.user !== body.user) edits.set('user', JSON.stringify(copy.user));
-    if (body.stream === true && body.stream_options?.include_usage !== true) edits.set('stream_options', JSON.stringify(copy.stream_options));
-    return withMembers(bytes, edits);
+    if (body.stream === true) {
+      copy.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+      if (body.stream_options?.include_usage !== true) edits.set('stream_options', JSON.stringify(copy.stream_options));
+    }
+    return passedOn(body, copy, raw, edits, envelope);
   },
   // The top-level `model` names the llmux id that answered; nothing else is touched.
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
+  usageKey: 'usage',
   readUsage: (usage) => fromChatUsage(asRecord(usage)),
 
   pingFrame: COMMENT_PING_FRAME,
   errorFrame: chatErrorFrame,
+  errorBody,
+
+  userText: (body, limit) => lastUserText(body.messages, limit),
 
   textAnswer({ model, text, cut, usage }) {
     return JSON.stringify({

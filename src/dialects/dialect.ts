@@ -1,16 +1,34 @@
 /**
- * A dialect is everything llmux knows about one wire format outside the translators: where its
- * operation lives under a provider's base URL, how a request in it is read and sent upstream, how
- * usage is read from its answers, and the frames llmux writes into its streams itself. One entry
- * per format in src/dialects/index.ts; the pipeline, the relay and the echo model look things up
- * there instead of branching on the format.
+ * A dialect is everything llmux knows about one wire format outside the translators: the routes
+ * its clients call and where they put their key, how a request in it is read (its model, whether it
+ * streams, its size in tokens, its output cap), what it sends upstream as the format's own (its
+ * version headers, the client's bytes passed through), how usage is read from its answers, its
+ * error body and the frames llmux writes into its streams itself, and the echo model's answers.
+ * One entry per format in src/dialects/index.ts; the router, authentication, the pipeline, the
+ * relays and the echo model look things up there instead of branching on the format or guessing
+ * it from field names.
+ *
+ * How a request is carried (the URL on a provider, the credential, the body's envelope, a stream's
+ * framing) is not the format's but the platform's (src/platforms/).
+ *
+ * Written with Gemini in mind (llmux.md section 9), the format whose request is not all in its
+ * body: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`. Its
+ * routes use the router's method form (`/v1beta/models/:model*:method(generateContent|…)`), its
+ * `readRequest` takes the model and the stream flag from `arrival.params`, its credentials are
+ * `x-goog-api-key`, `?key=` and bearer, its estimate counts `systemInstruction`, `contents` and
+ * `tools`, its usage key is `usageMetadata`, its error body `{"error": {code, message, status}}`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
 import type { TurnOf } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
+import type { CredentialSource } from '../common/credentials.ts';
+import type { GatewayError } from '../common/errors.ts';
+import { withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import { changedObject, withChanges } from '../common/member-changes.ts';
+import type { MemberChanges } from '../common/member-changes.ts';
 
 /** The messages format's version and beta headers, as a client sent them. */
 export interface ForwardedHeaders {
@@ -25,6 +43,18 @@ export interface TextAnswer {
   /** The answer was cut at the request's output cap. */
   cut: boolean;
   usage: TokenUsage;
+}
+
+/** What came with a request's body, for reading it: its headers as read, its route and its query. */
+export interface Arrival {
+  /** What `readHeaders` returned. */
+  forwarded: ForwardedHeaders;
+  /** Config `"validation": "strict"`. */
+  strict: boolean;
+  /** The route's parameters (Gemini: `model` and `method`). */
+  params: Readonly<Record<string, string>>;
+  /** The request target's query, without the `?` ('' when none). */
+  query: string;
 }
 
 /** The gateway's state a format's requests may build on (only Responses keeps any). */
@@ -63,31 +93,52 @@ export interface Turn<F extends WireFormat> {
 
 export interface Dialect<F extends WireFormat> {
   readonly format: F;
-  /** The model operation's path under a provider's base URL (`/chat/completions`, `/messages`). */
-  readonly path: string;
+  /**
+   * The model operation's routes on llmux (router patterns, src/http/router.ts): under `/v1` and at
+   * the root. Errors on them are answered in this format's shape ({@link errorBody}).
+   */
+  readonly routes: readonly string[];
+  /** Where this format's clients send their llmux key, in the order it is looked for. */
+  readonly credentials: readonly CredentialSource[];
   /** Event names its streams repeat, interned by the SSE parser. */
   readonly eventNames: readonly string[];
 
   /** Checks the format's own request headers before the body is read; returns what is forwarded upstream. */
   readHeaders(headers: IncomingHttpHeaders): ForwardedHeaders;
-  /** Validates a client's parsed body into the request the pipeline carries; `strict`: config `"validation": "strict"`. */
-  readRequest(body: unknown, forwarded: ForwardedHeaders, strict: boolean): ClientRequestOf<F>;
+  /**
+   * Validates a client's parsed body into the request the pipeline carries, with its `model` and
+   * `stream` read from wherever the format puts them (the body; Gemini: the route). A 400 names the
+   * field at fault.
+   */
+  readRequest(body: unknown, arrival: Arrival): ClientRequestOf<F>;
   /** The request's output cap, if it gives one. */
   maxTokens(body: RequestOf[F]): number | undefined;
+  /**
+   * Input tokens estimated from what a model reads in this format's body (src/formats/estimate.ts:
+   * never under a quarter of their compact JSON): the context check, the tokens/min reservation,
+   * `count_tokens` and the echo model's usage.
+   */
+  estimate(body: RequestOf[F]): number;
   /** Whether a streamed answer should end with a usage report the client asked for. */
   wantsStreamUsage(body: RequestOf[F]): boolean;
   /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
   beginTurn(request: ClientRequestOf<F>, scope: TurnScope): Turn<F> | Promise<Turn<F>>;
 
-  /** Headers for an upstream of this format: the provider's credential, and the format's version headers. */
-  upstreamHeaders(apiKey: string | undefined, forwarded: ForwardedHeaders): Record<string, string>;
   /**
-   * The body for an upstream of the same format: the client's, with the upstream's model id. Given
-   * the client's bytes of this very body (`raw.value === body`), those bytes with the members that
-   * change spliced in; otherwise the body serialised.
+   * The format's own headers for an upstream of this format (`anthropic-version`, the client's
+   * `anthropic-beta`). The provider's credential is not among them: the platform carries it.
    */
-  passThroughBody(body: RequestOf[F], upstreamId: string, raw?: JsonObjectBytes): string | readonly Buffer[];
-  /** Usage out of a whole answer's `usage` value (any shape; unknown fields count 0). */
+  formatHeaders(forwarded: ForwardedHeaders): Readonly<Record<string, string>>;
+  /**
+   * The body for an upstream of the same format: the client's, with the upstream's model id and the
+   * platform's `envelope` (members it sets or takes out). Given the client's bytes of this very body
+   * (`raw.value === body`), those bytes with the members that change spliced in; otherwise the body
+   * serialised.
+   */
+  passThroughBody(body: RequestOf[F], upstreamId: string, raw?: JsonObjectBytes, envelope?: MemberChanges): string | readonly Buffer[];
+  /** The top-level key of a whole answer's usage (`usage`; Gemini's `usageMetadata`). */
+  readonly usageKey: string;
+  /** Usage out of a whole answer's usage value (any shape; unknown fields count 0). */
   readUsage(usage: unknown): TokenUsage;
   /**
    * A same-format whole answer as the client gets it: the upstream's bytes, with the answering
@@ -99,7 +150,11 @@ export interface Dialect<F extends WireFormat> {
   readonly pingFrame: string;
   /** An error after the stream has started. */
   errorFrame(error: StreamErrorInfo): string;
+  /** The JSON body of an error answered before the response started, in this format's shape. */
+  errorBody(error: GatewayError): string;
 
+  /** The text of the request's last user turn, at most `limit` characters: what the echo model answers with. */
+  userText(body: RequestOf[F], limit: number): string;
   /** A whole answer with one text block (the echo model). */
   textAnswer(answer: TextAnswer): string;
   /** The same answer as this format's stream events, one per word (made as they are read), each a complete SSE frame. */
@@ -119,3 +174,23 @@ function keepNothing(): Promise<void> {
 export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObjectBytes | undefined {
   return raw !== undefined && raw.value === body && !raw.duplicateKeys ? raw : undefined;
 }
+
+/**
+ * A same-format upstream body: the client's bytes with `edits` (member -> JSON text) and the
+ * platform's `envelope` spliced in when they can be passed on (see {@link bytesOf}), else `copy`
+ * (the body with the same edits made) with the envelope, serialised.
+ */
+export function passedOn(
+  body: object,
+  copy: object,
+  raw: JsonObjectBytes | undefined,
+  edits: Map<string, string | undefined>,
+  envelope: MemberChanges | undefined,
+): string | readonly Buffer[] {
+  const bytes = bytesOf(body, raw);
+  if (bytes === undefined) return JSON.stringify(envelope === undefined ? copy : changedObject(copy, envelope));
+  return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+}
+
+/** The format's headers of a format that has none. */
+export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});

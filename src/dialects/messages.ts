@@ -7,13 +7,15 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
 import { fromMessagesUsage } from '../formats/usage.ts';
-import { invalidParameters } from '../common/errors.ts';
+import { estimateTokens } from '../formats/estimate.ts';
+import { errorObject, invalidParameters } from '../common/errors.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
+import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { withMembers } from '../common/json-bytes.ts';
-import { bytesOf, statelessTurn } from './dialect.ts';
+import { passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
+import { lastUserText } from './user-text.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
 const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
@@ -39,37 +41,38 @@ function betaHeader(headers: IncomingHttpHeaders): string | undefined {
 
 export const messagesDialect: Dialect<'messages'> = {
   format: 'messages',
-  path: '/messages',
+  routes: ['/v1/messages', '/messages'],
+  credentials: STANDARD_CREDENTIALS,
   eventNames: MESSAGES_EVENT_NAMES,
 
   readHeaders: (headers): ForwardedHeaders => ({ version: checkVersionHeader(headers), beta: betaHeader(headers) }),
-  readRequest: (body, forwarded, strict) => ({
-    format: 'messages',
-    body: validateMessagesRequest(body, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict }),
-    version: forwarded.version,
-    beta: forwarded.beta,
-  }),
+  readRequest(raw, { forwarded, strict }) {
+    const body = validateMessagesRequest(raw, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict });
+    return { format: 'messages', body, model: body.model, stream: body.stream === true, version: forwarded.version, beta: forwarded.beta };
+  },
   maxTokens: (body) => body.max_tokens,
+  estimate: (body) => estimateTokens([body.system, body.messages, body.tools]),
   wantsStreamUsage: () => true,
   beginTurn: statelessTurn,
 
-  upstreamHeaders(apiKey, forwarded) {
+  formatHeaders(forwarded) {
     const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };
     if (forwarded.beta !== undefined) headers['anthropic-beta'] = forwarded.beta;
-    if (apiKey !== undefined) headers['x-api-key'] = apiKey;
     return headers;
   },
-  passThroughBody(body, upstreamId, raw) {
-    const bytes = bytesOf(body, raw);
-    const model = JSON.stringify(upstreamId);
-    return bytes === undefined ? JSON.stringify({ ...body, model: upstreamId }) : withMembers(bytes, new Map([['model', model]]));
-  },
+  passThroughBody: (body, upstreamId, raw, envelope) =>
+    passedOn(body, { ...body, model: upstreamId }, raw, new Map([['model', JSON.stringify(upstreamId)]]), envelope),
   // The top-level `model` names the llmux id that answered; nothing else is touched.
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
+  usageKey: 'usage',
   readUsage: (usage) => fromMessagesUsage(asRecord(usage)),
 
   pingFrame: MESSAGES_PING_FRAME,
   errorFrame: messagesErrorFrame,
+  // Anthropic's error body also carries a top-level `"type": "error"`, which its SDKs read (llmux.md section 3).
+  errorBody: (error) => JSON.stringify({ type: 'error', error: errorObject(error) }),
+
+  userText: (body, limit) => lastUserText(body.messages, limit),
 
   textAnswer({ model, text, cut, usage }) {
     return JSON.stringify({

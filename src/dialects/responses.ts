@@ -29,11 +29,14 @@ import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../t
 import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { Sealer } from '../responses/seal.ts';
+import { estimateTokens } from '../formats/estimate.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
-import { withMembers } from '../common/json-bytes.ts';
-import { bytesOf } from './dialect.ts';
+import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
+import { errorBody } from '../common/errors.ts';
+import { NO_HEADERS, passedOn } from './dialect.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
+import { lastUserText } from './user-text.ts';
 
 /** Event names of the Responses streams llmux writes and relays, interned by the SSE parser. */
 const EVENT_NAMES: readonly string[] = [
@@ -56,25 +59,31 @@ const ID_PREFIX: Readonly<Record<string, string>> = {
 
 export const responsesDialect: Dialect<'responses'> = {
   format: 'responses',
-  path: '/responses',
+  routes: ['/v1/responses', '/responses'],
+  credentials: STANDARD_CREDENTIALS,
   eventNames: EVENT_NAMES,
 
   readHeaders: () => ({}),
-  readRequest: (body) => ({ format: 'responses', body: validateResponsesRequest(body) }),
+  readRequest(raw) {
+    const body = validateResponsesRequest(raw);
+    return { format: 'responses', body, model: body.model, stream: body.stream === true };
+  },
   maxTokens: (body) => body.max_output_tokens,
+  estimate: (body) => estimateTokens([body.instructions, body.input, body.tools]),
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
 
-  upstreamHeaders: (apiKey) => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-  passThroughBody(body, upstreamId, raw) {
+  formatHeaders: () => NO_HEADERS,
+  passThroughBody(body, upstreamId, raw, envelope) {
     const copy: ResponsesRequest = { ...body, model: upstreamId };
+    const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
     if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
       copy.input = body.input.filter((item) => !isSealedByUs(item));
-      return JSON.stringify(copy);
+      // The input changed: the client's bytes no longer say it.
+      return passedOn(body, copy, undefined, edits, envelope);
     }
-    const bytes = bytesOf(body, raw);
-    return bytes === undefined ? JSON.stringify(copy) : withMembers(bytes, new Map([['model', JSON.stringify(upstreamId)]]));
+    return passedOn(body, copy, raw, edits, envelope);
   },
   passThroughAnswer(bytes, modelId) {
     let answer: unknown;
@@ -87,10 +96,15 @@ export const responsesDialect: Dialect<'responses'> = {
     answer['model'] = modelId;
     return { bytes: Buffer.from(JSON.stringify(answer)), answer };
   },
+  usageKey: 'usage',
   readUsage: (usage) => fromResponsesUsage(asRecord(usage)),
 
   pingFrame: COMMENT_PING_FRAME,
   errorFrame: responsesErrorFrame,
+  errorBody,
+
+  // A Responses `input` may be one string: the user's text.
+  userText: (body, limit) => lastUserText(typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input, limit),
 
   textAnswer(answer) {
     const emitter = createResponsesEmitter({ model: answer.model, echo: responseEcho({ model: answer.model }), toolNames: NO_TOOL_NAMES });

@@ -38,16 +38,26 @@ interface Tally {
 }
 
 /**
- * Estimated input tokens of a request in any format. Never less than a quarter of the compact
- * JSON size of its `system`, `messages` and `tools` (a Responses request's `instructions` and
- * `input` items), binary payloads aside (see the file header).
+ * Estimated input tokens of what a model reads of a request: `parts` are the body's members that
+ * hold it, each format naming its own (src/dialects/: chat `messages` and `tools`, messages
+ * `system` too, Responses `instructions`, `input` and `tools`). Never less than a quarter of their
+ * compact JSON size, binary payloads aside (see the file header). Undefined parts count nothing.
  */
-export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown; input?: unknown; instructions?: unknown }): number {
+export function estimateTokens(parts: readonly unknown[]): number {
   const tally: Tally = { chars: 0, flatPriced: 0, binaryChars: 0 };
-  for (const part of [body.system, body.instructions, body.messages, body.input, body.tools]) {
+  for (const part of parts) {
     if (part !== undefined) addJsonSize(part, tally);
   }
   return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.flatPriced * IMAGE_TOKENS + Math.ceil(tally.binaryChars / BASE64_CHARS_PER_TOKEN);
+}
+
+/**
+ * Estimated input tokens of a chat, messages or Responses body, whichever it is: its `system`,
+ * `instructions`, `messages`, `input` and `tools`, as the estimate counted before each format named
+ * its own parts. The three dialects' estimates give the same numbers for their bodies.
+ */
+export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown; input?: unknown; instructions?: unknown }): number {
+  return estimateTokens([body.system, body.instructions, body.messages, body.input, body.tools]);
 }
 
 /**

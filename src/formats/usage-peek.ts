@@ -1,7 +1,8 @@
 /**
- * Reads `usage` out of a whole JSON answer without parsing the rest of it. Same-format answers are
- * passed to the client as the upstream's bytes, so parsing the whole answer only to read a dozen
- * numbers would build (and collect) every object in it. Both providers put `usage` near the end.
+ * Reads `usage` (or the format's own usage key: Gemini's `usageMetadata`) out of a whole JSON answer
+ * without parsing the rest of it. Same-format answers are passed to the client as the upstream's
+ * bytes, so parsing the whole answer only to read a dozen numbers would build (and collect) every
+ * object in it. The providers put their usage near the end.
  */
 
 import { asRecord } from '../common/json.ts';
@@ -13,6 +14,8 @@ const CLOSE = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const USAGE_KEY = Buffer.from('"usage"');
+/** Other formats' usage keys as bytes, made once each. */
+const keyBytes = new Map<string, Buffer>([['usage', USAGE_KEY]]);
 
 function isSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
@@ -38,17 +41,22 @@ function closingAt(bytes: Buffer, from: number, depth: number): number {
 }
 
 /**
- * The top-level `usage` object of a JSON answer, or undefined when there is none or the answer is
- * laid out so that it can't be found this way (the caller then parses the whole answer).
+ * The top-level `usage` object (`key`) of a JSON answer, or undefined when there is none or the
+ * answer is laid out so that it can't be found this way (the caller then parses the whole answer).
  */
-export function peekUsage(bytes: Buffer): Record<string, unknown> | undefined {
+export function peekUsage(bytes: Buffer, key = 'usage'): Record<string, unknown> | undefined {
   // Only an answer that is a JSON object has a top-level key.
   let first = 0;
   while (isSpace(bytes[first])) first++;
   if (bytes[first] !== OPEN) return undefined;
-  const at = bytes.lastIndexOf(USAGE_KEY);
+  let quoted = keyBytes.get(key);
+  if (quoted === undefined) {
+    quoted = Buffer.from(JSON.stringify(key));
+    keyBytes.set(key, quoted);
+  }
+  const at = bytes.lastIndexOf(quoted);
   if (at === -1) return undefined;
-  let i = at + USAGE_KEY.length;
+  let i = at + quoted.length;
   while (isSpace(bytes[i])) i++;
   if (bytes[i] !== 0x3a /* : */) return undefined;
   i++;

@@ -217,6 +217,10 @@ export interface AnswerOf {
 export interface ClientRequestOf<F extends WireFormat> {
   format: F;
   body: RequestOf[F];
+  /** The model the client asked for (a llmux id), read by its dialect from wherever the format puts it (the body; Gemini: the path). */
+  model: string;
+  /** Whether the client asked for a stream (the body's `stream`; Gemini: the `:streamGenerateContent` method). */
+  stream: boolean;
   version?: string | undefined;
   beta?: string | undefined;
   /**

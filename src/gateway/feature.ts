@@ -13,11 +13,21 @@ import type { UsageLedger } from '../usage/ledger.ts';
 import type { Metrics } from './metrics.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
+import type { GatewayError } from '../common/errors.ts';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
 
+/** How a route answers what goes wrong on it. */
+export interface RouteOptions {
+  /**
+   * Renders an error on this route (a refusal, a 405 on its path) as its clients' format expects
+   * it (src/dialects/: the messages format's carries `"type": "error"`); our error body by default.
+   */
+  errors?: (error: GatewayError) => string;
+}
+
 export interface RouteRegistry {
-  add(method: string, path: string, handler: RouteHandler): void;
+  add(method: string, path: string, handler: RouteHandler, options?: RouteOptions): void;
 }
 
 /** The gateway's shared services, as routes and pages use them. */

@@ -28,7 +28,6 @@ import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import type { Admission, Limiter } from '../limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
-import { estimateRequestTokens } from '../formats/estimate.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
 import { totalTokens } from '../formats/usage.ts';
@@ -39,6 +38,7 @@ import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts
 import { readBody, readJsonObject } from '../http/body.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
 import { onClose } from '../http/respond.ts';
+import { queryOf } from '../http/router.ts';
 import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
 import { createCancellation } from '../providers/upstream.ts';
 import type { Cancellation } from '../providers/upstream.ts';
@@ -105,9 +105,9 @@ interface Outcome {
 }
 
 /**
- * Handles a model operation of the client format `format` (`POST /v1/chat/completions`,
- * `POST /v1/messages`, `POST /v1/responses`). Throws GatewayError for anything refused before the
- * answer starts.
+ * Handles a model operation of the client format `format` (one of its dialect's routes:
+ * `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`; `params`: the route's).
+ * Throws GatewayError for anything refused before the answer starts.
  */
 export async function handleModelRequest<F extends WireFormat>(
   ctx: PipelineContext,
@@ -115,14 +115,17 @@ export async function handleModelRequest<F extends WireFormat>(
   req: IncomingMessage,
   res: ServerResponse,
   record: RequestRecord,
+  params: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   record.format = format;
-  const key = authenticate(req.headers, ctx.keys, ctx.now());
+  const dialect = dialects[format];
+  const query = queryOf(req.url ?? '');
+  const key = authenticate(req.headers, ctx.keys, ctx.now(), { sources: dialect.credentials, query });
   record.keyId = key.id;
   await checkBudget(ctx, key, res);
   let admitted: Admitted<F> | undefined;
   try {
-    admitted = await readAndAdmit(ctx, dialects[format], key, req, res, record);
+    admitted = await readAndAdmit(ctx, dialect, key, req, res, record, { params, query });
   } catch (err) {
     // An authenticated refusal carries the key's rate-limit headers too (llmux.md section 3); the
     // state is read only then, so an admitted request pays for it once, at admission.
@@ -131,7 +134,7 @@ export async function handleModelRequest<F extends WireFormat>(
   }
   const { model, estimate, admission, claim } = admitted;
   const { keep, translation } = admitted.turn;
-  const asked: Asked = { format, stream: admitted.request.body.stream === true, includeUsage: dialects[format].wantsStreamUsage(admitted.request.body) };
+  const asked: Asked = { format, stream: admitted.request.stream, includeUsage: dialect.wantsStreamUsage(admitted.request.body) };
   // From here the request is only held for building upstream bodies, and let go once the last is built.
   const held: HeldRequest<F> = { request: admitted.request };
   admitted = undefined;
@@ -223,6 +226,7 @@ async function readAndAdmit<F extends WireFormat>(
   req: IncomingMessage,
   res: ServerResponse,
   record: RequestRecord,
+  target: { params: Readonly<Record<string, string>>; query: string },
 ): Promise<Admitted<F>> {
   const forwarded = dialect.readHeaders(req.headers);
   const limits = limitsFor(key, ctx.config.tiers);
@@ -233,13 +237,13 @@ async function readAndAdmit<F extends WireFormat>(
   const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
   try {
     const parsed = readJsonObject(bytes);
-    const arrived = dialect.readRequest(parsed.value, forwarded, ctx.config.validation === 'strict');
+    const arrived = dialect.readRequest(parsed.value, { forwarded, strict: ctx.config.validation === 'strict', params: target.params, query: target.query });
     // The client's bytes go on with the request: a same-format upstream is sent them, its model spliced in.
     arrived.raw = parsed;
-    record.model = arrived.body.model;
-    record.stream = arrived.body.stream === true;
-    const model = ctx.catalog.get(arrived.body.model);
-    if (model === undefined) throw modelNotFound(arrived.body.model);
+    record.model = arrived.model;
+    record.stream = arrived.stream;
+    const model = ctx.catalog.get(arrived.model);
+    if (model === undefined) throw modelNotFound(arrived.model);
     record.requestedModel = model.id;
     checkModelAllowed(key, model.id, req.headers);
     const provider = ctx.attempts.provider(model.provider);
@@ -250,7 +254,7 @@ async function readAndAdmit<F extends WireFormat>(
       now: ctx.now,
     });
     const request = turn.request;
-    const estimate = estimateRequestTokens(request.body);
+    const estimate = dialect.estimate(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     // One round trip to the state server when the limits are shared; immediate otherwise.
     const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
@@ -283,10 +287,10 @@ function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
 /** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
 async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
   const { asked, answered, res } = exchange;
-  const { response: upstream, provider } = answered;
+  const { response: upstream, provider, carrier } = answered;
   const { limits } = ctx.config;
   const { redact } = ctx.attempts;
-  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, provider, limits.streamIdleTimeoutMs, redact);
+  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, carrier, limits.streamIdleTimeoutMs, redact);
   let ttfbMs: number | undefined;
   const onFirstByte = (): void => {
     ttfbMs = ctx.now() - exchange.startedMs;
@@ -308,15 +312,17 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
 
-  const contentType = String(upstream.headers['content-type'] ?? '');
-  if (!contentType.includes('text/event-stream')) {
+  // The platform's framing as server-sent events (identity on http).
+  const events = carrier.events(upstream);
+  if (events === undefined) {
     upstream.resume();
+    const contentType = String(upstream.headers['content-type'] ?? '');
     throw upstreamFailed(`Provider "${provider.id}" answered a streamed request without a stream (content-type "${redact(contentType).slice(0, 60)}")`);
   }
   const client = dialects[asked.format];
   const { includeUsage } = asked;
   const { translated } = answered;
-  const result = await relayStream(upstream, res, (write) => (translated === undefined
+  const result = await relayStream(events, res, (write) => (translated === undefined
     ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,

@@ -1,8 +1,9 @@
 /**
- * The gateway's own routes: the model operations of each format, the model list, count_tokens,
- * the stored Responses API answers (retrieve, delete, input items, input_tokens), usage, health and
- * metrics, under `/v1` and at the root for clients configured with the root address
- * (gateway-api.md "Versioning"). Pages and the device flow are features (src/gateway/features.ts).
+ * The gateway's own routes: the model operations of each format (its dialect's routes, answering
+ * errors in its shape), the model list, count_tokens, the stored Responses API answers (retrieve,
+ * delete, input items, input_tokens), usage, health and metrics, under `/v1` and at the root for
+ * clients configured with the root address (gateway-api.md "Versioning"). Pages and the device
+ * flow are features (src/gateway/features.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyRecord } from '../auth/key-record.ts';
@@ -12,8 +13,8 @@ import { toModelList, toModelRecord } from '../catalog/catalog.ts';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
-import { estimateRequestTokens } from '../formats/estimate.ts';
-import { GatewayError, invalidParameters, modelNotFound, truncate } from '../common/errors.ts';
+import { dialects } from '../dialects/index.ts';
+import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
@@ -39,14 +40,6 @@ export interface CoreRoutesContext extends PipelineContext {
   openRequests(): number;
   /** Whether the shared-state server is away now; undefined without shared state. */
   stateDegraded(): boolean | undefined;
-}
-
-/** The messages operations (with count_tokens), at `/v1` and at the root. */
-const MESSAGES_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/messages', '/v1/messages/count_tokens', '/messages/count_tokens']);
-
-/** Whether `path` is a messages operation, whose errors carry the top-level `"type": "error"` (llmux.md section 3). */
-export function isMessagesOperation(path: string): boolean {
-  return MESSAGES_PATHS.has(path);
 }
 
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
@@ -91,8 +84,6 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
     sendJson(res, 200, JSON.stringify(toModelRecord(model)));
   };
-  const messages: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'messages', req, res, record);
-  const chat: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'chat', req, res, record);
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
@@ -107,10 +98,9 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
-    sendJson(res, 200, JSON.stringify({ input_tokens: estimateRequestTokens(body) }));
+    sendJson(res, 200, JSON.stringify({ input_tokens: dialects.messages.estimate(body) }));
   };
 
-  const responses: RouteHandler = (req, res, _p, record) => handleModelRequest(ctx, 'responses', req, res, record);
   const { store } = ctx.state.responses;
   /** The key's stored response `params.id`, or 404: another key's does not exist for this one. */
   const storedResponse = async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord): Promise<StoredResponse> => {
@@ -147,11 +137,15 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
       if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
     }
     const input = await resolveInput(body, key.id, store);
-    sendJson(res, 200, JSON.stringify({ object: 'response.input_tokens', input_tokens: estimateRequestTokens({ ...body, input }) }));
+    sendJson(res, 200, JSON.stringify({ object: 'response.input_tokens', input_tokens: dialects.responses.estimate({ ...body, input }) }));
   };
 
+  // Each format's model operation, from its dialect: a new format brings its own routes.
+  for (const dialect of Object.values(dialects)) {
+    const operation: RouteHandler = (req, res, params, record) => handleModelRequest(ctx, dialect.format, req, res, record, params);
+    for (const path of dialect.routes) routes.add('POST', path, operation, { errors: dialect.errorBody });
+  }
   for (const root of ['/v1', '']) {
-    routes.add('POST', `${root}/responses`, responses);
     routes.add('POST', `${root}/responses/input_tokens`, inputTokens);
     routes.add('GET', `${root}/responses/:id`, getResponse);
     routes.add('DELETE', `${root}/responses/:id`, deleteResponse);
@@ -159,15 +153,11 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   }
   routes.add('GET', '/v1/models', listModels);
   routes.add('GET', '/v1/models/:id*', getModel);
-  routes.add('POST', '/v1/messages', messages);
-  routes.add('POST', '/v1/messages/count_tokens', countTokens);
-  routes.add('POST', '/v1/chat/completions', chat);
+  routes.add('POST', '/v1/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
   // For clients configured with the root address that don't add /v1 themselves.
   routes.add('GET', '/models', listModels);
   routes.add('GET', '/models/:id*', getModel);
-  routes.add('POST', '/messages', messages);
-  routes.add('POST', '/messages/count_tokens', countTokens);
-  routes.add('POST', '/chat/completions', chat);
+  routes.add('POST', '/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
 
   // A key sees its own usage; an admin key may ask for another key's, or every key's.
   routes.add('GET', '/v1/usage', async (req, res, _p, record) => {
@@ -176,7 +166,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const params = parseUsageParams(req.url ?? '', ctx.now());
     const keyId = params.key ?? key.id;
     if (keyId !== key.id && !key.admin) {
-      throw new GatewayError(403, 'permission_error', 'insufficient_permissions', 'This key may see only its own usage; leave out key=, or ask with an admin key for key=ID or key=all');
+      throw insufficientPermissions('This key may see only its own usage; leave out key=, or ask with an admin key for key=ID or key=all');
     }
     const rows = await ctx.usage.query({ since: params.since, until: params.until, keyId, groupBy: params.groupBy });
     sendJson(res, 200, JSON.stringify({ object: 'list', data: rows }));

@@ -13,27 +13,30 @@ import { loadConfig } from '../config/load.ts';
 import type { ConfigInput } from '../config/load.ts';
 import { createCatalog } from '../catalog/catalog.ts';
 import type { Catalog } from '../catalog/catalog.ts';
-import { resolveApiKey } from '../catalog/providers.ts';
+import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
 import { createKeyStore } from '../auth/key-store.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import type { DeviceFlowOptions } from '../auth/device-flow.ts';
 import { createLimiter } from '../limits/limiter.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import { createUpstreamClient } from '../providers/upstream.ts';
+import { sleepUnlessCancelled } from '../providers/attempts.ts';
+import { createCarriers } from '../platforms/index.ts';
 import { ECHO_PROVIDER, createEchoTransport } from '../providers/echo.ts';
 import { createRedactor, credentialsOf } from '../providers/redact.ts';
 import { createRouter, pathOf } from '../http/router.ts';
 import { createBodyBudget } from '../http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
-import { ClientClosedError, GatewayError, notFound } from '../common/errors.ts';
-import { errorBody, pickRequestId, sendError } from '../http/respond.ts';
+import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/errors.ts';
+import { pickRequestId, sendError } from '../http/respond.ts';
+import type { RenderError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
-import { isMessagesOperation, mountCoreRoutes } from './routes.ts';
+import { mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
 import { createStderrLogger, logLine, logMessage } from './request-log.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
-import type { Feature, GatewayInternals, RouteHandler } from './feature.ts';
+import type { Feature, GatewayInternals, RouteHandler, RouteOptions } from './feature.ts';
 import { createFileLedger } from '../usage/ledger.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { whenOpen } from '../usage/opening-ledger.ts';
@@ -153,7 +156,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     attempts: {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
-      apiKey: (provider) => resolveApiKey(provider, config.env),
+      carriers: createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now }),
       redact: createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env))),
       transport: upstream,
       retry: config.retry,
@@ -162,10 +165,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       idleTimeoutMs: config.limits.streamIdleTimeoutMs,
       now,
       random: options.random ?? Math.random,
+      sleep: sleepUnlessCancelled,
     },
   };
   const router = createRouter<RouteHandler>();
-  const routes = { add: (method: string, path: string, handler: RouteHandler) => router.add(method, path, handler) };
+  /** How errors on a route are rendered, by its pattern, when its clients' format has its own shape. */
+  const errorShapes = new Map<string, RenderError>();
+  const routes = { add: (method: string, path: string, handler: RouteHandler, options?: RouteOptions) => {
+    router.add(method, path, handler);
+    if (options?.errors !== undefined) errorShapes.set(path, options.errors);
+  } };
   const inFlight = new Set<ServerResponse>();
   /** How to cut each open stream: its relay's in-stream error, then the end. */
   const openStreams = new Set<(message: string) => void>();
@@ -252,7 +261,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
-      }, isMessagesOperation(pathOf(url)));
+      }, route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern));
     });
   }
 

@@ -10,7 +10,7 @@
  * Defaults (src/gateway/server.ts): the total is 4 x `limits.max_body_bytes` (128 MiB), a key's share 1 x
  * (32 MiB), so it takes four keys at their largest to fill it, and one key never can.
  */
-import { GatewayError } from '../common/errors.ts';
+import { GatewayError, rateLimited } from '../common/errors.ts';
 
 export interface BodyBudgetOptions {
   /** Bytes all bodies together may hold. */
@@ -46,12 +46,9 @@ export function createBodyBudget(options: BodyBudgetOptions): BodyBudget {
         take(bytes) {
           const ownerHeld = byOwner.get(owner) ?? 0;
           if (ownerHeld + bytes > perOwnerBytes) {
-            return new GatewayError(
-              429,
-              'rate_limit_error',
-              'rate_limit_exceeded',
+            return rateLimited(
               `This key's requests in progress already hold ${ownerHeld} bytes of request bodies; at most ${perOwnerBytes} are held per key at once. Retry when one has finished`,
-              { headers: { 'retry-after': '1' } },
+              { 'retry-after': '1' },
             );
           }
           if (total + bytes > totalBytes) {

@@ -5,7 +5,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { RateLimitState, Refusal } from '../limits/limiter.ts';
-import { GatewayError } from '../common/errors.ts';
+import { rateLimited } from '../common/errors.ts';
+import type { GatewayError } from '../common/errors.ts';
 
 /** The headers of a state, in a new object (refusals and tests; answers use {@link setRateLimitHeaders}). */
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
@@ -81,5 +82,5 @@ export function refusalMessage(refusal: Refusal): string {
 export function rateLimitError(refusal: Refusal): GatewayError {
   const headers = rateLimitHeaders(refusal.state);
   headers['retry-after'] = String(retryAfterSeconds(refusal));
-  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', refusalMessage(refusal), { headers });
+  return rateLimited(refusalMessage(refusal), headers);
 }

@@ -3,7 +3,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { GatewayError, internalError } from '../common/errors.ts';
+import { GatewayError, errorBody, internalError } from '../common/errors.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -28,23 +28,16 @@ export function sendJson(res: ServerResponse, status: number, body: string | Buf
   res.end(body);
 }
 
-/**
- * Renders the JSON error body `{error:{message,type,code}}` (llmux.md section 3). `messages`: the
- * messages operation's errors also carry a top-level `"type": "error"`, which the Anthropic SDKs read.
- */
-export function errorBody(err: GatewayError, messages = false): string {
-  const error: Record<string, unknown> = { message: err.message, type: err.type, code: err.code };
-  if (err.extra !== undefined) Object.assign(error, err.extra);
-  return JSON.stringify(messages ? { type: 'error', error } : { error });
-}
+/** Renders an error as a response body, in some format's shape. */
+export type RenderError = (err: GatewayError) => string;
 
 /**
- * Sends an error in our error body (in the messages operation's shape with `messages`). Anything
- * that isn't a GatewayError is a bug: it becomes a 500 with nothing of its inside shown. When the
- * response has already started, the socket is closed instead (the stream writers send their own
- * in-stream errors before getting here).
+ * Sends an error, rendered by `render` (the client format's shape; our error body by default).
+ * Anything that isn't a GatewayError is a bug: it becomes a 500 with nothing of its inside shown.
+ * When the response has already started, the socket is closed instead (the stream writers send
+ * their own in-stream errors before getting here).
  */
-export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unknown) => void, messages = false): void {
+export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unknown) => void, render: RenderError = errorBody): void {
   const gatewayError = err instanceof GatewayError ? err : internalError();
   if (!(err instanceof GatewayError)) onBug?.(err);
   if (res.headersSent) {
@@ -54,7 +47,7 @@ export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unkno
   if (gatewayError.headers !== undefined) for (const k in gatewayError.headers) res.setHeader(k, gatewayError.headers[k] as string);
   // A body too large or too slow: don't keep a connection whose request body we stopped reading.
   if (gatewayError.status === 413 || gatewayError.status === 408) res.setHeader('connection', 'close');
-  sendJson(res, gatewayError.status, errorBody(gatewayError, messages));
+  sendJson(res, gatewayError.status, render(gatewayError));
 }
 
 /** Writes the head of a server-sent event stream. */

@@ -8,7 +8,8 @@
 import type { ModelEntry, ProviderConfig, RetryConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
-import { ClientClosedError, GatewayError, UpstreamError, upstreamFailed } from '../common/errors.ts';
+import type { Carrier, Carriers, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
+import { ClientClosedError, GatewayError, UpstreamError, truncate, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
 import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import { IN_PROCESS_SCHEME } from './upstream.ts';
@@ -28,8 +29,8 @@ export interface AttemptContext {
   model(id: string): ModelEntry | undefined;
   /** The provider a model names, or undefined when it is not configured. */
   provider(id: string): ProviderConfig | undefined;
-  /** The provider's resolved credential, if any. */
-  apiKey(provider: ProviderConfig): string | undefined;
+  /** How each provider's requests are carried: URL, envelope, authorisation, stream framing (src/platforms/). */
+  carriers: Carriers;
   transport: Transport;
   retry: RetryConfig;
   connectTimeoutMs: number;
@@ -41,6 +42,11 @@ export interface AttemptContext {
   now(): number;
   /** Random in [0, 1), for the jitter. */
   random(): number;
+  /**
+   * The backoff's clock: resolves after `ms`, or at once when `cancellation` is cancelled (the
+   * client went away). {@link sleepUnlessCancelled} with a real timer; tests pass one that does not wait.
+   */
+  sleep(ms: number, cancellation: Cancellation): Promise<void>;
 }
 
 /** The answer that ended the attempts, and who gave it. */
@@ -48,6 +54,8 @@ export interface Answered<F extends WireFormat = WireFormat> {
   response: UpstreamResponse;
   model: ModelEntry;
   provider: ProviderConfig;
+  /** How the provider was reached: its stream framing and error shape are the answer's. */
+  carrier: Carrier;
   /** The format the provider answered in. */
   format: WireFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
@@ -83,29 +91,63 @@ export interface HeldRequest<F extends WireFormat> {
 }
 
 /** One candidate's upstream request, built from the held request. */
-interface Prepared<F extends WireFormat> extends UpstreamBody<F> {
+interface Prepared<F extends WireFormat> {
   format: WireFormat;
-  headers: Record<string, string>;
+  call: UpstreamCall;
+  /** The path and query under the carrier's endpoint. */
+  target: string;
+  body: string | readonly Buffer[];
+  translated: AnswerTranslation<F> | undefined;
   /** The request itself, for a provider answered in-process (the echo model reads it). */
   client: ClientRequestOf<WireFormat> | undefined;
 }
 
 /**
- * Builds `candidate`'s body and headers; `last`: no later candidate needs the request, which is
- * let go. A function of its own, so nothing of the request stays in the attempts' frame while
+ * Builds `candidate`'s call, body and headers; `last`: no later candidate needs the request, which
+ * is let go. A function of its own, so nothing of the request stays in the attempts' frame while
  * they wait on the upstream.
  */
-function prepare<F extends WireFormat>(ctx: AttemptContext, held: HeldRequest<F>, candidate: ModelEntry, provider: ProviderConfig, last: boolean, options: AttemptOptions<F>): Prepared<F> {
+function prepare<F extends WireFormat>(held: HeldRequest<F>, candidate: ModelEntry, carrier: Carrier, last: boolean, options: AttemptOptions<F>): Prepared<F> {
   const request = held.request;
   if (request === undefined) throw new Error('the request was let go before its last attempt was built');
   if (last) held.request = undefined;
-  const format = upstreamFormatFor(provider, request.format);
-  const { body, translated } = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning);
-  const headers: Record<string, string> = {
-    accept: request.body.stream === true ? 'text/event-stream' : 'application/json',
-    ...dialects[format].upstreamHeaders(ctx.apiKey(provider), request),
+  const format = upstreamFormatFor(carrier.provider, request.format);
+  const call: UpstreamCall = { upstreamId: candidate.upstream_id, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
+  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning, carrier.envelope(call));
+  return {
+    format,
+    call,
+    target: carrier.target(call),
+    body,
+    translated,
+    client: carrier.endpoint.startsWith(IN_PROCESS_SCHEME) ? request : undefined,
   };
-  return { format, body, translated, headers, client: provider.baseUrl.startsWith(IN_PROCESS_SCHEME) ? request : undefined };
+}
+
+/**
+ * Authorises an attempt (src/platforms/platform.ts): nothing to wait for when the platform's
+ * credential is at hand. A platform that cannot make its credential is 502 upstream_auth_failed,
+ * in words with no secret (its message is redacted all the same).
+ */
+function authorise(ctx: AttemptContext, carrier: Carrier, outgoing: OutgoingRequest): Promise<void> | undefined {
+  let pending: Promise<void> | undefined;
+  try {
+    pending = carrier.authorise(outgoing);
+  } catch (err) {
+    throw authorisationFailed(ctx, carrier, err);
+  }
+  return pending?.catch((err: unknown) => {
+    throw authorisationFailed(ctx, carrier, err);
+  });
+}
+
+function authorisationFailed(ctx: AttemptContext, carrier: Carrier, err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const why = err instanceof Error ? truncate(ctx.redact(err.message), 300) : 'no credential';
+  return upstreamAuthFailed(
+    `Provider "${carrier.provider.id}" could not be authorised (${why}): your key for llmux is fine; the llmux operator should check ${carrier.credentialSetting}`,
+    err,
+  );
 }
 
 export async function sendWithFallbacks<F extends WireFormat>(
@@ -120,28 +162,33 @@ export async function sendWithFallbacks<F extends WireFormat>(
   const candidates = candidatesFor(ctx, model).filter((candidate) => ctx.provider(candidate.provider) !== undefined);
   for (const [index, candidate] of candidates.entries()) {
     const provider = ctx.provider(candidate.provider) as ProviderConfig;
+    const carrier = ctx.carriers.of(provider);
     let prepared: Prepared<F>;
     try {
-      prepared = prepare(ctx, held, candidate, provider, index === candidates.length - 1, options);
+      prepared = prepare(held, candidate, carrier, index === candidates.length - 1, options);
     } catch (err) {
       // A request this provider can't take (say n > 1 for a messages upstream): refuse it when it
       // is the model asked for, else try the next fallback.
       if (candidate === model) throw err;
       continue;
     }
-    const { format, body, translated, headers, client } = prepared;
-    const dialect = dialects[format];
+    const { format, call, target, body, translated, client } = prepared;
     for (let attempt = 1; attempt <= retry.attempts; attempt++) {
       if (cancellation.cancelled) throw new ClientClosedError();
       const started = ctx.now();
       let response: UpstreamResponse;
       try {
+        // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
+        const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call) };
+        const pending = authorise(ctx, carrier, outgoing);
+        if (pending !== undefined) await pending;
         response = await ctx.transport.send({
           provider,
+          endpoint: carrier.endpoint,
           format,
-          path: dialect.path,
-          body,
-          headers,
+          path: outgoing.target,
+          body: outgoing.body,
+          headers: outgoing.headers,
           client,
           cancellation,
           connectTimeoutMs: ctx.connectTimeoutMs,
@@ -152,7 +199,7 @@ export async function sendWithFallbacks<F extends WireFormat>(
           options.onAttempt({ model: candidate.id, provider: provider.id, error: 'client_closed', ms: ctx.now() - started });
           throw err;
         }
-        const error = err instanceof GatewayError ? err : new UpstreamError(502, 'upstream_error', `Provider "${provider.id}" failed`, true, err);
+        const error = err instanceof GatewayError ? err : upstreamFailed(`Provider "${provider.id}" failed`, { retryable: true, cause: err });
         options.onAttempt({ model: candidate.id, provider: provider.id, error: error.code, ms: ctx.now() - started });
         if (!(error instanceof UpstreamError) || !error.retryable) throw error;
         lastError = error;
@@ -161,9 +208,9 @@ export async function sendWithFallbacks<F extends WireFormat>(
       }
       const status = response.statusCode ?? 502;
       options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
-      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, format, translated };
+      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, carrier, format, translated };
       const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
-      lastError = await upstreamErrorOf(response, provider, ctx.idleTimeoutMs, ctx.redact);
+      lastError = await upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact);
       if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait
       if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, cancellation);
     }
@@ -187,15 +234,20 @@ async function backoff(ctx: AttemptContext, attempt: number, retryAfterMs: numbe
   const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
   const wait = Math.max(retryAfterMs ?? 0, Math.round(ceiling * (0.5 + ctx.random() / 2)));
   if (wait <= 0) return;
-  await new Promise<void>((resolve) => {
+  await ctx.sleep(wait, cancellation);
+  if (cancellation.cancelled) throw new ClientClosedError();
+}
+
+/** Resolves after `ms` on a real timer, or at once when the client goes away. */
+export function sleepUnlessCancelled(ms: number, cancellation: Cancellation): Promise<void> {
+  return new Promise<void>((resolve) => {
     const timer = setTimeout(() => {
       cancellation.unlisten();
       resolve();
-    }, wait);
+    }, ms);
     cancellation.listen(() => {
       clearTimeout(timer);
       resolve();
     });
   });
-  if (cancellation.cancelled) throw new ClientClosedError();
 }

@@ -14,7 +14,6 @@
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
-import { estimateRequestTokens } from '../formats/estimate.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Transport, UpstreamResponse } from './upstream.ts';
 
@@ -22,7 +21,8 @@ import type { Transport, UpstreamResponse } from './upstream.ts';
 export const ECHO_PROVIDER: ProviderConfig = {
   id: 'llmux',
   format: 'chat',
-  serves: ['chat', 'messages', 'responses'],
+  // Every format a dialect reads.
+  serves: Object.keys(dialects) as WireFormat[],
   baseUrl: 'llmux:echo',
   apiKey: undefined,
   keyless: true,
@@ -36,46 +36,6 @@ export const ECHO_PROVIDER: ProviderConfig = {
 export const ECHO_MAX_TEXT_CHARS = 65_536;
 /** Most words in an answer, fewer when the request's output cap says so: the catalog's `max_output_tokens` for `llmux-echo`. */
 export const ECHO_MAX_WORDS = 4_096;
-
-/**
- * The text the echo model answers with: the last user message's text (a Responses request's
- * `input`), at most {@link ECHO_MAX_TEXT_CHARS}.
- */
-export function echoText(body: { messages?: unknown; input?: unknown }): string {
-  return lastUserText(body, ECHO_MAX_TEXT_CHARS);
-}
-
-/** The last user message's text, at most `limit` characters of it. */
-function lastUserText(body: { messages?: unknown; input?: unknown }, limit: number): string {
-  const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.messages ?? body.input;
-  if (!Array.isArray(messages)) return '(no text to echo)';
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m: unknown = messages[i];
-    if (m === null || typeof m !== 'object' || (m as Record<string, unknown>)['role'] !== 'user') continue;
-    const text = textOf((m as Record<string, unknown>)['content'], limit);
-    if (text !== '') return text;
-  }
-  return '(no text to echo)';
-}
-
-/** Text parts of any format (`text`, the Responses `input_text`) joined by newlines, stopping once `limit` characters are gathered. */
-function textOf(content: unknown, limit: number): string {
-  if (typeof content === 'string') return content.slice(0, limit);
-  if (!Array.isArray(content)) return '';
-  const parts: string[] = [];
-  let length = 0;
-  for (const part of content as unknown[]) {
-    if (length >= limit) break;
-    if (part === null || typeof part !== 'object') continue;
-    const { type, text } = part as Record<string, unknown>;
-    // Empty parts add nothing, not even a newline: a body of many empty parts stays an empty text.
-    if ((type !== 'text' && type !== 'input_text') || typeof text !== 'string' || text === '') continue;
-    const piece = text.slice(0, limit - length);
-    parts.push(piece);
-    length += piece.length + 1;
-  }
-  return parts.join('\n').slice(0, limit);
-}
 
 /** A word, with the whitespace before it; or the whitespace that ends the text. */
 const WORD = /\s*\S+|\s+$/y;
@@ -108,20 +68,21 @@ export function* wordsOf(text: string, end: number): Generator<string> {
 }
 
 /**
- * The echo answer to one request, in the request's own format. What it holds while streaming is
- * the (bounded) text and the event being written: words are cut from the text as they are sent.
+ * The echo answer to one request, in the request's own format (its dialect reads the last user
+ * text and writes the answer). What it holds while streaming is the (bounded) text and the event
+ * being written: words are cut from the text as they are sent.
  */
 function answer<F extends WireFormat>(request: ClientRequestOf<F>): UpstreamResponse {
   const dialect = dialects[request.format];
   const body = request.body;
   // One character past the bound tells whether the text was cut there.
-  const whole = lastUserText(body, ECHO_MAX_TEXT_CHARS + 1);
+  const whole = dialect.userText(body, ECHO_MAX_TEXT_CHARS + 1);
   const text = whole.slice(0, ECHO_MAX_TEXT_CHARS);
   const { end, words, cut } = measureWords(text, Math.min(dialect.maxTokens(body) ?? ECHO_MAX_WORDS, ECHO_MAX_WORDS));
-  const usage: TokenUsage = { inputTokens: estimateRequestTokens(body), outputTokens: words, cacheReadTokens: 0, cacheCreationTokens: 0 };
+  const usage: TokenUsage = { inputTokens: dialect.estimate(body), outputTokens: words, cacheReadTokens: 0, cacheCreationTokens: 0 };
   // Cut at the output cap, or at the text bound when the whole last user text did not fit.
-  const answerText = { model: body.model, text: text.slice(0, end), cut: cut || whole.length > text.length, usage };
-  if (body.stream !== true) {
+  const answerText = { model: request.model, text: text.slice(0, end), cut: cut || whole.length > text.length, usage };
+  if (!request.stream) {
     return respond(Readable.from([dialect.textAnswer(answerText)]), 'application/json');
   }
   // Like an upstream asked for usage (the pass-through body always asks): the relay drops the

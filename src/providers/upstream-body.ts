@@ -1,6 +1,7 @@
 /**
  * What goes upstream for one candidate model: in which format, and the body — the client's own
- * with the upstream's model id when the provider answers the client's format, else translated.
+ * with the upstream's model id when the provider answers the client's format, else translated —
+ * in its platform's envelope (src/platforms/: members it sets or takes out).
  */
 import type { ModelEntry, ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
@@ -9,6 +10,8 @@ import { translationFor } from '../translate/index.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../common/errors.ts';
 import { serializeJson } from '../common/json-bytes.ts';
+import { changedObject } from '../common/member-changes.ts';
+import type { MemberChanges } from '../common/member-changes.ts';
 
 /** The upstream body, and (when the formats differ) how its answer is translated back. */
 export interface UpstreamBody<F extends WireFormat> {
@@ -34,8 +37,9 @@ export function upstreamModelOf(model: ModelEntry): UpstreamModel {
 }
 
 /**
- * The upstream request body for this model, translated when the formats differ. A body nested so
- * deep that serialising it overflows the stack is the client's error, not ours.
+ * The upstream request body for this model, translated when the formats differ, in `envelope`
+ * (the platform's; undefined: none). A body nested so deep that serialising it overflows the stack
+ * is the client's error, not ours.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -43,13 +47,15 @@ export function buildUpstreamBody<F extends WireFormat>(
   model: ModelEntry,
   turn: TurnOf[F],
   onWarning: (message: string) => void,
+  envelope?: MemberChanges,
 ): UpstreamBody<F> {
   try {
     const translation = translationFor(request.format, upstreamFormat);
-    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw), translated: undefined };
+    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope), translated: undefined };
     const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
+    const body = translated.body as Record<string, unknown>;
     // Only what translates the answer back is kept: the translated body is let go once it is sent.
-    return { body: serializeJson(translated.body as Record<string, unknown>), translated: { answer: translated.answer, stream: translated.stream } };
+    return { body: serializeJson(envelope === undefined ? body : changedObject(body, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;

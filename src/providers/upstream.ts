@@ -1,11 +1,12 @@
 /**
- * The upstream client: one keep-alive agent per protocol, provider base URLs parsed once, and the
- * connect and first-byte timeouts. It returns the upstream response as soon as its headers arrive,
- * so streams pass through as bytes come. The headers it sends are the caller's (the dialect puts
- * the provider's own credential there, never the client's key).
+ * The upstream client: one keep-alive agent per protocol, endpoints parsed once, and the connect
+ * and first-byte timeouts. It returns the upstream response as soon as its headers arrive, so
+ * streams pass through as bytes come. Where a request goes (endpoint, path and query) and the
+ * headers it carries are the caller's: the provider's platform (src/platforms/) makes them, with
+ * the provider's own credential, never the client's key.
  *
- * A provider is reached by its base URL's scheme: `http:` and `https:` over the network, and
- * `llmux:` for the built-in echo model (./echo.ts), which answers in-process.
+ * An endpoint is reached by its scheme: `http:` and `https:` over the network, and `llmux:` for
+ * the built-in echo model (./echo.ts), which answers in-process.
  *
  * Upstream bodies are read as they come (streams pass through byte for byte), so llmux asks for
  * them uncompressed (`accept-encoding: identity`); a server that compresses anyway (gzip, deflate,
@@ -16,11 +17,13 @@ import http from 'node:http';
 import type https from 'node:https';
 import { createRequire } from 'node:module';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable, Transform } from 'node:stream';
+import type { Transform } from 'node:stream';
 import type zlib from 'node:zlib';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
-import { ClientClosedError, UpstreamError } from '../common/errors.ts';
+import type { UpstreamAnswer } from '../platforms/index.ts';
+import { ClientClosedError, upstreamFailed, upstreamTimeout } from '../common/errors.ts';
+import type { UpstreamError } from '../common/errors.ts';
 
 /**
  * The client side of a request going away, as one small object per request (an AbortController
@@ -65,13 +68,15 @@ export function createCancellation(): Cancellation {
 
 export interface UpstreamRequest {
   provider: ProviderConfig;
+  /** The base URL to reach (the provider's platform gives it: `base_url` on `http`); parsed once per endpoint. */
+  endpoint: string;
   /** The wire format the request is in. */
   format: WireFormat;
-  /** `/chat/completions` or `/messages`, appended to the provider's base path. */
+  /** The path and query appended to the endpoint's base path (`/chat/completions`, `…:streamGenerateContent?alt=sse`). */
   path: string;
   /** The body: a string, or parts written in order (the client's bytes with a member spliced in). */
   body: string | Buffer | readonly Buffer[];
-  /** Headers for the provider: its credential, the format's version headers, `accept`. */
+  /** Headers for the provider, authorised: its credential, the format's version headers, `accept`. */
   headers: Record<string, string>;
   /** The request as the client sent it, for a provider answered in-process (the echo model answers it); not kept for the network. */
   client: ClientRequestOf<WireFormat> | undefined;
@@ -80,16 +85,8 @@ export interface UpstreamRequest {
   firstByteTimeoutMs: number;
 }
 
-/**
- * An upstream's answer as it arrives: its status and headers, and its body as a byte stream (an
- * `IncomingMessage` from the network, or the echo model's stream).
- */
-export type UpstreamResponse = Readable & {
-  statusCode?: number | undefined;
-  headers: IncomingHttpHeaders;
-  /** Whether the whole body has arrived (an `IncomingMessage`'s). */
-  complete?: boolean;
-};
+/** An upstream's answer as it arrives (src/platforms/platform.ts). */
+export type UpstreamResponse = UpstreamAnswer;
 
 /** How a provider is reached. */
 export interface Transport {
@@ -182,10 +179,10 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
   let httpsAgent: https.Agent | undefined;
   const targets = new Map<string, Target>();
 
-  function targetFor(baseUrl: string): Target {
-    let t = targets.get(baseUrl);
+  function targetFor(endpoint: string): Target {
+    let t = targets.get(endpoint);
     if (t !== undefined) return t;
-    const url = new URL(baseUrl); // once per provider, not per request
+    const url = new URL(endpoint); // once per endpoint, not per request
     const secure = url.protocol === 'https:';
     if (secure && httpsAgent === undefined) {
       httpsLib = loadHttps();
@@ -199,14 +196,14 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       basePath: url.pathname.replace(/\/+$/, ''),
       hostHeader: url.host,
     };
-    targets.set(baseUrl, t);
+    targets.set(endpoint, t);
     return t;
   }
 
   return {
     send(req) {
-      if (req.provider.baseUrl.startsWith(IN_PROCESS_SCHEME)) return inProcess.send(req);
-      const target = targetFor(req.provider.baseUrl);
+      if (req.endpoint.startsWith(IN_PROCESS_SCHEME)) return inProcess.send(req);
+      const target = targetFor(req.endpoint);
       const headers: Record<string, string | number> = {
         'accept-encoding': 'identity',
         ...req.provider.headers,
@@ -237,29 +234,18 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           agent: target.agent,
         });
         const firstByteTimer = setTimeout(() => {
-          fail(new UpstreamError(
-            504,
-            'upstream_timeout',
-            `Provider "${req.provider.id}" did not answer within ${req.firstByteTimeoutMs} ms (limits.upstream_timeout_ms)`,
-            true,
-          ));
+          fail(upstreamTimeout(`Provider "${req.provider.id}" did not answer within ${req.firstByteTimeoutMs} ms (limits.upstream_timeout_ms)`, true));
         }, req.firstByteTimeoutMs);
         outgoing.once('socket', (socket) => {
           // A reused keep-alive socket is already connected.
           if (!socket.connecting) return;
           connectTimer = setTimeout(() => {
-            fail(new UpstreamError(502, 'upstream_error', `Provider "${req.provider.id}" could not be reached: connect timed out after ${req.connectTimeoutMs} ms`, true));
+            fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached: connect timed out after ${req.connectTimeoutMs} ms`, { retryable: true }));
           }, req.connectTimeoutMs);
           socket.once('connect', () => clearTimeout(connectTimer));
         });
         const onError = (err: NodeJS.ErrnoException): void => {
-          fail(new UpstreamError(
-            502,
-            'upstream_error',
-            `Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`,
-            true,
-            err,
-          ));
+          fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`, { retryable: true, cause: err }));
         };
         outgoing.once('response', (res) => {
           if (settled) {
@@ -278,7 +264,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           const decoder = decoderFor(encoding);
           if (decoder === 'unknown') {
             res.destroy();
-            reject(new UpstreamError(502, 'upstream_error', `Provider "${req.provider.id}" answered with content-encoding "${encoding.slice(0, 40)}", which llmux cannot read`, false));
+            reject(upstreamFailed(`Provider "${req.provider.id}" answered with content-encoding "${encoding.slice(0, 40)}", which llmux cannot read`));
             return;
           }
           resolve(decoder === undefined ? res : decoded(res, decoder));
@@ -333,11 +319,11 @@ export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTi
         return;
       }
       res.destroy();
-      reject(new UpstreamError(504, 'upstream_timeout', `The provider stopped sending its answer for ${idleTimeoutMs} ms`, false));
+      reject(upstreamTimeout(`The provider stopped sending its answer for ${idleTimeoutMs} ms`, false));
     }
     const cutOff = (why: string): void => {
       clearTimeout(timer);
-      reject(new UpstreamError(502, 'upstream_error', why, false));
+      reject(upstreamFailed(why));
     };
     res.on('data', (chunk: Buffer) => {
       lastData = Date.now();

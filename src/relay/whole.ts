@@ -52,11 +52,11 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   const bytes = await readUpstreamBody(upstream, MAX_UPSTREAM_BODY_BYTES, answer.idleTimeoutMs);
   cancellation.unlisten();
   answer.onArrived();
-  const { readUsage } = dialects[answer.upstreamFormat];
+  const { readUsage, usageKey } = dialects[answer.upstreamFormat];
   const { translated } = answer;
   if (translated === undefined) {
     const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);
-    const usage = isRecord(passed.answer) ? passed.answer['usage'] : peekUsage(bytes) ?? parseAnswer(bytes, provider)['usage'];
+    const usage = isRecord(passed.answer) ? passed.answer[usageKey] : peekUsage(bytes, usageKey) ?? parseAnswer(bytes, provider)[usageKey];
     sendJson(res, 200, passed.bytes);
     return { usage: readUsage(usage), answer: passed.answer };
   }
@@ -69,7 +69,7 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
     throw upstreamFailed(`Provider "${provider.id}" sent an answer llmux could not translate`);
   }
   sendJson(res, 200, JSON.stringify(translatedAnswer));
-  return { usage: readUsage(parsed['usage']), answer: translatedAnswer };
+  return { usage: readUsage(parsed[usageKey]), answer: translatedAnswer };
 }
 
 /** A whole upstream answer as an object, or a 502 naming the provider. */

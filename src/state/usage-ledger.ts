@@ -26,7 +26,7 @@
  * Scripts name keys built from the prefix, so this needs one server, not a cluster.
  */
 import { randomBytes } from 'node:crypto';
-import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, entryCounts, spendWindowStart } from '../usage/ledger-format.ts';
+import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, entryCounts, entryHour, spendWindowStart } from '../usage/ledger-format.ts';
 import type { Counts, RowTable } from '../usage/ledger-format.ts';
 import { createUsageSummary } from '../usage/ledger.ts';
 import type { UsageLedger, UsageQuery, UsageRow } from '../usage/ledger.ts';
@@ -281,9 +281,7 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
     record(entry) {
       if (closed) return;
       const nowMs = now();
-      // Usage is never later than its write (as the file ledger keeps it).
-      const at = typeof entry.at === 'number' && entry.at <= nowMs ? entry.at : nowMs;
-      const hour = Math.floor(at / HOUR_MS);
+      const hour = entryHour(entry.at, nowMs);
       const keyId = String(entry.keyId);
       const counts = entryCounts(entry);
       const nanos = counts[5];

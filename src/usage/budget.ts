@@ -16,6 +16,7 @@
 import type { Budget, BudgetPeriod } from '../config/types.ts';
 import { GatewayError } from '../common/errors.ts';
 import type { UsageLedger } from './ledger.ts';
+import { NANOS_PER_USD, toNanos } from './ledger-format.ts';
 
 export type { Budget, BudgetPeriod } from '../config/types.ts';
 
@@ -35,13 +36,8 @@ export interface BudgetStatus {
 
 export const BUDGET_REMAINING_HEADER = 'x-llmux-budget-remaining-usd';
 
-const NANOS_PER_USD = 1_000_000_000;
 /** The header's unit: 1/100 of a cent. */
 const NANOS_PER_HEADER_UNIT = 100_000;
-
-function toNanos(usd: number): number {
-  return Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANOS_PER_USD) : 0;
-}
 
 /** Start of the UTC day or month holding `nowMs`: what to pass to the ledger's spend. */
 export function periodStartMs(period: BudgetPeriod, nowMs: number): number {

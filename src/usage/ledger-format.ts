@@ -35,8 +35,17 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }
 
-function toNanos(usd: unknown): number {
+/** A cost in whole nano-dollars: anything not finite and positive costs 0. */
+export function toNanos(usd: unknown): number {
   return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? Math.round(usd * NANOS_PER_USD) : 0;
+}
+
+/**
+ * The hour a usage entry is kept under: its `at`, but never later than its write (`nowMs`), which
+ * keeps every row in a file of its day or later and no spend in an hour that has not come.
+ */
+export function entryHour(at: unknown, nowMs: number): number {
+  return Math.floor((typeof at === 'number' && at <= nowMs ? at : nowMs) / HOUR_MS);
 }
 
 /** First UTC day (index) of the month before the one holding `ms`: how far back spend is kept. */

@@ -49,7 +49,7 @@ import { mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TokenUsage } from '../formats/wire.ts';
-import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, encodeDeltaLine, entryCounts, liveFileName, spendWindowStart } from './ledger-format.ts';
+import { DAY_MS, HOUR_MS, NANOS_PER_USD, createRowTable, encodeDeltaLine, entryCounts, entryHour, liveFileName, spendWindowStart } from './ledger-format.ts';
 import type { LedgerFile } from './ledger-format.ts';
 import { createUsageSummary } from './ledger-query.ts';
 import { asError, createLedgerReader, listLedgerDir } from './ledger-reader.ts';
@@ -311,9 +311,7 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
     record(entry) {
       if (closed) return;
       const nowMs = now();
-      // Usage is never later than its write, which keeps every row in a file of its day or later.
-      const at = typeof entry.at === 'number' && entry.at <= nowMs ? entry.at : nowMs;
-      const hour = Math.floor(at / HOUR_MS);
+      const hour = entryHour(entry.at, nowMs);
       const keyId = String(entry.keyId);
       const counts = entryCounts(entry);
       const nanos = counts[5];

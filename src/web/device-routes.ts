@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Config, TierName } from '../config/types.ts';
 import { isTierName } from '../config/types.ts';
-import { GatewayError, invalidParameters } from '../common/errors.ts';
+import { GatewayError, invalidParameters, rateLimited } from '../common/errors.ts';
 import { parseJsonBody, readBody } from '../http/body.ts';
 import { sendJson } from '../http/respond.ts';
 import { createSlidingWindows } from '../limits/window.ts';
@@ -207,14 +207,10 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
     const party = addressParty(req.socket.remoteAddress);
     const wait = starts.take(party);
     if (wait !== undefined) {
-      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Too many device requests from this address; retry after ${wait} s`, {
-        headers: { 'retry-after': String(wait) },
-      });
+      throw rateLimited(`Too many device requests from this address; retry after ${wait} s`, { 'retry-after': String(wait) });
     }
     if (await flow.liveCount(party) >= pendingPerAddress) {
-      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `${pendingPerAddress} device requests from this address are already waiting; have one approved or denied, or wait until one expires`, {
-        headers: { 'retry-after': '60' },
-      });
+      throw rateLimited(`${pendingPerAddress} device requests from this address are already waiting; have one approved or denied, or wait until one expires`, { 'retry-after': '60' });
     }
     const clientName = cleanClientName(params['client_name']) ?? cleanClientName(params['client_id']) ?? DEFAULT_CLIENT_NAME;
     const grant = await flow.start(clientName, party);

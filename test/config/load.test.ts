@@ -115,6 +115,8 @@ describe('config', () => {
     [{ state: { url: 'redis://127.0.0.1', lease_ms: 500 } }, /state\.lease_ms: must be at least 1000/],
     [{ state: { url: 'redis://127.0.0.1', prefix: 'x' } }, /state\.prefix: unknown field \(url, timeout_ms, on_failure, lease_ms\)/],
     [{ validation: 'lenient' }, /validation: must be "compatible" \(the default\) or "strict"/],
+    [{ providers: { x: { format: 'anthropic', platform: 'bedrock', base_url: 'http://a' } } }, /providers\.x\.platform: must be "http"/],
+    [{ providers: { x: { format: 'openai', platform: 7, base_url: 'http://a' } } }, /providers\.x\.platform: must be "http"/],
   ];
   for (const [file, message] of bad) {
     it(`refuses ${JSON.stringify(file).slice(0, 90)} with one clear line`, () => {
@@ -138,6 +140,12 @@ describe('config', () => {
   it('keeps stored responses a day and 64 MiB by default, and reads responses.store_ttl_s and store_max_bytes', () => {
     assert.deepEqual(load({}).responses, { storeTtlMs: 86_400_000, storeMaxBytes: 64 * 1024 * 1024 });
     assert.deepEqual(load({ responses: { store_ttl_s: 600, store_max_bytes: 1_000_000 } }).responses, { storeTtlMs: 600_000, storeMaxBytes: 1_000_000 });
+  });
+
+  it('carries a provider on the platform it names, http when it names none', () => {
+    const c = load({ providers: { plain: { format: 'openai', base_url: 'http://a/v1' }, named: { format: 'anthropic', platform: 'http', base_url: 'http://b/v1' } } });
+    assert.equal(c.providers['plain']?.platform, 'http');
+    assert.equal(c.providers['named']?.platform, 'http');
   });
 
   it('marks a provider that serves /responses (and the built-in openai one) as serving the Responses format', () => {

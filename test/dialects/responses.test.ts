@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { responsesDialect, responsesErrorFrame } from '../../src/dialects/responses.ts';
 import { parseResponsesEvents } from '../helpers/responses-stream.ts';
+import { runDialectCases } from './common.case.ts';
 
 describe('the Responses dialect', () => {
   it('fails a stream with the response it started, or a response of its own when none came', () => {
@@ -39,4 +40,48 @@ describe('the Responses dialect', () => {
     });
     assert.equal(responsesDialect.passThroughBody({ model: 'm', input: 'hi' }, 'up'), '{"model":"up","input":"hi"}');
   });
+});
+
+type Json = Record<string, unknown>;
+
+runDialectCases({
+  dialect: responsesDialect,
+  headers: {},
+  badHeaders: [],
+  keyIn: (key) => ({ headers: { 'x-api-key': key }, query: '' }),
+  request: ({ text, model, stream, maxTokens }) => ({
+    path: '/v1/responses',
+    params: {},
+    query: '',
+    body: {
+      model,
+      instructions: 'Be brief.',
+      input: [{ role: 'user', content: [{ type: 'input_text', text }] }],
+      ...(stream ? { stream } : {}),
+      ...(maxTokens === undefined ? {} : { max_output_tokens: maxTokens }),
+    },
+  }),
+  invalid: [
+    { body: { input: 'hi' }, field: /^model:/ },
+    { body: { model: 'm', input: 5 }, field: /^input:/ },
+  ],
+  helloEstimate: 21,
+  modelInBody: true,
+  answer: {
+    body: { id: 'resp_1', object: 'response', output: [], usage: { input_tokens: 12, output_tokens: 3, total_tokens: 15, input_tokens_details: { cached_tokens: 0 } } },
+    usage: { inputTokens: 12, outputTokens: 3, cacheReadTokens: 0, cacheCreationTokens: 0 },
+  },
+  rateLimitedBody: { error: { message: 'slow down', type: 'rate_limit_error', code: 'rate_limit_exceeded' } },
+  streamErrorMessage: (events) => {
+    const event = events[0];
+    return event?.event === 'response.failed' ? String((((JSON.parse(event.data) as Json)['response'] as Json)['error'] as Json)['message']) : '';
+  },
+  answerText: (answer) => {
+    const message = ((answer as Json)['output'] as Json[]).find((item) => item['type'] === 'message');
+    return String(((message?.['content'] as Json[])[0] as Json)['text']);
+  },
+  streamText: (events) => events
+    .filter((event) => event.event === 'response.output_text.delta')
+    .map((event) => String((JSON.parse(event.data) as Json)['delta']))
+    .join(''),
 });

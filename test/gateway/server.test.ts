@@ -72,6 +72,32 @@ describe('server: routes, request ids and errors', () => {
     assert.equal(body.error['code'], 'method_not_allowed');
   });
 
+  it("answers errors on a format's routes in its clients' shape: the messages operation's carry type error, 405 too", async () => {
+    const messages = await fetch(`${t.url}/v1/messages`, { method: 'GET' });
+    assert.equal(messages.status, 405);
+    assert.deepEqual(Object.keys(await messages.json() as object), ['type', 'error']);
+    const countTokens = await fetch(`${t.url}/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders('sk-llmux-nobody') , body: '{}' });
+    assert.equal(countTokens.status, 401);
+    assert.equal((await countTokens.json() as { type: string }).type, 'error');
+    const chat = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: openaiHeaders('sk-llmux-nobody'), body: '{}' });
+    assert.equal(chat.status, 401);
+    assert.deepEqual(Object.keys(await chat.json() as object), ['error']);
+  });
+
+  it('never writes a key sent in the query to the log line', async () => {
+    const res = await fetch(`${t.url}/v1/chat/completions?key=sk-llmux-in-the-query&alt=sse`, { method: 'POST', headers: { ...openaiHeaders(t.key), 'x-request-id': 'query-key-test' }, body: '{}' });
+    assert.equal(res.status, 400);
+    await res.text();
+    // The line is written when the response closes, which may come just after the client has it.
+    let line: string | undefined;
+    for (let turn = 0; turn < 1_000 && line === undefined; turn++) {
+      line = t.logs.map((entry) => JSON.stringify(entry)).find((text) => text.includes('query-key-test'));
+      if (line === undefined) await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.match(line ?? 'no log line', /"path":"\/v1\/chat\/completions"/);
+    assert.doesNotMatch(line ?? '', /in-the-query|alt=sse/);
+  });
+
   it('refuses a body over the limit with 413 without reading it all', async () => {
     const small = await startTestGateway({ config: { limits: { max_body_bytes: 1024, shutdown_timeout_ms: 2000 } } });
     try {

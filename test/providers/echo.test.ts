@@ -5,7 +5,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { ECHO_MAX_WORDS, ECHO_MAX_TEXT_CHARS, ECHO_PROVIDER, createEchoTransport, measureWords, wordsOf } from '../../src/providers/echo.ts';
 import { createCancellation } from '../../src/providers/upstream.ts';
-import type { ClientRequest } from '../../src/formats/wire.ts';
+import type { ClientRequest, ClientRequestOf, WireFormat } from '../../src/formats/wire.ts';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -16,9 +16,14 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-function send(client: ClientRequest): Promise<Readable> {
+/** A request as a test writes it: its dialect would read the model and the stream flag from its body. */
+type Asked = { [F in WireFormat]: Pick<ClientRequestOf<F>, 'format' | 'body'> }[WireFormat];
+
+function send(asked: Asked): Promise<Readable> {
+  const client = { ...asked, model: asked.body.model, stream: asked.body.stream === true } as ClientRequest;
   return createEchoTransport().send({
     provider: ECHO_PROVIDER,
+    endpoint: ECHO_PROVIDER.baseUrl,
     format: client.format,
     path: '/chat/completions',
     body: '',

@@ -1,0 +1,188 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { sendWithFallbacks } from '../../src/providers/attempts.ts';
+import type { AttemptContext, AttemptOptions, HeldRequest } from '../../src/providers/attempts.ts';
+import { createCancellation } from '../../src/providers/upstream.ts';
+import type { Transport, UpstreamRequest, UpstreamResponse } from '../../src/providers/upstream.ts';
+import { createRedactor } from '../../src/providers/redact.ts';
+import { platforms } from '../../src/platforms/index.ts';
+import type { Carrier, PlatformServices } from '../../src/platforms/index.ts';
+import { readJsonObject } from '../../src/http/body.ts';
+import { GatewayError } from '../../src/common/errors.ts';
+import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
+import type { ClientRequestOf } from '../../src/formats/wire.ts';
+import type { Attempt } from '../../src/gateway/request-record.ts';
+
+const services: PlatformServices = { secret: (written) => written, env: {}, now: () => 0 };
+const OPENAI: ProviderConfig = { id: 'fake-openai', format: 'chat', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-upstream', keyless: false, headers: {} };
+const ANTHROPIC: ProviderConfig = { id: 'fake-anthropic', format: 'messages', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-ant-upstream', keyless: false, headers: {} };
+
+function model(id: string, provider: string): ModelEntry {
+  return {
+    id, provider, upstream_id: `${id}-upstream`, display_name: id, owned_by: provider, type: 'chat', created_at: '2025-01-01T00:00:00.000Z',
+    context_length: 100_000, max_output_tokens: 1_000,
+    capabilities: { supports_function_calling: true, supports_vision: false, supports_streaming: true, supports_structured_output: false },
+    pricing: { input_tokens_cost_per_million: 0, output_tokens_cost_per_million: 0, currency: 'USD' },
+    reasoning: false, fallbacks: [], max_tokens_param: 'max_tokens', replay_reasoning: false,
+  };
+}
+
+function response(status: number, body: string, headers: Record<string, string> = {}): UpstreamResponse {
+  return Object.assign(Readable.from([Buffer.from(body)]), { statusCode: status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+/** A transport that answers from a script and keeps what it was sent. */
+function scripted(answers: UpstreamResponse[]): Transport & { sent: UpstreamRequest[] } {
+  const sent: UpstreamRequest[] = [];
+  return {
+    sent,
+    send(request) {
+      sent.push(request);
+      const next = answers.shift();
+      return next === undefined ? Promise.reject(new Error('no more answers')) : Promise.resolve(next);
+    },
+  };
+}
+
+interface Setup {
+  transport: Transport;
+  /** Overrides of the http carrier, per provider. */
+  carrier?: (carrier: Carrier) => Carrier;
+  providers?: ProviderConfig[];
+}
+
+function context({ transport, carrier = (c) => c, providers = [OPENAI, ANTHROPIC] }: Setup): AttemptContext & { slept: number[] } {
+  const slept: number[] = [];
+  return {
+    slept,
+    model: () => undefined,
+    provider: (id) => providers.find((p) => p.id === id),
+    carriers: { of: (p) => carrier(platforms.http.bind(p, services)) },
+    transport,
+    retry: { attempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 5_000 },
+    connectTimeoutMs: 1_000,
+    firstByteTimeoutMs: 1_000,
+    idleTimeoutMs: 1_000,
+    redact: createRedactor(['sk-upstream', 'sk-ant-upstream']),
+    now: () => 0,
+    random: () => 0.5,
+    // The backoff's clock: nothing waits in this test.
+    sleep(ms) {
+      slept.push(ms);
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A chat request held for the attempts, parsed from its bytes as the pipeline does. */
+function held(body: Record<string, unknown>): HeldRequest<'chat'> {
+  const raw = readJsonObject(Buffer.from(JSON.stringify(body)));
+  const request = { format: 'chat', body: raw.value, model: String(body['model']), stream: body['stream'] === true, raw } as ClientRequestOf<'chat'>;
+  return { request };
+}
+
+function options(attempts: Attempt[] = []): AttemptOptions<'chat'> {
+  return { turn: undefined, cancellation: createCancellation(), onAttempt: (attempt) => attempts.push(attempt), onWarning: () => {} };
+}
+
+const bodyOf = (request: UpstreamRequest | undefined): string => {
+  const body = request?.body;
+  return typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString() : Buffer.concat(body ?? []).toString();
+};
+
+describe('the attempts', () => {
+  it("back off on the context's clock: exponential with full jitter, an upstream's retry-after as a floor", async () => {
+    const transport = scripted([
+      response(503, '{"error":{"message":"busy"}}'),
+      response(503, '{"error":{"message":"busy"}}', { 'retry-after': '2' }),
+      response(200, '{"id":"x"}'),
+    ]);
+    const ctx = context({ transport });
+    const attempts: Attempt[] = [];
+    const answered = await sendWithFallbacks(ctx, held({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }), model('gpt-test', 'fake-openai'), options(attempts));
+    assert.equal(answered.response.statusCode, 200);
+    assert.deepEqual(attempts.map((a) => a.status), [503, 503, 200]);
+    // 100 ms then 200 ms ceilings at random 0.5 (three quarters of each); the second is raised to the 2 s the upstream asked for.
+    assert.deepEqual(ctx.slept, [75, 2_000]);
+  });
+
+  it('send the platform\'s endpoint, path and authorised headers, and the client\'s bytes with the upstream model spliced in', async () => {
+    const transport = scripted([response(200, '{}')]);
+    const text = '{"model":"gpt-test","messages":[{"role":"user","content":"caf\u00e9"}],"temperature":0.5}';
+    const raw = readJsonObject(Buffer.from(text));
+    const request = { format: 'chat', body: raw.value, model: 'gpt-test', stream: false, raw } as ClientRequestOf<'chat'>;
+    const answered = await sendWithFallbacks(context({ transport }), { request }, model('gpt-test', 'fake-openai'), options());
+    const sent = transport.sent[0];
+    assert.equal(sent?.endpoint, 'http://127.0.0.1:9/v1');
+    assert.equal(sent?.path, '/chat/completions');
+    assert.deepEqual(sent?.headers, { accept: 'application/json', authorization: 'Bearer sk-upstream' });
+    assert.equal(bodyOf(sent), text.replace('"gpt-test"', '"gpt-test-upstream"'));
+    assert.equal(answered.carrier.provider, OPENAI);
+  });
+
+  it('wait for an authorisation that must wait (a token being fetched), before each attempt', async () => {
+    const transport = scripted([response(500, '{}'), response(200, '{}')]);
+    let tokens = 0;
+    const ctx = context({
+      transport,
+      carrier: (carrier) => ({
+        ...carrier,
+        authorise: (request) => new Promise<void>((resolve) => setImmediate(() => {
+          request.headers['authorization'] = `Bearer token-${++tokens}`;
+          resolve();
+        })),
+      }),
+    });
+    await sendWithFallbacks(ctx, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options());
+    assert.deepEqual(transport.sent.map((r) => r.headers['authorization']), ['Bearer token-1', 'Bearer token-2']);
+  });
+
+  it('answer a platform that cannot authorise with 502 upstream_auth_failed naming the provider and its setting, never the secret', async () => {
+    for (const fails of [
+      (): undefined => { throw new Error('the token endpoint refused sk-upstream'); },
+      (): Promise<void> => Promise.reject(new Error('the token endpoint refused sk-upstream')),
+    ]) {
+      const transport = scripted([response(200, '{}')]);
+      const attempts: Attempt[] = [];
+      const ctx = context({ transport, carrier: (carrier) => ({ ...carrier, authorise: fails }) });
+      const error = await sendWithFallbacks(ctx, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options(attempts)).then(
+        () => assert.fail('authorised'),
+        (err: unknown) => err,
+      );
+      assert.ok(error instanceof GatewayError);
+      assert.equal(error.status, 502);
+      assert.equal(error.code, 'upstream_auth_failed');
+      assert.match(error.message, /Provider "fake-openai" could not be authorised/);
+      assert.match(error.message, /providers\.fake-openai\.api_key/);
+      assert.doesNotMatch(error.message, /sk-upstream/);
+      assert.equal(transport.sent.length, 0);
+      assert.deepEqual(attempts.map((a) => a.error), ['upstream_auth_failed']);
+    }
+  });
+
+  it("put a same-format body in the platform's envelope, and a translated one too", async () => {
+    // Bedrock's messages envelope: no model, no stream, its anthropic_version.
+    const bedrockLike = (carrier: Carrier): Carrier => ({
+      ...carrier,
+      target: (call) => `/model/${call.upstreamId}/invoke${call.stream ? '-with-response-stream' : ''}`,
+      envelope: () => new Map<string, unknown>([['model', undefined], ['stream', undefined], ['anthropic_version', 'bedrock-2023-05-31']]),
+    });
+    const claude = model('claude-test', 'fake-anthropic');
+
+    const passed = scripted([response(200, '{}')]);
+    const text = '{"model":"claude-test","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}';
+    const raw = readJsonObject(Buffer.from(text));
+    const messages = { format: 'messages', body: raw.value, model: 'claude-test', stream: true, raw } as ClientRequestOf<'messages'>;
+    await sendWithFallbacks(context({ transport: passed, carrier: bedrockLike }), { request: messages }, claude, { ...options(), turn: undefined } as AttemptOptions<'messages'>);
+    assert.equal(passed.sent[0]?.path, '/model/claude-test-upstream/invoke-with-response-stream');
+    assert.equal(bodyOf(passed.sent[0]), '{"max_tokens":10,"messages":[{"role":"user","content":"hi"}],"anthropic_version":"bedrock-2023-05-31"}');
+
+    const translated = scripted([response(200, '{}')]);
+    await sendWithFallbacks(context({ transport: translated, carrier: bedrockLike }), held({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }), claude, options());
+    const body = JSON.parse(bodyOf(translated.sent[0])) as Record<string, unknown>;
+    assert.equal(body['model'], undefined);
+    assert.equal(body['anthropic_version'], 'bedrock-2023-05-31');
+    assert.deepEqual(body['messages'], [{ role: 'user', content: 'hi' }]);
+  });
+});
