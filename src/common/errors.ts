@@ -153,12 +153,7 @@ export function insufficientPermissions(message: string, extra?: Record<string, 
  * section 8. Names the provider, what went wrong and the setting to check; never a credential.
  */
 export function platformAuthFailed(providerId: string, reason: string, setting: string): UpstreamError {
-  return new UpstreamError(
-    502,
-    'upstream_auth_failed',
-    `Provider "${providerId}" could not be authorised: ${reason}. Your key for llmux is fine; the llmux operator should check ${setting}`,
-    false,
-  );
+  return upstreamAuthFailed(`Provider "${providerId}" could not be authorised: ${reason}. Your key for llmux is fine; the llmux operator should check ${setting}`);
 }
 
 /** 413 request_too_large: the body passed `limits.max_body_bytes`. */
