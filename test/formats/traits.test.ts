@@ -33,7 +33,8 @@ describe('messages traits', () => {
     const base: MessagesRequest = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
     assert.equal(messagesTraits(base).thinking, false);
     assert.equal(messagesTraits({ ...base, thinking: { type: 'enabled', budget_tokens: 1024 } }).thinking, true);
-    assert.equal(messagesTraits({ ...base, thinking: { type: 'adaptive' } as unknown as MessagesRequest['thinking'] }).thinking, true);
+    const adaptive = { ...base, thinking: { type: 'adaptive' } } as unknown as MessagesRequest;
+    assert.equal(messagesTraits(adaptive).thinking, true);
     assert.equal(messagesTraits({ ...base, thinking: { type: 'disabled' } }).thinking, false);
   });
 

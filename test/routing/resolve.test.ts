@@ -10,7 +10,7 @@ import type { GatewayError } from '../../src/common/errors.ts';
 
 const MODELS = new Set(['qwen-local', 'gpt-5.4-mini', 'claude-sonnet-4-5', 'claude-opus', 'gemini-2.5-pro', 'gpt-4o']);
 
-function input(fields: Partial<RouteInput> & { traits?: Partial<RequestTraits> } = {}): RouteInput {
+function input(fields: Partial<Omit<RouteInput, 'traits'>> & { traits?: Partial<RequestTraits> } = {}): RouteInput {
   const { traits, ...rest } = fields;
   return {
     clientFormat: 'messages',
