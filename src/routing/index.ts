@@ -46,7 +46,7 @@
  *   if (!RETRYABLE.has(status) && status !== 401 && status !== 403) → relay it; step.end({ tokens, responseId }) when relayed;
  *   else { remember the error; step.end(); }
  * }
- * if (attempts.refusal) → 429 rate_limit_exceeded, retry-after ceil(refusal.retryAfterMs / 1000);
+ * if (attempts.refusal()) → 429 rate_limit_exceeded, retry-after ceil(refusal.retryAfterMs / 1000);
  * else → the last error remembered (or upstream_error when nothing was tried).
  * ```
  *

@@ -128,6 +128,8 @@ interface Runtime {
   readonly stats: DeploymentStats;
   /** Round robin over the keys. */
   turn: number;
+  /** `[the only key]`, made once: a pool of one is the common case. */
+  readonly onlyKey: readonly ProviderKey[];
 }
 
 /** Per model, made once. */
@@ -159,7 +161,7 @@ export function createRouter(options: RouterOptions): Router {
         keySubject: `key:${deployment.provider}#${key.label}`,
         pairSubject: `pair:${deployment.id}#${key.label}`,
       }));
-      runtime = { deployment, provider, keys, subject: `deployment:${deployment.id}`, stats: createStats(), turn: 0 };
+      runtime = { deployment, provider, keys, subject: `deployment:${deployment.id}`, stats: createStats(), turn: 0, onlyKey: keys.length === 1 ? Object.freeze([keys[0]!.key]) : NO_KEYS };
       runtimes.set(deployment.id, runtime);
     }
     return runtime;
@@ -221,7 +223,7 @@ export function createRouter(options: RouterOptions): Router {
     if (keys.length === 1) {
       const blockedKey = keyBlocked(runtime, keys[0]!, nowMs);
       if (blockedKey !== undefined) why.push(blockedKey);
-      return blockedKey === undefined ? [keys[0]!.key] : NO_KEYS;
+      return blockedKey === undefined ? runtime.onlyKey : NO_KEYS;
     }
     const start = runtime.turn++ % keys.length;
     const out: ProviderKey[] = [];

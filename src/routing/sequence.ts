@@ -46,8 +46,13 @@ export interface Step extends AttemptHandle {
 export interface AttemptSequence {
   /** The next attempt, or undefined when there is none left. */
   next(): Step | undefined | Promise<Step | undefined>;
-  /** Set when nothing could be tried: every deployment resting or at its limits, and the earliest retry. */
-  readonly refusal: { reason: Exclude<Unusable, 'credentials'>; retryAfterMs: number } | undefined;
+  /** When nothing could be tried because every deployment was resting or at its limits: why, and the earliest retry. */
+  refusal(): Refusal | undefined;
+}
+
+export interface Refusal {
+  reason: Exclude<Unusable, 'credentials'>;
+  retryAfterMs: number;
 }
 
 type Planned = Plan & { ok: true };
@@ -68,18 +73,19 @@ function retryable(kind: RestKind | undefined): boolean {
 /** The attempts of one request over `chain` (the model asked for, then its usable fallbacks). */
 export function createAttemptSequence(router: Router, chain: readonly ModelEntry[], options: SequenceOptions): AttemptSequence {
   const plans: Array<Plan | undefined> = [];
-  const tried = new Set<Deployment>();
-  const failedKeys = new Set<ProviderKey>();
+  // Arrays, not sets: a request tries a handful of targets, and a Set costs more to make than to search.
+  const tried: Deployment[] = [];
+  const failedKeys: ProviderKey[] = [];
   let modelIndex = 0;
   let made = 0;
   let last: Last | undefined;
-  let refusal: AttemptSequence['refusal'];
+  let refusal: Refusal | undefined;
 
   function step(plan: Planned, candidate: Candidate, key: ProviderKey | undefined, backoff: boolean, retryAfterMs: number | undefined): Step {
     const handle = router.begin(plan, candidate.deployment, key);
     const record: Last = { deployment: candidate.deployment, candidate, plan, kind: undefined, retryAfterMs: undefined };
     last = record;
-    tried.add(candidate.deployment);
+    tried.push(candidate.deployment);
     made++;
     return {
       model: handle.model,
@@ -93,7 +99,7 @@ export function createAttemptSequence(router: Router, chain: readonly ModelEntry
         if (record.kind === undefined) {
           record.kind = kind;
           record.retryAfterMs = outcome.retryAfterMs;
-          if (kind === 'auth' && key !== undefined) failedKeys.add(key);
+          if (kind === 'auth' && key !== undefined) failedKeys.push(key);
         }
         return kind;
       },
@@ -105,7 +111,7 @@ export function createAttemptSequence(router: Router, chain: readonly ModelEntry
   function keyFor(plan: Planned, candidate: Candidate): ProviderKey | undefined | null {
     if (candidate.keys.length === 0) return undefined;
     for (const key of candidate.keys) {
-      if (!failedKeys.has(key) && router.keyUsable(plan.model, candidate.deployment, key)) return key;
+      if (!failedKeys.includes(key) && router.keyUsable(plan.model, candidate.deployment, key)) return key;
     }
     return null;
   }
@@ -115,9 +121,11 @@ export function createAttemptSequence(router: Router, chain: readonly ModelEntry
     if (refusal === undefined || plan.retryAfterMs < refusal.retryAfterMs) refusal = { reason: plan.reason, retryAfterMs: plan.retryAfterMs };
   }
 
-  function fresh(plan: Planned): Step | undefined {
+  /** The first untried candidate usable now; `justPlanned`: the plan was made now, so its first candidate is usable as it stands. */
+  function fresh(plan: Planned, justPlanned: boolean): Step | undefined {
     for (const candidate of plan.candidates) {
-      if (tried.has(candidate.deployment) || !router.usable(plan.model, candidate.deployment)) continue;
+      if (justPlanned && tried.length === 0) return step(plan, candidate, candidate.keys[0], false, undefined);
+      if (tried.includes(candidate.deployment) || !router.usable(plan.model, candidate.deployment)) continue;
       const key = keyFor(plan, candidate);
       if (key !== null) return step(plan, candidate, key, false, undefined);
     }
@@ -147,19 +155,20 @@ export function createAttemptSequence(router: Router, chain: readonly ModelEntry
     }
     while (modelIndex < chain.length) {
       let plan = plans[modelIndex];
+      const justPlanned = plan === undefined;
       if (plan === undefined) {
         const planned = router.plan(chain[modelIndex]!, options);
         if (planned instanceof Promise) {
           const index = modelIndex;
           return planned.then((resolved) => {
             plans[index] = resolved;
-            return next();
+            return resolved.ok && tried.length === 0 ? fresh(resolved, true) ?? next() : next();
           });
         }
         plans[modelIndex] = plan = planned;
       }
       if (plan.ok) {
-        const found = fresh(plan);
+        const found = fresh(plan, justPlanned);
         if (found !== undefined) return found;
       } else if (made === 0) {
         noteRefusal(plan);
@@ -171,8 +180,6 @@ export function createAttemptSequence(router: Router, chain: readonly ModelEntry
 
   return {
     next,
-    get refusal() {
-      return made === 0 ? refusal : undefined;
-    },
+    refusal: () => (made === 0 ? refusal : undefined),
   };
 }

@@ -110,10 +110,10 @@ describe('one request\'s attempts', () => {
     await run(fx, [two], [{ status: 429, retryAfterMs: 9_000 }, { status: 429, retryAfterMs: 7_000 }], { attempts: 2 });
     const sequence = createAttemptSequence(fx.router, [two], OPTIONS);
     assert.equal(await nextStep(sequence), undefined);
-    assert.deepEqual(sequence.refusal, { reason: 'resting', retryAfterMs: 7_000 });
+    assert.deepEqual(sequence.refusal(), { reason: 'resting', retryAfterMs: 7_000 });
     const withFallback = createAttemptSequence(fx.router, [two, fallback], OPTIONS);
     assert.equal((await nextStep(withFallback))?.model.id, 'fb');
-    assert.equal(withFallback.refusal, undefined);
+    assert.equal(withFallback.refusal(), undefined);
   });
 
   it('moves on when a step is ended without an outcome (its provider could not take the request)', async () => {
