@@ -5,7 +5,7 @@
  *
  * ```ts
  * // Once, at start-up (gateway/server.ts):
- * const state = shared ? openSharedState(…).routing : createMemoryRoutingState();   // src/state/routing.ts
+ * const state = sharedState?.routing ?? createMemoryRoutingState();   // src/state/shared-state.ts opens the shared one
  * const router = createRouter({
  *   models: config.models,                                  // their deployments' rpm/tpm
  *   provider: (id) => catalog.provider(id),
@@ -58,12 +58,18 @@
  * - A step that is not sent after all (the provider cannot take the request) is `end()`ed without
  *   an outcome, and `next()` moves on.
  * - Metrics: `router.snapshot()` per deployment (requests, errors by code, time to first byte,
- *   in flight, resting); `GET /v1/models`: `aliasModels(list, resolver.literalAliases)` (src/catalog/aliases.ts).
+ *   in flight, resting), labels from the config and the catalog only.
+ * - `GET /v1/models`: `withAliases([...catalog.list(), ...discovery.models()], resolver.literalAliases)`
+ *   (src/catalog/aliases.ts); `catalog.get(id)` falls back to `discovery.get(id)`.
+ * - Still for the integration: the catalog's usability of a model with deployments (any deployment
+ *   usable) and of a provider with `api_keys` (any key resolves); every key of a pool in the
+ *   redaction of upstream text (src/providers/redact.ts); a key's value by `writtenKey(provider,
+ *   step.key.index)` resolved as `api_key` is.
  */
 export { createRouter } from './router.ts';
 export type { AttemptHandle, AttemptOutcome, Candidate, Plan, PlanOptions, RestEvent, Router, RouterOptions, Unusable } from './router.ts';
 export { createAttemptSequence } from './sequence.ts';
-export type { AttemptSequence, SequenceOptions, Step } from './sequence.ts';
+export type { AttemptSequence, Refusal, SequenceOptions, Step } from './sequence.ts';
 export { createResolver, compileGlob } from './resolve.ts';
 export type { Resolution, Resolver, ResolverOptions, RouteInput } from './resolve.ts';
 export { createMemoryRoutingState } from './state.ts';
