@@ -113,6 +113,7 @@ export function createDiscovery(options: DiscoveryOptions): Discovery {
   let merged: readonly ModelEntry[] = [];
   let byId = new Map<string, ModelEntry>();
   let closed = false;
+  let started = false;
 
   function merge(): void {
     const out: ModelEntry[] = [];
@@ -148,6 +149,8 @@ export function createDiscovery(options: DiscoveryOptions): Discovery {
 
   return {
     start() {
+      if (started) return;
+      started = true;
       for (const provider of discovering) void read(provider);
     },
     async refresh(providerId) {

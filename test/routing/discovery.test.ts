@@ -132,6 +132,12 @@ describe('discovery', () => {
 
     let release: () => void = () => {};
     const slow = createDiscovery({ providers: [first], fetchModels: () => new Promise((resolve) => (release = () => resolve({ data: [] }))), isConfigured: () => false, schedule: () => () => {} });
+    let reads = 0;
+    const counting = createDiscovery({ providers: [first], fetchModels: async () => ({ data: [{ id: `read-${++reads}` }] }), isConfigured: () => false, schedule: () => () => {} });
+    counting.start();
+    counting.start();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(reads, 1, 'a second start reads nothing more');
     slow.start();
     assert.deepEqual(slow.models(), [], 'start returned before the provider answered');
     release();
