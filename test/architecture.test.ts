@@ -41,10 +41,15 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'catalog/': ['config/types', 'formats/', 'common/'],
   'usage/': ['config/types', 'formats/', 'common/', 'gateway/request-record'],
   'config/entries': ['config/types', 'catalog/', 'formats/', 'common/'],
-  'config/load': ['config/types', 'config/entries', 'catalog/', 'common/', 'state/'],
+  'config/load': ['config/types', 'config/entries', 'config/routing', 'catalog/', 'common/', 'state/'],
+  // The file's routing settings (api_keys, discover, deployments, aliases, routes), beside entries.
+  'config/routing': ['config/types', 'config/entries', 'common/'],
+  // Deployments and routing: strategies, rests, key pools, sticky conversations, aliases, routes,
+  // discovery. Answers in records; the attempts loop and the gateway wire it in.
+  'routing/': ['config/types', 'formats/', 'common/', 'limits/'],
   // Shared state (Valkey/Redis): the RESP client, and the shared implementations of the limiter,
   // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
-  'state/': ['config/types', 'common/', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/'],
+  'state/': ['config/types', 'common/', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/', 'routing/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['common/', 'limits/'],
   // Cloud platforms' own protocols, under the platform seam: SigV4, Bedrock's event stream and AWS

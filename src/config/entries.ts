@@ -4,7 +4,7 @@
  * section of the file uses.
  */
 import type { ModelEntry, PlatformName, ProviderConfig } from './types.ts';
-import { PLATFORM_NAMES } from './types.ts';
+import { DEFAULT_CAPABILITIES, DEFAULT_CONTEXT_LENGTH, DEFAULT_MAX_OUTPUT_TOKENS, PLATFORM_NAMES } from './types.ts';
 import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
 import type { ProviderFormat } from '../formats/wire.ts';
 import { isRecord } from '../common/json.ts';
@@ -88,7 +88,7 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
     if (typeof m[k] !== 'string' || m[k] === '') fail(`${at}.${k}`, 'must be a non-empty string');
     return m[k] as string;
   };
-  const caps = { ...(base?.capabilities ?? { supports_function_calling: true, supports_vision: false, supports_streaming: true, supports_structured_output: false }) };
+  const caps = { ...(base?.capabilities ?? DEFAULT_CAPABILITIES) };
   if (m['capabilities'] !== undefined) {
     if (!isRecord(m['capabilities'])) fail(`${at}.capabilities`, 'must be an object of booleans');
     for (const [k, v] of Object.entries(m['capabilities'] as Record<string, unknown>)) {
@@ -138,8 +138,8 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
     owned_by: str('owned_by', base?.owned_by ?? provider),
     type: 'chat',
     created_at: new Date(createdAt).toISOString(),
-    context_length: m['context_length'] === undefined ? (base?.context_length ?? 32_768) : positiveInt(m['context_length'], `${at}.context_length`, fail),
-    max_output_tokens: m['max_output_tokens'] === undefined ? (base?.max_output_tokens ?? 4_096) : positiveInt(m['max_output_tokens'], `${at}.max_output_tokens`, fail),
+    context_length: m['context_length'] === undefined ? (base?.context_length ?? DEFAULT_CONTEXT_LENGTH) : positiveInt(m['context_length'], `${at}.context_length`, fail),
+    max_output_tokens: m['max_output_tokens'] === undefined ? (base?.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS) : positiveInt(m['max_output_tokens'], `${at}.max_output_tokens`, fail),
     capabilities: caps,
     pricing,
     reasoning: bool('reasoning', base?.reasoning ?? false),

@@ -11,7 +11,8 @@ import { isTierName } from './types.ts';
 import { builtinProviders } from '../catalog/providers.ts';
 import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
 import { isRecord } from '../common/json.ts';
-import { nonNegativeInt, parseModel, parseProvider, positiveInt } from './entries.ts';
+import { nonNegativeInt, positiveInt } from './entries.ts';
+import { parseRoutedModel, parseRoutedProvider, parseRouting } from './routing.ts';
 import type { Fail } from './entries.ts';
 
 export { CONFIG_NAME_OF_FORMAT } from './entries.ts';
@@ -124,7 +125,7 @@ interface ParseContext {
   configPath: string | undefined;
 }
 
-const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', 'validation', '$schema']);
+const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', 'validation', 'aliases', 'routes', '$schema']);
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -140,7 +141,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   if (obj['providers'] !== undefined) {
     if (!isRecord(obj['providers'])) fail('providers', 'must be an object of provider name -> settings');
     for (const [id, p] of Object.entries(obj['providers'] as Record<string, unknown>)) {
-      providers[id] = parseProvider(id, p, fail);
+      providers[id] = parseRoutedProvider(id, p, fail);
     }
   }
 
@@ -149,7 +150,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     if (!Array.isArray(obj['models'])) fail('models', 'must be an array of model objects');
     const seen = new Set<string>();
     (obj['models'] as unknown[]).forEach((m, i) => {
-      const model = parseModel(m, `models.${i}`, fail);
+      const model = parseRoutedModel(m, `models.${i}`, fail, providers);
       if (seen.has(model.id)) fail(`models.${i}.id`, `"${model.id}" appears twice`);
       seen.add(model.id);
       if (providers[model.provider] === undefined && model.provider !== 'llmux') {
@@ -234,6 +235,10 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     state: parseState(obj['state'], ctx.env['LLMUX_STATE_URL'] || undefined, fail),
     validation,
     env: ctx.env,
+    routing: parseRouting(obj, models, {
+      knownIds: new Set([...models.map((m) => m.id), ...BUILTIN_MODELS.map((m) => m.id)]),
+      discovering: Object.values(providers).some((p) => p.discover === true),
+    }, fail),
   };
 }
 

@@ -33,6 +33,13 @@ export interface ProviderConfig {
   keyless: boolean;
   /** Extra headers sent upstream on every request (from config `headers`). */
   headers: Record<string, string>;
+  /**
+   * Config `api_keys`: several credentials as written (each a literal or `env:NAME`), requests
+   * spread over them (llmux.md section 10); `apiKey` is then the first. Absent: `apiKey` alone.
+   */
+  apiKeys?: readonly string[];
+  /** Config `discover`: its models are read from `GET {base_url}/models` (src/routing/discovery.ts). */
+  discover?: boolean;
 }
 
 export interface ModelCapabilities {
@@ -73,6 +80,77 @@ export interface ModelEntry {
   max_tokens_param: 'max_tokens' | 'max_completion_tokens';
   /** DeepSeek-style upstreams that want earlier reasoning replayed as `reasoning_content`. */
   replay_reasoning: boolean;
+  /**
+   * What answers this model (llmux.md section 10); absent: one deployment, `provider` and
+   * `upstream_id` above. Present: `provider` and `upstream_id` are the first deployment's.
+   */
+  deployments?: readonly DeploymentEntry[];
+  /** How a deployment is picked among those usable now; absent: `weighted`. */
+  routing?: RoutingStrategy;
+  /** Whether a conversation stays on the deployment that answered its last turn; absent: true. */
+  sticky?: boolean;
+}
+
+/** One deployment of a model as configured (`models[].deployments[]`). */
+export interface DeploymentEntry {
+  provider: string;
+  upstream_id: string;
+  /** Share of the `weighted` strategy's picks, relative to the model's other deployments. */
+  weight: number;
+  /** The deployment's own requests and tokens per minute; absent: none. */
+  rpm?: number;
+  tpm?: number;
+}
+
+/** How a model's deployment is picked (llmux.md section 10). */
+export type RoutingStrategy = 'weighted' | 'least_busy' | 'latency' | 'usage';
+export const ROUTING_STRATEGIES: readonly RoutingStrategy[] = ['weighted', 'least_busy', 'latency', 'usage'];
+
+/** The default capabilities of a model the config (or a discovering provider) says nothing about. */
+export const DEFAULT_CAPABILITIES: Readonly<ModelCapabilities> = Object.freeze({
+  supports_function_calling: true,
+  supports_vision: false,
+  supports_streaming: true,
+  supports_structured_output: false,
+});
+/** Context length and output cap of a model nobody gave them for. */
+export const DEFAULT_CONTEXT_LENGTH = 32_768;
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
+
+/** Config `aliases`: a requested id (`*` matching any run of characters) answered by `target`. */
+export interface AliasRule {
+  /** As written, e.g. `claude-3-5-haiku-*`. */
+  pattern: string;
+  /** A model id (never another alias). */
+  target: string;
+}
+
+/** The client formats a route can name (`when.client_format`); Gemini's is served later. */
+export type RouteClientFormat = 'chat' | 'messages' | 'responses' | 'gemini';
+
+/** The conditions of a route; every one given must hold. */
+export interface RouteConditions {
+  /** A glob over the model id after aliases. */
+  model?: string;
+  thinking?: boolean;
+  has_images?: boolean;
+  has_tools?: boolean;
+  /** On llmux's input estimate (src/formats/estimate.ts). */
+  input_tokens_over?: number;
+  client_format?: readonly RouteClientFormat[];
+  key_tier?: readonly TierName[];
+}
+
+/** Config `routes[]`: when every condition holds, `model` answers instead. */
+export interface RouteRule {
+  when: RouteConditions;
+  model: string;
+}
+
+/** Config `aliases` and `routes`, in file order. */
+export interface RoutingConfig {
+  aliases: readonly AliasRule[];
+  routes: readonly RouteRule[];
 }
 
 /** A key's or tier's limits: each a whole number >= 0, or Infinity for none (never from a file). */
@@ -192,4 +270,6 @@ export interface Config {
   validation: ValidationMode;
   /** Environment used to resolve `env:NAME` credentials. */
   env: Record<string, string | undefined>;
+  /** Config `aliases` and `routes` (llmux.md section 10); absent: none. */
+  routing?: RoutingConfig;
 }

@@ -27,6 +27,8 @@ import { createSharedLedger } from './usage-ledger.ts';
 import type { SharedLedger } from './usage-ledger.ts';
 import { createSharedResponsesState } from './responses.ts';
 import type { SharedResponsesState } from './responses.ts';
+import { createSharedRoutingState } from './routing.ts';
+import type { SharedRoutingState } from './routing.ts';
 
 /** How long a usage query's round trip may take: it is not on a model request's path. */
 const QUERY_TIMEOUT_MS = 10_000;
@@ -59,6 +61,8 @@ export interface SharedState {
   readonly limiter: SharedLimiter;
   readonly usage: SharedLedger;
   readonly responses: SharedResponsesState;
+  /** Rests, in-flight leases, per-deployment windows and the sticky map (src/routing/). */
+  readonly routing: SharedRoutingState;
   /** A device-grant store on the server, with the device flow's settings. */
   deviceFlow(options?: DeviceFlowOptions): SharedDeviceFlow;
   /** Settles once the keys were first read, or could not be within a few seconds. */
@@ -97,6 +101,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
   });
   const usage = createSharedLedger({ client, queryClient: bulk, queryTimeoutMs: QUERY_TIMEOUT_MS, prefix, onError: (error) => warn(error.message), ...clock });
   const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
+  const routing = createSharedRoutingState({ client, health, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
   const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
 
   let closing: Promise<void> | undefined;
@@ -108,6 +113,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     limiter,
     usage,
     responses,
+    routing,
     deviceFlow: (flowOptions = {}) => createSharedDeviceFlow({ client, prefix, ...clock, ...flowOptions }),
     ready,
     close() {
@@ -115,6 +121,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
         // Not a degradation: the health stops listening before the connections go.
         health.close();
         limiter.close();
+        routing.close();
         keys.close();
         await usage.close();
         await Promise.all([client.close(), bulk.close()]);
