@@ -14,6 +14,8 @@ import { VERSION } from '../common/version.ts';
 const home: OptionSpec = { name: 'home', kind: 'text', value: 'DIR', description: 'llmux\'s home: key store, usage and config.json', defaultNote: '$LLMUX_HOME, else ~/.llmux' };
 const config: OptionSpec = { name: 'config', kind: 'text', value: 'FILE', description: 'the config file', defaultNote: '$LLMUX_CONFIG, else $LLMUX_HOME/config.json when it exists' };
 const json: OptionSpec = { name: 'json', kind: 'flag', description: 'print JSON instead of a table' };
+const serverUrl: OptionSpec = { name: 'url', kind: 'text', value: 'URL', description: 'the llmux server', defaultNote: '$LLMUX_URL, else http://127.0.0.1:8686' };
+const userCode = { name: 'USER_CODE', description: 'the code the device shows, like WDJB-MJHT' };
 const tier = (description: string): OptionSpec => ({ name: 'tier', kind: 'choice', choices: TIER_NAMES, description, default: 'basic' });
 
 /** Providers whose key `llmux setup` can point at a variable: `--openai-key-env VAR`, … */
@@ -130,11 +132,11 @@ export function commandTable(serve: Handler): readonly CommandSpec[] {
       path: ['device', 'approve'],
       summary: 'Approve a device request on a running server; the device gets its key when it next polls.',
       usage: 'llmux device approve USER_CODE [--tier basic|pro|enterprise] [--name NAME] [--url URL]',
-      args: [{ name: 'USER_CODE', description: 'the code the device shows, like WDJB-MJHT' }],
+      args: [userCode],
       options: [
         tier('the new key\'s tier'),
         { name: 'name', kind: 'text', value: 'NAME', description: 'the new key\'s name', defaultNote: 'the name the device gave' },
-        { name: 'url', kind: 'text', value: 'URL', description: 'the llmux server', defaultNote: '$LLMUX_URL, else http://127.0.0.1:8686' },
+        serverUrl,
       ],
       notes: 'The admin key is read from LLMUX_ADMIN_KEY (never a flag, so it stays out of shell history).',
       example: 'LLMUX_ADMIN_KEY=sk-llmux-… llmux device approve WDJB-MJHT --tier pro',
@@ -144,8 +146,8 @@ export function commandTable(serve: Handler): readonly CommandSpec[] {
       path: ['device', 'deny'],
       summary: 'Deny a device request on a running server.',
       usage: 'llmux device deny USER_CODE [--url URL]',
-      args: [{ name: 'USER_CODE', description: 'the code the device shows, like WDJB-MJHT' }],
-      options: [{ name: 'url', kind: 'text', value: 'URL', description: 'the llmux server', defaultNote: '$LLMUX_URL, else http://127.0.0.1:8686' }],
+      args: [userCode],
+      options: [serverUrl],
       notes: 'The admin key is read from LLMUX_ADMIN_KEY.',
       example: 'LLMUX_ADMIN_KEY=sk-llmux-… llmux device deny WDJB-MJHT',
       run: lazy(device, (m) => m.denyDevice),
