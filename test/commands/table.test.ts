@@ -12,6 +12,9 @@ import { main } from '../../src/cli.ts';
 import type { CliIo } from '../../src/commands/io.ts';
 import { commandTable } from '../../src/commands/table.ts';
 import type { CommandSpec } from '../../src/commands/args.ts';
+import { SETUP_OLLAMA_URL } from '../../src/commands/setup.ts';
+import { DEFAULT_URL } from '../../src/commands/device.ts';
+import { DEFAULT_DOCTOR_TIMEOUT_MS } from '../../src/doctor/doctor.ts';
 
 const COMMANDS = commandTable(async () => {
   throw new Error('serve is not started by these tests');
@@ -57,6 +60,13 @@ describe('the command table', () => {
       for (const option of spec.options) assert.ok(spec.usage.includes(`--${option.name}`), `${named(spec)}: usage shows --${option.name}`);
       for (const arg of spec.args ?? []) assert.ok(spec.usage.includes(arg.name), `${named(spec)}: usage shows ${arg.name}`);
     }
+  });
+
+  it('shows the defaults the commands use, where they are written apart from the table', () => {
+    const option = (path: string, name: string) => COMMANDS.find((c) => named(c) === path)?.options.find((o) => o.name === name);
+    assert.equal(option('setup', 'ollama-url')?.defaultNote, SETUP_OLLAMA_URL);
+    for (const path of ['device approve', 'device deny']) assert.match(option(path, 'url')?.defaultNote ?? '', new RegExp(`else ${DEFAULT_URL}$`));
+    assert.equal(option('doctor', 'timeout-ms')?.default, String(DEFAULT_DOCTOR_TIMEOUT_MS));
   });
 
   for (const spec of COMMANDS) {
