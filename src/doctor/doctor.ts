@@ -46,7 +46,7 @@ export async function diagnose(options: DiagnoseOptions): Promise<DoctorReport> 
   } catch (error) {
     const message = error instanceof Error ? error.message.replace(/^llmux: /, '') : String(error);
     return reportOf([
-      { name: 'config', verdict: 'fail', detail: message, hint: 'fix the field it names; `llmux serve` will not start with it' },
+      { name: 'config', verdict: 'fail', detail: message, hint: '`llmux serve` will not start with this config: fix what the message names' },
       { name: 'the other checks', verdict: 'off', detail: 'not run: they check the config llmux would serve with' },
     ]);
   }
