@@ -67,23 +67,27 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'providers/', 'relay/', 'gateway/request-record',
   ],
   // common/: the error a route's error renderer takes.
-  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'common/'],
+  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'common/', 'doctor/report'],
   // dialects/: each format's model routes, its error body and its estimate come from its dialect.
   'gateway/routes': [
     'gateway/pipeline', 'gateway/feature', 'auth/', 'catalog/', 'formats/', 'responses/', 'common/', 'http/', 'usage/',
     'gateway/metrics', 'gateway/request-record', 'dialects/',
   ],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
-  'web/': ['auth/', 'config/types', 'common/', 'gateway/feature', 'http/', 'limits/', 'usage/', 'gateway/request-log', 'gateway/request-record'],
+  'web/': ['auth/', 'config/types', 'common/', 'gateway/feature', 'http/', 'limits/', 'usage/', 'gateway/request-log', 'gateway/request-record', 'doctor/report'],
   'gateway/features': ['gateway/feature', 'web/', 'auth/', 'common/', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'gateway/server': [
     'config/load', 'config/types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'http/', 'common/',
     'gateway/pipeline', 'gateway/routes', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'gateway/feature',
-    'usage/', 'state/', 'platforms/',
+    'usage/', 'state/', 'platforms/', 'doctor/',
   ],
-  // The CLI's commands (setup, device, usage, state) and their terminal helpers.
-  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/'],
+  // `llmux doctor`'s checks (the dashboard runs them too, through the gateway's services), and the
+  // report they make, a leaf the pages render.
+  'doctor/report': [],
+  'doctor/': ['config/types', 'catalog/', 'auth/', 'state/', 'dialects/', 'providers/', 'platforms/', 'doctor/report'],
+  // The CLI's command table and its commands, and their terminal helpers.
+  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/', 'doctor/', 'doctor/report'],
   'cli': ['config/load', 'config/types', 'auth/', 'catalog/', 'commands/', 'common/', 'usage/', 'gateway/server', 'gateway/features'],
   'index': ['gateway/server', 'gateway/features', 'auth/', 'config/types', 'usage/', 'common/'],
 };

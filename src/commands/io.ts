@@ -9,4 +9,6 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Standard input, for interactive commands; absent when there is none. */
   stdin?: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  /** The clock (ms), for commands that read time (`llmux usage`); default Date.now. */
+  now?: () => number;
 }

@@ -18,16 +18,16 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import type { ParseArgsConfig } from 'node:util';
 import { CONFIG_NAME_OF_FORMAT, ConfigError, loadConfig, resolveHome } from '../config/load.ts';
 import type { ProviderFormat } from '../formats/wire.ts';
 import { builtinProviders } from '../catalog/providers.ts';
 import { createKeyStore } from '../auth/key-store.ts';
 import { writeFileAtomic } from '../common/files.ts';
-import { isTierName } from '../config/types.ts';
+import type { TierName } from '../config/types.ts';
 import { keyStatus } from '../auth/key-record.ts';
 import type { CliIo } from './io.ts';
+import type { ParsedArgs } from './args.ts';
+import { UsageError } from './args.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 
 export const DEFAULT_LISTEN_URL = 'http://127.0.0.1:8686';
@@ -143,44 +143,6 @@ interface ProviderChoice {
   format: ProviderFormat;
 }
 
-function optionsFor(ids: string[]): NonNullable<ParseArgsConfig['options']> {
-  const options: NonNullable<ParseArgsConfig['options']> = {
-    provider: { type: 'string', multiple: true },
-    home: { type: 'string' },
-    force: { type: 'boolean' },
-    yes: { type: 'boolean', short: 'y' },
-    'non-interactive': { type: 'boolean' },
-    'key-name': { type: 'string' },
-    tier: { type: 'string' },
-    url: { type: 'string' },
-    'ollama-url': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  };
-  for (const id of ids) if (id !== 'ollama') options[`${id}-key-env`] = { type: 'string' };
-  return options;
-}
-
-function helpText(ids: string[]): string {
-  return `usage: llmux setup [--provider NAME[,NAME…]]… [--NAME-key-env VAR]… [--ollama-url URL]
-                   [--key-name NAME] [--tier basic|pro|enterprise] [--url URL]
-                   [--home DIR] [--force] [--yes | --non-interactive]
-
-Asks which providers to enable and how each gets its key, writes $LLMUX_HOME/config.json,
-creates a client key and prints the lines that point Claude Code and OpenAI tools at llmux.
-Providers: ${ids.join(', ')}.
-  --provider NAME       enable a provider (repeat, or separate with commas)
-  --NAME-key-env VAR    read NAME's key from environment variable VAR when llmux runs
-                        (default: its usual variable, e.g. OPENAI_API_KEY)
-  --ollama-url URL      where Ollama listens (default ${SETUP_OLLAMA_URL})
-  --key-name NAME       name of the client key (default "setup")
-  --tier TIER           tier of the client key (default basic)
-  --url URL             the address printed for tools (default ${DEFAULT_LISTEN_URL})
-  --force               update an existing config.json without asking
-  --yes, --non-interactive   ask nothing; take the defaults
-Typed keys are stored in config.json (mode 0600); they are never shown.
-`;
-}
-
 function listenUrl(env: Record<string, string | undefined>): string {
   const host = env['LLMUX_HOST'] ?? '127.0.0.1';
   const port = env['LLMUX_PORT'] ?? '8686';
@@ -189,31 +151,15 @@ function listenUrl(env: Record<string, string | undefined>): string {
 }
 
 /** Runs `llmux setup`; resolves with the exit code (0 done, 1 failed or declined, 2 usage, 130 cancelled). */
-export async function setupCommand(args: string[], io: CliIo): Promise<number> {
+export async function runSetup(args: ParsedArgs, io: CliIo): Promise<number> {
   const known = builtinProviders(io.env);
   const ids = Object.keys(known);
-  let values: Record<string, string | boolean | string[] | undefined>;
-  try {
-    ({ values } = parseArgs({ args, options: optionsFor(ids), strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | string[] | undefined> });
-  } catch (err) {
-    io.stderr(`llmux setup: ${(err as Error).message}\nRun "llmux setup --help" for the flags.\n`);
-    return 2;
-  }
-  if (values['help'] === true) {
-    io.stdout(helpText(ids));
-    return 0;
-  }
-  const usage = (message: string): number => {
-    io.stderr(`llmux setup: ${message}\nRun "llmux setup --help" for the flags.\n`);
-    return 2;
-  };
-  const str = (name: string): string | undefined => values[name] as string | undefined;
-  const quiet = values['yes'] === true || values['non-interactive'] === true || io.stdin === undefined;
-  const tier = str('tier') ?? 'basic';
-  if (!isTierName(tier)) return usage(`--tier: "${tier}" must be basic, pro or enterprise`);
+  const str = (name: string): string | undefined => args.text(name);
+  const quiet = args.flag('yes') || args.flag('non-interactive') || io.stdin === undefined;
+  const tier = str('tier') as TierName;
   for (const id of ids) {
-    const envName = str(`${id}-key-env`);
-    if (envName !== undefined && !ENV_NAME.test(envName)) return usage(`--${id}-key-env: "${envName}" is not an environment variable name`);
+    const envName = known[id]?.keyless === true ? undefined : str(`${id}-key-env`);
+    if (envName !== undefined && !ENV_NAME.test(envName)) throw new UsageError(`--${id}-key-env: "${envName}" is not an environment variable name`);
   }
   const parseProviders = (text: string): string[] | string => {
     const names = text.split(/[\s,]+/).map((n) => n.trim().toLowerCase()).filter((n) => n !== '');
@@ -222,10 +168,10 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
     return [...new Set(names)];
   };
   let chosen: string[] | undefined;
-  const providerFlags = values['provider'] as string[] | undefined;
-  if (providerFlags !== undefined) {
+  const providerFlags = args.all('provider');
+  if (providerFlags.length > 0) {
     const parsed = parseProviders(providerFlags.join(','));
-    if (typeof parsed === 'string') return usage(`--provider: ${parsed}`);
+    if (typeof parsed === 'string') throw new UsageError(`--provider: ${parsed}`);
     chosen = parsed;
   }
 
@@ -236,7 +182,7 @@ export async function setupCommand(args: string[], io: CliIo): Promise<number> {
     // The existing file, to merge into; a file that is not a JSON object can only be replaced.
     let existing: Record<string, unknown> = {};
     if (existsSync(configPath)) {
-      if (values['force'] !== true) {
+      if (!args.flag('force')) {
         if (prompter === undefined) {
           io.stderr(`llmux setup: ${configPath} already exists; run again with --force to update it (its other settings are kept)\n`);
           return 1;

@@ -9,15 +9,16 @@
  *   configured, else `$LLMUX_HOME/keys.json`; `openSharedUsage`: what `llmux usage` reads then.
  *
  * A command may wait longer for the server than a request does (`CLI_TIMEOUT_MS`): nobody is
- * waiting on the other side of it. Exit codes: 0 done, 1 failure, 2 usage error.
+ * waiting on the other side of it.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { CliIo } from './io.ts';
-import type { Config, StateConfig } from '../config/types.ts';
-import { loadConfig, resolveHome } from '../config/load.ts';
+import type { StateConfig } from '../config/types.ts';
+import { resolveHome } from '../config/load.ts';
+import type { ParsedArgs } from './args.ts';
+import { cliConfig } from './cli-config.ts';
 import { createKeyStore } from '../auth/key-store.ts';
 import type { KeyRecord, KeyStore } from '../auth/key-store.ts';
 import type { UsageQuery, UsageRow } from '../usage/ledger.ts';
@@ -31,19 +32,6 @@ import { createSharedLedger } from '../state/usage-ledger.ts';
 
 /** How long a command waits for the state server, per round trip. */
 const CLI_TIMEOUT_MS = 5_000;
-const USAGE = 'usage: llmux state migrate --from-home DIR [--config FILE]\n'
-  + 'Copies the key store and usage of DIR (a LLMUX_HOME) into the state server of state.url in the config, or LLMUX_STATE_URL.\n';
-
-class StateUsageError extends Error {}
-
-/** The config as a command sees it: a broken file still leaves the environment's state URL. */
-export function cliConfig(io: CliIo, options: { home?: string | undefined; configPath?: string | undefined } = {}): Config {
-  try {
-    return loadConfig({ env: io.env, home: options.home, configPath: options.configPath });
-  } catch {
-    return loadConfig({ env: io.env, home: options.home, file: {} });
-  }
-}
 
 function openClient(state: StateConfig): RespClient {
   return createRespClient({ url: state.url, timeoutMs: Math.max(state.timeoutMs, CLI_TIMEOUT_MS) });
@@ -130,17 +118,11 @@ function batchIdOf(rows: RowTable): string {
   return `migrate:${createHash('sha256').update(lines.sort().join('\n')).digest('base64url')}`;
 }
 
-async function migrate(args: string[], io: CliIo): Promise<number> {
-  let values: { 'from-home'?: string | undefined; config?: string | undefined };
-  try {
-    ({ values } = parseArgs({ args, options: { 'from-home': { type: 'string' }, config: { type: 'string' } }, strict: true }));
-  } catch (error) {
-    throw new StateUsageError((error as Error).message);
-  }
-  const from = values['from-home'];
-  if (from === undefined || from === '') throw new StateUsageError('state migrate needs --from-home DIR, the LLMUX_HOME to copy from');
+/** `llmux state migrate --from-home DIR`; resolves with the exit code (0 done, 1 failure). */
+export async function runMigrate(args: ParsedArgs, io: CliIo): Promise<number> {
+  const from = args.text('from-home') as string;
   if (!existsSync(from)) throw new Error(`${from} does not exist`);
-  const state = cliConfig(io, { configPath: values.config, home: resolveHome(undefined, io.env) }).state;
+  const state = cliConfig(io, { configPath: args.text('config'), home: resolveHome(undefined, io.env) }).state;
   if (state === undefined) throw new Error('no state server to migrate to: set LLMUX_STATE_URL, or "state": {"url": …} in the config');
   const displayUrl = parseStateUrl(state.url).displayUrl;
 
@@ -170,21 +152,5 @@ async function migrate(args: string[], io: CliIo): Promise<number> {
     return 0;
   } finally {
     await client.close();
-  }
-}
-
-/** `llmux state …`. */
-export async function stateCommand(args: string[], io: CliIo): Promise<number> {
-  const [sub, ...rest] = args;
-  try {
-    if (sub === 'migrate') return await migrate(rest, io);
-    throw new StateUsageError(sub === undefined ? 'state: expected migrate' : `state: expected migrate, not "${sub}"`);
-  } catch (error) {
-    if (error instanceof StateUsageError) {
-      io.stderr(`llmux: ${error.message}\n${USAGE}`);
-      return 2;
-    }
-    io.stderr(`llmux: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
   }
 }

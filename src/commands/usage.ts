@@ -15,10 +15,11 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { CliIo } from './io.ts';
-import { loadConfig, resolveHome } from '../config/load.ts';
-import type { StateConfig } from '../config/types.ts';
+import type { ParsedArgs } from './args.ts';
+import { UsageError } from './args.ts';
+import { cliConfig } from './cli-config.ts';
+import { resolveHome } from '../config/load.ts';
 import { createKeyStore, parseDuration } from '../auth/key-store.ts';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { createFileLedger } from '../usage/ledger.ts';
@@ -26,22 +27,7 @@ import type { UsageGrouping, UsageRow } from '../usage/ledger.ts';
 import { parseGroupings, parseIsoTime } from '../usage/usage-params.ts';
 import { GatewayError } from '../common/errors.ts';
 
-const USAGE = 'usage: llmux usage [--since 7d] [--until TIME] [--by day|hour|model|key] [--key ID|NAME|all] [--json] [--home DIR]\n'
-  + '--since and --until: a duration back from now (7d, 12h, 30m) or an ISO 8601 date or time (2026-03-01, 2026-03-01T12:00Z).\n'
-  + '--by: one grouping or several (day,model); default day. --key: default all keys.\n';
-
 const KEY_ID = /^key_[0-9a-f]{16}$/;
-
-class UsageError extends Error {}
-
-/** The state server's settings when one is configured (a broken config file leaves the environment's). */
-function stateOf(io: CliIo, home: string): StateConfig | undefined {
-  try {
-    return loadConfig({ env: io.env, home }).state;
-  } catch {
-    return loadConfig({ env: io.env, home, file: {} }).state;
-  }
-}
 
 /** A `--since`/`--until` value in ms: a duration back from `nowMs`, or an ISO 8601 time. */
 function parseWhen(text: string, flag: string, nowMs: number): number {
@@ -91,46 +77,24 @@ export function usageTable(rows: readonly UsageRow[], by: readonly UsageGrouping
   return `${table.map((r) => r.map((cell, i) => (i < labels ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number))).join('  ').trimEnd()).join('\n')}\n`;
 }
 
-function usage(io: CliIo, problem: string): number {
-  io.stderr(`llmux usage: ${problem}\n${USAGE}`);
-  return 2;
-}
-
 /** Runs `llmux usage …`; resolves with the exit code. */
-export async function usageCommand(args: string[], io: CliIo, nowMs = Date.now()): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      strict: true,
-      options: {
-        since: { type: 'string' }, until: { type: 'string' }, by: { type: 'string' }, key: { type: 'string' },
-        json: { type: 'boolean' }, home: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (err) {
-    return usage(io, (err as Error).message);
-  }
-  if (values.help === true) {
-    io.stdout(USAGE);
-    return 0;
-  }
-  const home = resolveHome(values.home, io.env);
-  let since: number;
-  let until: number;
+export async function runUsage(args: ParsedArgs, io: CliIo): Promise<number> {
+  const nowMs = (io.now ?? Date.now)();
+  const home = resolveHome(args.text('home'), io.env);
+  const untilText = args.text('until');
+  const until = untilText === undefined ? nowMs : parseWhen(untilText, '--until', nowMs);
+  const since = parseWhen(args.text('since') as string, '--since', nowMs);
+  if (since >= until) throw new UsageError('--since must be before --until');
   let by: UsageGrouping[];
   try {
-    until = values.until === undefined ? nowMs : parseWhen(values.until, '--until', nowMs);
-    since = parseWhen(values.since ?? '7d', '--since', nowMs);
-    if (since >= until) throw new UsageError('--since must be before --until');
-    by = parseGroupings(values.by ?? 'day', '--by');
+    by = parseGroupings(args.text('by') as string, '--by');
   } catch (err) {
-    if (err instanceof UsageError || err instanceof GatewayError) return usage(io, err.message);
+    if (err instanceof GatewayError) throw new UsageError(err.message);
     throw err;
   }
 
   // With a state server (config or LLMUX_STATE_URL), the usage and keys are there, not in the home.
-  const state = stateOf(io, home);
+  const state = cliConfig(io, { home }).state;
   const shared = state === undefined ? undefined : await (await import('./state.ts')).openSharedUsage(state);
   let keys: KeyRecord[] = shared?.keys ?? [];
   if (shared === undefined) {
@@ -142,11 +106,12 @@ export async function usageCommand(args: string[], io: CliIo, nowMs = Date.now()
   }
   const names = new Map(keys.map((k) => [k.id, k.name]));
   let keyId: string | undefined;
-  if (values.key !== undefined && values.key !== 'all') {
-    keyId = KEY_ID.test(values.key) ? values.key : keys.find((k) => k.name === values.key && k.revoked_at === null)?.id ?? keys.find((k) => k.name === values.key)?.id;
+  const wanted = args.text('key') as string;
+  if (wanted !== 'all') {
+    keyId = KEY_ID.test(wanted) ? wanted : keys.find((k) => k.name === wanted && k.revoked_at === null)?.id ?? keys.find((k) => k.name === wanted)?.id;
     if (keyId === undefined) {
       await shared?.close();
-      return usage(io, `--key: no key with id or name "${values.key}"`);
+      throw new UsageError(`--key: no key with id or name "${wanted}"`);
     }
   }
 
@@ -173,7 +138,7 @@ export async function usageCommand(args: string[], io: CliIo, nowMs = Date.now()
     if (failed && rows.length === 0) return 1;
   }
 
-  if (values.json === true) {
+  if (args.flag('json')) {
     io.stdout(`${JSON.stringify({ object: 'list', data: rows }, null, 2)}\n`);
     return 0;
   }

@@ -19,13 +19,16 @@ export type Fail = (field: string, problem: string) => never;
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
+/** The fields of a provider (`CONFIG_FIELDS` in load.ts lists every section's). */
+export const PROVIDER_FIELDS: readonly string[] = ['format', 'platform', 'base_url', 'api_key', 'headers', 'responses'];
+
 export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) fail(at, 'a provider name uses letters, digits, "_", "-", "." (at most 64)');
   if (!isRecord(raw)) fail(at, 'must be an object with format and base_url');
   const p = raw as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!['format', 'platform', 'base_url', 'api_key', 'headers', 'responses'].includes(key)) fail(`${at}.${key}`, 'unknown field (format, platform, base_url, api_key, headers, responses)');
+    if (!PROVIDER_FIELDS.includes(key)) fail(`${at}.${key}`, `unknown field (${PROVIDER_FIELDS.join(', ')})`);
   }
   const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
   if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
@@ -66,11 +69,13 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   };
 }
 
-const MODEL_FIELDS = new Set([
+/** The fields of a model, of its capabilities and of its pricing. */
+export const MODEL_FIELDS: ReadonlySet<string> = new Set([
   'id', 'provider', 'upstream_id', 'display_name', 'owned_by', 'type', 'created_at', 'context_length',
   'max_output_tokens', 'capabilities', 'pricing', 'reasoning', 'fallbacks', 'max_tokens_param', 'replay_reasoning',
 ]);
-const CAPABILITIES = ['supports_function_calling', 'supports_vision', 'supports_streaming', 'supports_structured_output'] as const;
+export const CAPABILITIES = ['supports_function_calling', 'supports_vision', 'supports_streaming', 'supports_structured_output'] as const;
+export const PRICING_FIELDS: readonly string[] = ['input_tokens_cost_per_million', 'output_tokens_cost_per_million', 'currency'];
 
 export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   if (!isRecord(raw)) fail(at, 'must be an object with at least id and provider');
@@ -101,13 +106,14 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   if (m['pricing'] !== undefined) {
     if (!isRecord(m['pricing'])) fail(`${at}.pricing`, 'must be an object');
     for (const [k, v] of Object.entries(m['pricing'] as Record<string, unknown>)) {
+      if (!PRICING_FIELDS.includes(k)) fail(`${at}.pricing.${k}`, 'unknown field');
       if (k === 'currency') {
         if (typeof v !== 'string' || v === '') fail(`${at}.pricing.currency`, 'must be a currency code such as "USD"');
         pricing.currency = v as string;
-      } else if (k === 'input_tokens_cost_per_million' || k === 'output_tokens_cost_per_million') {
+      } else {
         if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail(`${at}.pricing.${k}`, 'must be a number >= 0');
-        pricing[k] = v as number;
-      } else fail(`${at}.pricing.${k}`, 'unknown field');
+        pricing[k as 'input_tokens_cost_per_million' | 'output_tokens_cost_per_million'] = v as number;
+      }
     }
   }
   const bool = (k: string, dflt: boolean): boolean => {

@@ -7,12 +7,12 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Budget, Config, LimitsConfig, ModelEntry, ProviderConfig, ResponsesConfig, RetryConfig, StateConfig, TelemetryConfig, TierLimits, TierName, ValidationMode } from './types.ts';
-import { isTierName } from './types.ts';
+import { TIER_NAMES, isTierName } from './types.ts';
 import { builtinProviders } from '../catalog/providers.ts';
-import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
+import { BUILTIN_MODELS, ECHO_MODEL } from '../catalog/builtin-models.ts';
 import { isRecord } from '../common/json.ts';
-import { nonNegativeInt, positiveInt } from './entries.ts';
-import { parseRoutedModel, parseRoutedProvider, parseRouting } from './routing.ts';
+import { CAPABILITIES, MODEL_FIELDS, PRICING_FIELDS, PROVIDER_FIELDS, nonNegativeInt, positiveInt } from './entries.ts';
+import { CONDITION_FIELDS, DEPLOYMENT_FIELDS, MODEL_ROUTING_FIELDS, PROVIDER_ROUTING_FIELDS, ROUTE_FIELDS, parseRoutedModel, parseRoutedProvider, parseRouting } from './routing.ts';
 import type { Fail } from './entries.ts';
 
 export { CONFIG_NAME_OF_FORMAT } from './entries.ts';
@@ -126,6 +126,51 @@ interface ParseContext {
 }
 
 const KNOWN_TOP = new Set(['providers', 'models', 'tiers', 'limits', 'retry', 'builtin_catalog', 'telemetry', 'responses', 'state', 'validation', 'aliases', 'routes', '$schema']);
+const TIER_FIELDS: readonly string[] = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'budget_period'];
+const LIMIT_FIELDS: Readonly<Record<string, keyof LimitsConfig>> = {
+  max_body_bytes: 'maxBodyBytes',
+  upstream_timeout_ms: 'upstreamTimeoutMs',
+  stream_idle_timeout_ms: 'streamIdleTimeoutMs',
+  connect_timeout_ms: 'connectTimeoutMs',
+  ping_interval_ms: 'pingIntervalMs',
+  shutdown_timeout_ms: 'shutdownTimeoutMs',
+  headers_timeout_ms: 'headersTimeoutMs',
+  request_timeout_ms: 'requestTimeoutMs',
+  body_timeout_ms: 'bodyTimeoutMs',
+};
+const RETRY_FIELDS: Readonly<Record<string, keyof RetryConfig>> = {
+  attempts: 'attempts',
+  base_delay_ms: 'baseDelayMs',
+  max_delay_ms: 'maxDelayMs',
+  max_retry_after_ms: 'maxRetryAfterMs',
+};
+const RESPONSES_FIELDS = { store_ttl_s: 'storeTtlS', store_max_bytes: 'storeMaxBytes' } as const;
+const TELEMETRY_FIELDS: readonly string[] = ['otlp_endpoint', 'headers'];
+const STATE_FIELDS: readonly string[] = ['url', 'timeout_ms', 'on_failure', 'lease_ms'];
+
+/**
+ * Every field of the config file the loader reads, by the section it sits in (`provider` is each
+ * of `providers`, `model` each of `models`, `tier` each of `tiers`; `config` the top level). Each
+ * list is the one that section's unknown-field check uses, so a field the loader learns appears
+ * here, and test/config/schema.test.ts holds schema/config.schema.json's sections to these lists.
+ */
+export const CONFIG_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  config: [...KNOWN_TOP],
+  provider: [...PROVIDER_FIELDS, ...PROVIDER_ROUTING_FIELDS],
+  model: [...MODEL_FIELDS, ...MODEL_ROUTING_FIELDS],
+  capabilities: CAPABILITIES,
+  pricing: PRICING_FIELDS,
+  tiers: TIER_NAMES,
+  tier: TIER_FIELDS,
+  limits: Object.keys(LIMIT_FIELDS),
+  retry: Object.keys(RETRY_FIELDS),
+  responses: Object.keys(RESPONSES_FIELDS),
+  telemetry: TELEMETRY_FIELDS,
+  state: STATE_FIELDS,
+  deployment: DEPLOYMENT_FIELDS,
+  route: ROUTE_FIELDS,
+  when: CONDITION_FIELDS,
+};
 
 function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   const fail = (field: string, problem: string): never => {
@@ -136,6 +181,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
   for (const key of Object.keys(obj)) {
     if (!KNOWN_TOP.has(key)) fail(key, `unknown field (known: ${[...KNOWN_TOP].filter((k) => k !== '$schema').join(', ')})`);
   }
+  if (obj['$schema'] !== undefined && typeof obj['$schema'] !== 'string') fail('$schema', 'must be a string: where the config\'s JSON Schema is, for editors');
 
   const providers: Record<string, ProviderConfig> = builtinProviders(ctx.env);
   if (obj['providers'] !== undefined) {
@@ -179,8 +225,8 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
       if (!isRecord(t)) fail(`tiers.${name}`, 'must be an object with rpm, tpm, concurrency');
       const tier = tiers[name as TierName];
       for (const [k, v] of Object.entries(t as Record<string, unknown>)) {
+        if (!TIER_FIELDS.includes(k)) fail(`tiers.${name}.${k}`, `unknown field (${TIER_FIELDS.join(', ')})`);
         if (k === 'budget_usd' || k === 'budget_period') continue;
-        if (k !== 'rpm' && k !== 'tpm' && k !== 'concurrency') fail(`tiers.${name}.${k}`, 'unknown field (rpm, tpm, concurrency, budget_usd, budget_period)');
         tier[k as keyof TierLimits] = positiveInt(v, `tiers.${name}.${k}`, fail);
       }
       const budget = parseBudget(t as Record<string, unknown>, `tiers.${name}`, fail);
@@ -188,23 +234,8 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     }
   }
 
-  const limits = readNumbers(obj['limits'], 'limits', DEFAULT_LIMITS, {
-    max_body_bytes: 'maxBodyBytes',
-    upstream_timeout_ms: 'upstreamTimeoutMs',
-    stream_idle_timeout_ms: 'streamIdleTimeoutMs',
-    connect_timeout_ms: 'connectTimeoutMs',
-    ping_interval_ms: 'pingIntervalMs',
-    shutdown_timeout_ms: 'shutdownTimeoutMs',
-    headers_timeout_ms: 'headersTimeoutMs',
-    request_timeout_ms: 'requestTimeoutMs',
-    body_timeout_ms: 'bodyTimeoutMs',
-  }, fail, () => positiveInt);
-  const retry = readNumbers(obj['retry'], 'retry', DEFAULT_RETRY, {
-    attempts: 'attempts',
-    base_delay_ms: 'baseDelayMs',
-    max_delay_ms: 'maxDelayMs',
-    max_retry_after_ms: 'maxRetryAfterMs',
-  }, fail, (k) => (k === 'attempts' ? positiveInt : nonNegativeInt));
+  const limits = readNumbers(obj['limits'], 'limits', DEFAULT_LIMITS, LIMIT_FIELDS, fail, () => positiveInt);
+  const retry = readNumbers(obj['retry'], 'retry', DEFAULT_RETRY, RETRY_FIELDS, fail, (k) => (k === 'attempts' ? positiveInt : nonNegativeInt));
 
   let builtinCatalog = true;
   if (obj['builtin_catalog'] !== undefined) {
@@ -236,7 +267,7 @@ function parseConfigObject(raw: unknown, ctx: ParseContext): Config {
     validation,
     env: ctx.env,
     routing: parseRouting(obj, models, {
-      knownIds: new Set([...models.map((m) => m.id), ...BUILTIN_MODELS.map((m) => m.id)]),
+      knownIds: new Set([ECHO_MODEL.id, ...models.map((m) => m.id), ...BUILTIN_MODELS.map((m) => m.id)]),
       discovering: Object.values(providers).some((p) => p.discover === true),
     }, fail),
   };
@@ -261,6 +292,7 @@ function parseTelemetry(raw: unknown, fail: Fail): TelemetryConfig {
   if (raw === undefined) return telemetry;
   if (!isRecord(raw)) fail('telemetry', 'must be an object with otlp_endpoint');
   for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (!TELEMETRY_FIELDS.includes(k)) fail(`telemetry.${k}`, `unknown field (${TELEMETRY_FIELDS.join(', ')})`);
     if (k === 'otlp_endpoint') {
       let url: URL | undefined;
       try {
@@ -270,13 +302,13 @@ function parseTelemetry(raw: unknown, fail: Fail): TelemetryConfig {
       }
       if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) fail('telemetry.otlp_endpoint', 'must be an http:// or https:// URL, e.g. "http://127.0.0.1:4318"');
       telemetry.otlpEndpoint = (v as string).replace(/\/+$/, '');
-    } else if (k === 'headers') {
+    } else {
       if (!isRecord(v)) fail('telemetry.headers', 'must be an object of header name -> string');
       for (const [name, value] of Object.entries(v as Record<string, unknown>)) {
         if (typeof value !== 'string') fail(`telemetry.headers.${name}`, 'must be a string');
         telemetry.headers[name.toLowerCase()] = value as string;
       }
-    } else fail(`telemetry.${k}`, 'unknown field (otlp_endpoint, headers)');
+    }
   }
   return telemetry;
 }
@@ -296,6 +328,7 @@ function parseState(raw: unknown, envUrl: string | undefined, fail: Fail): State
   const fields = (raw ?? {}) as Record<string, unknown>;
   const state: StateConfig = { url: '', ...DEFAULT_STATE };
   for (const [k, v] of Object.entries(fields)) {
+    if (!STATE_FIELDS.includes(k)) fail(`state.${k}`, `unknown field (${STATE_FIELDS.join(', ')})`);
     if (k === 'url') {
       if (typeof v !== 'string' || v === '') fail('state.url', 'must be a string like "redis://127.0.0.1:6379"');
       state.url = v as string;
@@ -304,10 +337,10 @@ function parseState(raw: unknown, envUrl: string | undefined, fail: Fail): State
     } else if (k === 'lease_ms') {
       state.leaseMs = positiveInt(v, 'state.lease_ms', fail);
       if (state.leaseMs < MIN_LEASE_MS) fail('state.lease_ms', `must be at least ${MIN_LEASE_MS} (leases are refreshed every third of it)`);
-    } else if (k === 'on_failure') {
+    } else {
       if (v !== 'local' && v !== 'closed') fail('state.on_failure', 'must be "local" (fall back to this process\'s limits and keys) or "closed" (answer 503)');
       state.onFailure = v as StateConfig['onFailure'];
-    } else fail(`state.${k}`, 'unknown field (url, timeout_ms, on_failure, lease_ms)');
+    }
   }
   if (envUrl !== undefined) state.url = envUrl;
   const where = envUrl !== undefined ? 'LLMUX_STATE_URL' : 'state.url';
@@ -323,10 +356,7 @@ function parseState(raw: unknown, envUrl: string | undefined, fail: Fail): State
 
 /** `responses`: `store_ttl_s` and `store_max_bytes`, whole numbers >= 1. */
 function parseResponses(raw: unknown, fail: Fail): ResponsesConfig {
-  const read = readNumbers(raw, 'responses', { storeTtlS: DEFAULT_RESPONSES.storeTtlMs / 1000, storeMaxBytes: DEFAULT_RESPONSES.storeMaxBytes }, {
-    store_ttl_s: 'storeTtlS',
-    store_max_bytes: 'storeMaxBytes',
-  }, fail, () => positiveInt);
+  const read = readNumbers(raw, 'responses', { storeTtlS: DEFAULT_RESPONSES.storeTtlMs / 1000, storeMaxBytes: DEFAULT_RESPONSES.storeMaxBytes }, RESPONSES_FIELDS, fail, () => positiveInt);
   return { storeTtlMs: read.storeTtlS * 1000, storeMaxBytes: read.storeMaxBytes };
 }
 

@@ -26,8 +26,11 @@ const MAX_KEYS = 64;
 const MAX_DEPLOYMENTS = 64;
 const MAX_ID_LENGTH = 256;
 const CLIENT_FORMATS: readonly RouteClientFormat[] = ['chat', 'messages', 'responses', 'gemini'];
-const DEPLOYMENT_FIELDS = ['provider', 'upstream_id', 'weight', 'rpm', 'tpm'];
-const CONDITION_FIELDS = ['model', 'thinking', 'has_images', 'has_tools', 'input_tokens_over', 'client_format', 'key_tier'];
+/** A deployment's fields (the loader's CONFIG_FIELDS lists them for the schema test). */
+export const DEPLOYMENT_FIELDS: readonly string[] = ['provider', 'upstream_id', 'weight', 'rpm', 'tpm'];
+/** A route's fields. */
+export const ROUTE_FIELDS: readonly string[] = ['when', 'model'];
+export const CONDITION_FIELDS: readonly string[] = ['model', 'thinking', 'has_images', 'has_tools', 'input_tokens_over', 'client_format', 'key_tier'];
 
 /** Copies `raw` without `names`, returning what was taken out. */
 function takeOut(raw: unknown, names: readonly string[]): { rest: unknown; taken: Record<string, unknown> } {
@@ -41,10 +44,15 @@ function takeOut(raw: unknown, names: readonly string[]): { rest: unknown; taken
   return { rest, taken };
 }
 
+/** The provider fields read here rather than by src/config/entries.ts (the loader's CONFIG_FIELDS lists them). */
+export const PROVIDER_ROUTING_FIELDS: readonly string[] = ['api_keys', 'discover'];
+/** The model fields read here rather than by src/config/entries.ts. */
+export const MODEL_ROUTING_FIELDS: readonly string[] = ['deployments', 'routing', 'sticky'];
+
 /** A provider (src/config/entries.ts `parseProvider`) with its `api_keys` and `discover`. */
 export function parseRoutedProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
-  const { rest, taken } = takeOut(raw, ['api_keys', 'discover']);
+  const { rest, taken } = takeOut(raw, PROVIDER_ROUTING_FIELDS);
   const provider = parseProvider(id, rest, fail);
   const discover = taken['discover'];
   if (discover !== undefined && typeof discover !== 'boolean') fail(`${at}.discover`, 'must be true or false: whether its models are read from GET {base_url}/models');
@@ -69,7 +77,7 @@ export function parseRoutedProvider(id: string, raw: unknown, fail: Fail): Provi
  * keeps working. Every deployment's provider must be in `providers`.
  */
 export function parseRoutedModel(raw: unknown, at: string, fail: Fail, providers: Readonly<Record<string, ProviderConfig>>): ModelEntry {
-  const { rest, taken } = takeOut(raw, ['deployments', 'routing', 'sticky']);
+  const { rest, taken } = takeOut(raw, MODEL_ROUTING_FIELDS);
   let deployments: DeploymentEntry[] | undefined;
   if (taken['deployments'] !== undefined) {
     const given = rest as Record<string, unknown>;
@@ -159,7 +167,7 @@ export function parseRouting(file: Record<string, unknown>, models: readonly Mod
       const at = `routes.${index}`;
       if (!isRecord(entry)) fail(at, 'must be an object {"when": {...}, "model": "id"}');
       const rule = entry as Record<string, unknown>;
-      for (const key of Object.keys(rule)) if (key !== 'when' && key !== 'model') fail(`${at}.${key}`, 'unknown field (when, model)');
+      for (const key of Object.keys(rule)) if (!ROUTE_FIELDS.includes(key)) fail(`${at}.${key}`, `unknown field (${ROUTE_FIELDS.join(', ')})`);
       if (typeof rule['model'] !== 'string' || rule['model'] === '') fail(`${at}.model`, 'must be the model id that answers when the rule holds');
       checkTarget(rule['model'] as string, `${at}.model`);
       routes.push({ when: parseConditions(rule['when'], `${at}.when`, fail), model: rule['model'] as string });

@@ -14,6 +14,7 @@ import type { Metrics } from './metrics.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { GatewayError } from '../common/errors.ts';
+import type { DoctorReport } from '../doctor/report.ts';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
 
@@ -40,6 +41,8 @@ export interface GatewayServices {
   usage: UsageLedger;
   /** Device grants on the shared-state server, when there is one; without it the device flow keeps them in the process. */
   deviceFlow?(options: DeviceFlowOptions): DeviceFlow;
+  /** Runs `llmux doctor`'s checks against the config this gateway runs with (the dashboard's Health section). */
+  health?(): Promise<DoctorReport>;
   now(): number;
 }
 

@@ -29,6 +29,7 @@ export const PAGE_ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['POST', '/dashboard/keys'],
   ['POST', '/dashboard/keys/revoke'],
   ['POST', '/dashboard/device'],
+  ['POST', '/dashboard/health'],
 ];
 
 type Stores = { flow: DeviceFlow; sessions: ReturnType<typeof createSessionStore> };

@@ -189,7 +189,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     openRequests: () => inFlight.size,
     stateDegraded: () => shared?.health.degraded(),
   });
-  const internals: GatewayInternals = { ctx, metrics, log, routes };
+  // The health checks are loaded when an admin runs them: most gateways never do.
+  const health = async () => (await import('../doctor/doctor.ts')).diagnose({ load: () => config, running: true });
+  const internals: GatewayInternals = { ctx: { ...ctx, health }, metrics, log, routes };
   for (const mount of options.features ?? []) mount(internals);
 
   function handler(req: IncomingMessage, res: ServerResponse): void {

@@ -36,6 +36,13 @@ const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
   responses: { target: () => '/responses', credential: bearer },
 };
 
+/** Headers that carry `key` the way `format`'s own API reads it (`llmux doctor` calls a provider with them). */
+export function httpCredentialHeaders(format: WireFormat, key: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  OPERATIONS[format].credential(headers, key);
+  return headers;
+}
+
 const ENV_PREFIX = 'env:';
 
 /** Where a provider's `api_key` is set, in words that never include it. */

@@ -114,7 +114,7 @@ export const IN_PROCESS_SCHEME = 'llmux:';
  * `node:https` pulls in TLS and costs start-up time a local sidecar talking to a local model
  * never needs: it is loaded on the first https provider.
  */
-function loadHttps(): typeof https {
+export function loadHttps(): typeof https {
   // process.getBuiltinModule (Node >= 20.16) also works inside the single-file executable's
   // bundle, where import.meta.url is no file; createRequire is the fallback for older 20.x.
   const getBuiltin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;

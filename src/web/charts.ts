@@ -13,11 +13,18 @@
  *
  * Every text (model ids and key names come from config and users) is escaped. Each chart is
  * `role="img"` with an `aria-label` and a `<title>`/`<desc>` summing it up. A model's colour
- * comes from a hash of its id into a fixed palette (so it is the same on every chart and every
- * day); two models of one chart that hash to the same colour are separated by taking the next
- * free one in alphabetical order of ids, so colours stay put while the set of models does.
+ * comes from a hash of its id into a fixed palette; two models that hash to the same colour are
+ * separated by taking the next free one in alphabetical order of ids. The page assigns colours
+ * once, over every model it shows, and hands the same map to each chart (`colours`): assigned
+ * per chart, a model missing from one chart (a free model has tokens but no cost) moved the others.
+ * Key bars are drawn in a neutral colour, so no key is taken for a model.
+ *
+ * Amounts of money are written as the rest of the dashboard writes them (`formatUsd`: cents from
+ * $1 up, four decimals below), in bar values, legends, tooltips and summaries; axis ticks are
+ * round marks of the scale and carry only the decimals their step needs.
  */
 import type { UsageRow } from '../usage/ledger.ts';
+import { formatUsd } from '../usage/budget.ts';
 
 export type ChartUnit = 'usd' | 'tokens';
 
@@ -35,6 +42,8 @@ export interface StackedBarChartOptions {
   unit: ChartUnit;
   /** The chart's accessible name, e.g. "Cost per day, last 30 days". */
   title: string;
+  /** Each model's colour, the same in every chart of the page (`modelColours` over all of them); default: assigned over this chart's models. */
+  colours?: ReadonlyMap<string, string>;
 }
 
 export interface Bar {
@@ -150,9 +159,7 @@ export function formatTick(value: number, unit: ChartUnit, step: number): string
 
 /** A value in full: `$1,234.56`, `$0.0123`; tokens `1,234,567`. */
 export function formatAmount(value: number, unit: ChartUnit): string {
-  if (unit === 'tokens') return Math.round(value).toLocaleString('en-US');
-  const digits = value !== 0 && Math.abs(value) < 1 ? 4 : 2;
-  return `$${value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })}`;
+  return unit === 'tokens' ? Math.round(value).toLocaleString('en-US') : formatUsd(value);
 }
 
 /** A value on a bar, short: `$1,234.56`, `$0.0123`; tokens `1.2M`. */
@@ -230,7 +237,8 @@ export function stackedBarChart(options: StackedBarChartOptions): string {
   if (modelTotals.size === 0) return emptyChart(title);
 
   const models = [...modelTotals.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([m]) => m);
-  const colours = modelColours(models);
+  const own = options.colours === undefined ? modelColours(models) : undefined;
+  const colourOf = (model: string): string => options.colours?.get(model) ?? (own ?? modelColours([model])).get(model) as string;
   const dayTotals = values.map((day) => [...day.values()].reduce((a, b) => a + b, 0));
   const ticks = niceTicks(Math.max(...dayTotals));
   const step = ticks[1] as number;
@@ -266,7 +274,7 @@ export function stackedBarChart(options: StackedBarChartOptions): string {
       const y0 = y(base);
       const y1 = y(base + v);
       base += v;
-      out += `<rect x="${round(x)}" y="${round(y1)}" width="${round(barWidth)}" height="${round(Math.max(0.5, y0 - y1))}" fill="${colours.get(model) as string}">`
+      out += `<rect x="${round(x)}" y="${round(y1)}" width="${round(barWidth)}" height="${round(Math.max(0.5, y0 - y1))}" fill="${colourOf(model)}">`
         + `<title>${escapeXml(`${day} · ${model}: ${formatAmount(v, unit)}`)}</title></rect>`;
     }
   });
@@ -296,7 +304,7 @@ export function stackedBarChart(options: StackedBarChartOptions): string {
     }
     const ly = legendTop + row * rowHeight;
     out += `<g><title>${escapeXml(`${model}: ${formatAmount(modelTotals.get(model) as number, unit)}`)}</title>`
-      + `<rect x="${round(lx)}" y="${ly}" width="${swatch}" height="${swatch}" rx="3" fill="${colours.get(model) as string}"/>`
+      + `<rect x="${round(lx)}" y="${ly}" width="${swatch}" height="${swatch}" rx="3" fill="${colourOf(model)}"/>`
       + `<text x="${round(lx + swatch + 8)}" y="${ly + swatch - 1}" font-size="${SMALL}">${escapeXml(label)}</text></g>`;
     lx += itemWidth;
   }
@@ -338,7 +346,7 @@ export function horizontalBarChart(options: HorizontalBarChartOptions): string {
       + `<text x="0" y="${top + FONT}">${escapeXml(label)}</text>`
       + `<text x="${WIDTH}" y="${top + FONT}" text-anchor="end" font-weight="600">${escapeXml(value)}</text>`
       + `<rect x="0" y="${top + FONT + 8}" width="${WIDTH}" height="${barHeight}" rx="4" fill="currentColor" fill-opacity="0.08"/>`
-      + `<rect x="0" y="${top + FONT + 8}" width="${round(width)}" height="${barHeight}" rx="4" fill="${PALETTE[0] as string}"/></g>`;
+      + `<rect x="0" y="${top + FONT + 8}" width="${round(width)}" height="${barHeight}" rx="4" fill="currentColor" fill-opacity="0.75"/></g>`;
   });
   let y = shown.length * rowHeight;
   if (rest.length > 0) {

@@ -1,7 +1,7 @@
 /**
  * `/dashboard`: sign in with an admin key, then the API keys section (list, create new key,
- * revoke), pending device requests (approve, deny) and each key's usage against its limits
- * (gateway-api.md "Authentication" 4, llmux.md section 1). Plain HTML forms; the only script is
+ * revoke), pending device requests (approve, deny), each key's usage against its limits
+ * (gateway-api.md "Authentication" 4, llmux.md section 1) and the health checks (`health.ts`). Plain HTML forms; the only script is
  * the copy button.
  *
  * Decisions beyond the specs:
@@ -32,6 +32,7 @@ import type { GatewayInternals } from '../gateway/feature.ts';
 import { formatAgo, formatLimit, formatTime, html, isSameOrigin, layout, readForm, redirect, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { notice, tierSelect } from './device-page.ts';
+import { createHealthRunner, healthSection } from './health.ts';
 import {
   CSRF_COOKIE, SESSION_COOKIE, checkAdminSecret, clearCookie, cookie, currentSession, newToken, parseCookies, tokensEqual,
 } from './session.ts';
@@ -193,6 +194,7 @@ export function mountDashboard(internals: GatewayInternals, options: DashboardOp
   const { ctx, log, routes } = internals;
   const { flow, sessions } = options;
   const secure = (req: IncomingMessage): boolean => rootUrl(req, ctx.config).startsWith('https:');
+  const health = createHealthRunner(ctx.health, ctx.now);
 
   async function dashboardPage(signed: Signed, flash: Flash | undefined): Promise<Raw> {
     const nowMs = ctx.now();
@@ -234,7 +236,8 @@ ${pending.length === 0 ? html`<p class="muted">None. When a program starts devic
 <h2 id="keys">API keys</h2>
 <p class="muted">${active} active of ${keys.length}. Usage is what counts in the current minute. Last use is not recorded.</p>
 ${createForm(csrf)}
-<div class="grid">${cards}</div>`;
+<div class="grid">${cards}</div>
+${healthSection(health, ctx.health !== undefined, csrf, nowMs)}`;
   }
 
   function sendSignIn(req: IncomingMessage, res: ServerResponse, status: number, message?: Raw): void {
@@ -348,6 +351,17 @@ ${createForm(csrf)}
     await ctx.keys.revoke(id);
     log({ time: new Date().toISOString(), level: 'info', message: `dashboard: ${signed.key.id} revoked ${id}` });
     back(res, signed.session, { kind: 'ok', message: `Revoked “${target.name}” (${id}). Requests with it now get 401.` }, '#keys');
+  });
+
+  routes.add('POST', '/dashboard/health', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {
+    const form = await readForm(req, ctx.config.limits.bodyTimeoutMs);
+    const signed = signedPost(req, res, form);
+    if (signed === undefined) return;
+    record.keyId = signed.key.id;
+    const run = await health.run(signed.key.id);
+    const failed = run?.report.checks.filter((c) => c.verdict === 'fail').map((c) => c.name) ?? [];
+    log({ time: new Date().toISOString(), level: 'info', message: `dashboard: ${signed.key.id} ran the health checks${failed.length === 0 ? '' : `; failed: ${failed.join(', ')}`}` });
+    redirect(res, '/dashboard#health');
   });
 
   routes.add('POST', '/dashboard/device', async (req: IncomingMessage, res: ServerResponse, _p: Record<string, string>, record: RequestRecord) => {

@@ -153,10 +153,10 @@ export function formatLimit(n: number): string {
 
 export const STYLESHEET = `
 :root { color-scheme: light dark; --bg: #f6f7f9; --fg: #1b1f24; --muted: #5b6570; --card: #fff; --line: #d9dee4;
-  --accent: #2450d6; --accent-fg: #fff; --ok: #176c3a; --ok-bg: #e3f5e9; --bad: #a32020; --bad-bg: #fbe7e7; --code-bg: #eef1f5; }
+  --accent: #2450d6; --accent-fg: #fff; --ok: #176c3a; --ok-bg: #e3f5e9; --bad: #a32020; --bad-bg: #fbe7e7; --warn: #8a5a00; --code-bg: #eef1f5; }
 @media (prefers-color-scheme: dark) {
   :root { --bg: #14171b; --fg: #e6e9ed; --muted: #9aa4ae; --card: #1d2126; --line: #343a42; --accent: #6d8ff5; --accent-fg: #0d1117;
-    --ok: #7fd39c; --ok-bg: #16301f; --bad: #ff9b9b; --bad-bg: #3a1c1c; --code-bg: #262b31; }
+    --ok: #7fd39c; --ok-bg: #16301f; --bad: #ff9b9b; --bad-bg: #3a1c1c; --warn: #f0c060; --code-bg: #262b31; }
 }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
@@ -210,6 +210,23 @@ dd { margin: 0; overflow-wrap: anywhere; }
 .badge { display: inline-block; font-size: .75rem; font-weight: 600; padding: .05rem .45rem; border-radius: 1rem; border: 1px solid currentColor; white-space: nowrap; }
 .badge.active { color: var(--ok); }
 .badge.revoked, .badge.expired { color: var(--bad); }
+.badge.ok { color: var(--ok); }
+.badge.fail { color: var(--bad); }
+.badge.warn { color: var(--warn); }
+.badge.off { color: var(--muted); }
+table.health { width: 100%; border-collapse: collapse; margin: .5rem 0 1rem; font-size: .92rem; }
+table.health th { text-align: left; color: var(--muted); font-weight: 600; }
+table.health th, table.health td { padding: .4rem .75rem .4rem 0; border-bottom: 1px solid var(--line); vertical-align: top; }
+table.health td:first-child { min-width: 9rem; }
+table.health td:last-child { overflow-wrap: anywhere; }
+table.health .hint { color: var(--muted); margin-top: .15rem; }
+@media (max-width: 40rem) {
+  table.health thead { display: none; }
+  table.health tr { display: grid; grid-template-columns: 1fr auto; gap: .15rem .5rem; padding: .5rem 0; border-bottom: 1px solid var(--line); }
+  table.health td { border: 0; padding: 0; min-width: 0; }
+  table.health td:first-child { font-weight: 600; min-width: 0; }
+  table.health td:last-child { grid-column: 1 / -1; }
+}
 .badge.admin { color: var(--accent); }
 .usage { display: grid; grid-template-columns: 5.5rem 1fr auto; gap: .2rem .5rem; align-items: center; font-size: .85rem; margin: .5rem 0; }
 meter { width: 100%; height: .7rem; }

@@ -12,7 +12,7 @@ import type { GatewayInternals } from '../gateway/feature.ts';
 import type { RequestRecord } from '../gateway/request-record.ts';
 import type { UsageRow } from '../usage/ledger.ts';
 import { formatUsd } from '../usage/budget.ts';
-import { horizontalBarChart, lastDays, stackedBarChart, usageSegments } from './charts.ts';
+import { horizontalBarChart, lastDays, modelColours, stackedBarChart, usageSegments } from './charts.ts';
 import { html, layout, raw, redirect, sendPage } from './html.ts';
 import type { Raw } from './html.ts';
 import { currentSession } from './session.ts';
@@ -53,14 +53,16 @@ export function usageView(byDayModel: readonly UsageRow[], byKey: readonly Usage
   const first = days[0] as string;
   const last = days[days.length - 1] as string;
   const total = summary(byDayModel);
+  // One colour per model over the page: both charts draw a model alike even when one lacks it.
+  const colours = modelColours(usageSegments(byDayModel, 'tokens').map((s) => s.model));
   const chart = (heading: string, svg: string): Raw => html`<section class="card chart"><h2>${heading}</h2>${raw(svg)}</section>`;
   return html`
 <h1>Usage</h1>
 <p class="muted">All keys, ${first} to ${last} (UTC): ${total.requests.toLocaleString('en-US')} requests, ${total.tokens.toLocaleString('en-US')} tokens, ${formatUsd(total.cost)} at the catalog's prices.
 Per key, model or hour: <code>llmux usage</code> or <code>GET /v1/usage</code>.</p>
 <div class="charts">
-${chart('Cost per day', stackedBarChart({ days, segments: usageSegments(byDayModel, 'usd'), unit: 'usd', title: `Cost per day by model, ${first} to ${last}` }))}
-${chart('Tokens per day', stackedBarChart({ days, segments: usageSegments(byDayModel, 'tokens'), unit: 'tokens', title: `Tokens per day by model, ${first} to ${last}` }))}
+${chart('Cost per day', stackedBarChart({ days, segments: usageSegments(byDayModel, 'usd'), unit: 'usd', title: `Cost per day by model, ${first} to ${last}`, colours }))}
+${chart('Tokens per day', stackedBarChart({ days, segments: usageSegments(byDayModel, 'tokens'), unit: 'tokens', title: `Tokens per day by model, ${first} to ${last}`, colours }))}
 </div>
 ${chart('Top keys by cost', horizontalBarChart({ bars: keyBars(byKey, names), unit: 'usd', title: `Top keys by cost, ${first} to ${last}`, axisLabel: `Cost (USD), ${first} to ${last}` }))}`;
 }

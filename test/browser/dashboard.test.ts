@@ -79,4 +79,32 @@ for (const viewport of [
       await g.close();
     }
   });
+
+  test(`on ${viewport.label}: the Health section runs the checks on a click and shows a row per check, with hints`, { skip: browserSkip(), timeout: 120_000 }, async () => {
+    const g = await startTestGateway();
+    const browser = await launchChromium();
+    try {
+      // The openai-format provider refuses its key; the anthropic-format one lists its models.
+      g.upstream.fallback = (req, res) => {
+        res.writeHead(req.headers.authorization === undefined ? 200 : 401, { 'content-type': 'application/json' });
+        res.end('{"data":[]}');
+      };
+      const page = await browser.newPage(viewport);
+      await page.goto(`${g.url}/dashboard`);
+      await signIn(page, g);
+      assert.match(await page.text(), /Health\s+The checks of llmux doctor[\s\S]*Not run yet\./);
+      await page.clickAndWait('form[action="/dashboard/health"] button');
+      const text = await page.text();
+      assert.match(text, /1 check failed\./);
+      assert.match(text, /the provider refused the key in providers\.fake-openai\.api_key in the config: check it/);
+      await page.screenshot(join(ARTIFACTS, `dashboard-health-${viewport.label}.png`), '.card:has(table.health)');
+      if (viewport.label === 'phone') {
+        assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), 'the dashboard scrolls sideways on a phone');
+      }
+      assert.deepEqual(page.problems, [], 'no CSP violations or script errors');
+    } finally {
+      await browser.close();
+      await g.close();
+    }
+  });
 }

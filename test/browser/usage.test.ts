@@ -77,6 +77,13 @@ for (const viewport of [
       assert.match(labels[1] ?? '', /^Tokens per day by model/);
       assert.match(labels[2] ?? '', /^Top keys by cost.*largest ci-pipeline-production/);
       assert.equal(await page.evaluate<number>(`document.querySelectorAll('svg[role="img"]')[0].querySelectorAll('rect[fill^="#"] > title').length > 50`), true, 'bars for the days');
+      // One colour per model on the page: the legend of each chart, model -> swatch colour.
+      const legends = await page.evaluate<Array<Record<string, string>>>(`[...document.querySelectorAll('svg[role="img"]')].slice(0, 2).map((svg) => Object.fromEntries(
+        [...svg.querySelectorAll('g > rect')].map((r) => [r.parentElement.querySelector('title').textContent.replace(/: .*$/, ''), r.getAttribute('fill')]).filter(([, fill]) => fill.startsWith('#'))))`);
+      const [cost = {}, tokens = {}] = legends;
+      assert.ok(Object.keys(cost).length >= 3 && Object.keys(tokens).length > Object.keys(cost).length, 'a free model is in the tokens chart only');
+      for (const [model, fill] of Object.entries(cost)) assert.equal(tokens[model], fill, `${model}: one colour in both charts`);
+      assert.equal(new Set(Object.values(tokens)).size, Object.keys(tokens).length, 'a colour per model');
       const smallest = await page.evaluate<number>(`Math.min(...[...document.querySelectorAll('svg[role=img]')].flatMap((svg) => {
         const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
         return [...svg.querySelectorAll('text')].map((t) => parseFloat(t.getAttribute('font-size') ?? svg.getAttribute('font-size')) * scale);

@@ -58,7 +58,8 @@ export interface TestRedis {
   restart(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A loopback port nothing listens on (it was free a moment ago). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -24,7 +24,7 @@ interface PackedFile { path: string; size: number; mode: number }
 /** What a fresh checkout holds for building and starting llmux (no dist/); node_modules as `npm ci` left it. */
 function freshCheckout(into: string): string {
   mkdirSync(into);
-  for (const path of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts']) {
+  for (const path of ['package.json', 'README.md', 'CHANGELOG.md', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts', 'schema']) {
     cpSync(join(ROOT, path), join(into, path), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(into, 'node_modules'), 'dir');
@@ -63,12 +63,13 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.ok(cli !== undefined && cli.size > 100_000, `dist/cli.js is ${cli?.size} bytes`);
   });
 
-  test('holds only compiled JavaScript and declarations from dist/, package.json and README', () => {
+  test('holds only compiled JavaScript and declarations from dist/, package.json, README, CHANGELOG and the config schema', () => {
     assert.equal(tarball, join(dir, `llmux-${VERSION}.tgz`));
     const paths = packed.files.map((f) => f.path);
-    const stray = paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p) && p !== 'package.json' && p !== 'README.md');
+    const docs = ['package.json', 'README.md', 'CHANGELOG.md', 'schema/config.schema.json'];
+    const stray = paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p) && !docs.includes(p));
     assert.deepEqual(stray, []);
-    for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/gateway/server.d.ts', 'package.json']) assert.ok(paths.includes(needed), needed);
+    for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/gateway/server.d.ts', ...docs]) assert.ok(paths.includes(needed), needed);
     assert.ok(!paths.some((p) => p.startsWith('dist/test') || p.startsWith('src/') || p === 'dist/llmux'));
     // A bound against stray files, not a budget: 300 KiB until the Responses API (issue 12), the
     // shared-state backend (issue 16) and usage (issue 17) came; 341 KB with all of them, packed
@@ -110,6 +111,9 @@ describe('the npm package', { timeout: 180_000 }, () => {
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
     const installed = await run('npm', ['install', tarball, ...npmFlags()], { cwd: app });
     assert.equal(installed.code, 0, installed.stderr);
+    // The README's "$schema" line for a project that installed llmux: a path that exists.
+    const schema = JSON.parse(readFileSync(join(app, 'node_modules', 'llmux', 'schema', 'config.schema.json'), 'utf8')) as { $schema: string };
+    assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
 
     copyFileSync(join(ROOT, 'examples', 'embed.mjs'), join(app, 'embed.mjs'));
     const example = await run(process.execPath, ['embed.mjs'], { cwd: app });

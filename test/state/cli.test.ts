@@ -153,7 +153,7 @@ describe('the command line with a state server', { skip }, () => {
     assert.match(noState.err, /no state server to migrate to: set LLMUX_STATE_URL/);
     const noFrom = io({ LLMUX_STATE_URL: freshStateUrl() });
     assert.equal(await main(['state', 'migrate'], noFrom), 2);
-    assert.match(noFrom.err, /state migrate needs --from-home DIR/);
+    assert.match(noFrom.err, /state migrate: --from-home DIR is required/);
     const unknown = io({});
     assert.equal(await main(['state', 'frobnicate'], unknown), 2);
   });

@@ -131,8 +131,9 @@ describe('horizontal bar chart', () => {
     assert.ok(t.includes('$0.4200'));
     assert.ok(t.includes('and 2 more: $0.0623'));
     assert.equal(t[t.length - 1], 'Cost (USD), last 30 days');
-    assert.equal(count(svg, /fill="#0072b2"/g), 10, 'one bar per shown key');
-    const widths = [...svg.matchAll(/<rect x="0" y="[^"]+" width="([^"]+)" height="16" rx="4" fill="#0072b2"/g)].map((m) => Number(m[1]));
+    assert.equal(count(svg, /fill="currentColor" fill-opacity="0.75"/g), 10, 'one bar per shown key, in no model\'s colour');
+    assert.equal(count(svg, /fill="#/g), 0);
+    const widths = [...svg.matchAll(/<rect x="0" y="[^"]+" width="([^"]+)" height="16" rx="4" fill="currentColor" fill-opacity="0.75"/g)].map((m) => Number(m[1]));
     assert.equal(widths[0], 480, 'the largest fills the width');
     assert.ok(Math.abs((widths[1] as number) - (96.12 / 182.4) * 480) < 0.1, 'others in proportion');
     assert.doesNotMatch(svg, /<script|style=|<style/i);

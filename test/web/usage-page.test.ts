@@ -5,6 +5,7 @@ import type { TestGateway } from '../helpers/gateway.ts';
 import { createWebClient, csrfOf } from './web-client.ts';
 import type { WebClient } from './web-client.ts';
 import { keyBars, usageView } from '../../src/web/usage-page.ts';
+import { modelColours } from '../../src/web/charts.ts';
 import { parseCreateForm } from '../../src/web/dashboard.ts';
 import type { UsageRow } from '../../src/usage/ledger.ts';
 
@@ -55,6 +56,43 @@ describe('the usage view', () => {
     assert.deepEqual(keyBars([row('key_a', 1), row('key_b', 2), row('key_c', 3), row('key_gone', 4), row(null, 5)], names), [
       { label: 'laptop (key_a)', value: 1 }, { label: 'laptop (key_b)', value: 2 }, { label: 'ci', value: 3 }, { label: 'key_gone', value: 4 },
     ]);
+  });
+
+  it('gives a model one colour in both charts, even when it is missing from one of them', () => {
+    // Two ids wanting the same palette colour: assigned per chart, the second one's colour moved
+    // when the first (a free model: tokens, no cost) was missing from the cost chart.
+    const ids = Array.from({ length: 200 }, (_, i) => `model-${i}`);
+    let pair: [string, string] | undefined;
+    for (const a of ids) {
+      for (const b of ids) if (a < b && modelColours([a, b]).get(b) !== modelColours([b]).get(b)) pair = [a, b];
+      if (pair !== undefined) break;
+    }
+    assert.ok(pair !== undefined, 'two ids that want one colour');
+    const [free, paid] = pair;
+    const day = (model: string, costUsd: number): UsageRow => row(null, costUsd, { start: '2026-03-14T00:00:00.000Z', model, input_tokens: 1000 });
+    const view = usageView([day(free, 0), day(paid, 1.5)], [], new Map(), NOW).__html;
+    const charts = view.split('<svg ').slice(1, 3);
+    const fills = (svg: string, model: string): Set<string> => new Set([...svg.matchAll(new RegExp(`fill="([^"]+)"(?:>|/>)<(?:title|text)[^>]*>(?:2026-03-14 · )?${model}[:<]`, 'g'))].map((m) => m[1] as string));
+    const costFill = fills(charts[0] as string, paid);
+    const tokenFill = fills(charts[1] as string, paid);
+    assert.equal(costFill.size, 1, `one colour for ${paid} in the cost chart`);
+    assert.deepEqual(costFill, tokenFill, `${paid} is drawn alike in both charts`);
+    assert.ok(!(charts[0] as string).includes(`${free}:`), `${free} costs nothing: not in the cost chart`);
+  });
+
+  it('writes every amount of money on the page by one rule: cents from $1 up, four decimals below', () => {
+    const at = (model: string, costUsd: number): UsageRow => row(null, costUsd, { start: '2026-03-14T00:00:00.000Z', model, input_tokens: 10 });
+    const names = new Map([['key_a', 'a'], ['key_b', 'b']]);
+    const view = usageView([at('big', 12.3456), at('small', 0.01234), at('none', 0)], [row('key_a', 12.3456), row('key_b', 0.01234)], names, NOW).__html;
+    // Axis ticks are marks of the scale ($0, $5, $10, $15): every other amount is a figure.
+    const ticks = new Set([...view.matchAll(/text-anchor="end" font-size="16">(\$[\d.,k]+)<\/text>/g)].map((m) => m[1]));
+    const amounts = [...view.matchAll(/\$[\d,]+(?:\.\d+)?/g)].map((m) => m[0]).filter((a) => !ticks.has(a));
+    assert.ok(amounts.length >= 8, `legend, tooltips, bar values, summaries: ${amounts.join(' ')}`);
+    for (const amount of amounts) {
+      const value = Number(amount.slice(1).replace(/,/g, ''));
+      assert.match(amount, value >= 1 ? /\.\d{2}$/ : /\.\d{4}$/, amount);
+    }
+    assert.ok(amounts.includes('$12.35') && amounts.includes('$0.0123') && amounts.includes('$12.36'), amounts.join(' '));
   });
 
   it('draws "No usage yet" before any usage', () => {
