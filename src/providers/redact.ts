@@ -61,3 +61,22 @@ export function createRedactor(credentials: Iterable<string>): Redact {
     return out;
   };
 }
+
+/**
+ * `redact`, also taking out the secrets a platform learns while llmux runs (OAuth access tokens,
+ * temporary AWS credentials, a signed assertion: src/platforms/ `secrets`), read by `current()` on
+ * each call; their needles are rebuilt only when that list changes.
+ */
+export function withLearnedSecrets(redact: Redact, current: () => readonly string[]): Redact {
+  let known: string | undefined;
+  let learned: Redact = (text) => text;
+  return (text) => {
+    const values = current();
+    const signature = values.join('\n');
+    if (signature !== known) {
+      known = signature;
+      learned = createRedactor(values);
+    }
+    return learned(redact(text));
+  };
+}
