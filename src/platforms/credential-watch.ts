@@ -64,9 +64,9 @@ export function createCredentialWatch(options: CredentialWatchOptions): Credenti
   const check = async (waitMs: number): Promise<void> => {
     if (watched.length === 0) return;
     let waited: NodeJS.Timeout | undefined;
+    // Not unref'd: a gateway waiting to listen has nothing else keeping the process up. Bounded, and cleared.
     const deadline = new Promise<void>((resolve) => {
       waited = setTimeout(resolve, waitMs);
-      waited.unref();
     });
     await Promise.race([Promise.all(watched.map(checkOne)), deadline]);
     clearTimeout(waited);

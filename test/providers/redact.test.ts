@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRedactor, credentialsOf } from '../../src/providers/redact.ts';
+import { createRedactor, credentialsOf, withLearnedSecrets } from '../../src/providers/redact.ts';
 import type { ProviderConfig } from '../../src/config/types.ts';
 
 const provider = (id: string, apiKey: string | undefined, headers: Record<string, string> = {}): ProviderConfig => ({
@@ -27,5 +27,14 @@ describe('redaction of provider credentials', () => {
     ];
     const values = credentialsOf(providers, (p) => (p.id === 'a' ? 'resolved-a' : undefined));
     assert.deepEqual(values.sort(), ['Bearer tok-123', 'azure-456', 'resolved-a', 'tok-123']);
+  });
+
+  it('also takes out the secrets learned while running, as they change', () => {
+    let learned = ['ya29.first-access-token'];
+    const redact = withLearnedSecrets(createRedactor(['sk-configured-key']), () => learned);
+    assert.equal(redact('sk-configured-key ya29.first-access-token'), '[redacted] [redacted]');
+    learned = ['ya29.second-access-token'];
+    assert.equal(redact('ya29.second-access-token%2F ya29.first-access-token'), '[redacted]%2F ya29.first-access-token');
+    assert.equal(redact(JSON.stringify({ message: 'token "ya29.second-access-token"' })), '{"message":"token \\"[redacted]\\""}');
   });
 });
