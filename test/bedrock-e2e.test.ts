@@ -211,6 +211,15 @@ describe('Bedrock errors', () => {
     assert.match(streamed.text, /\[redacted\]/);
   });
 
+  it('names the provider in /metrics and in the log lines', async () => {
+    const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
+    const text = await res.text();
+    client.seen.push(text);
+    assert.match(text, /llmux_request_duration_seconds_count\{route="[^"]*messages[^"]*",provider="bedrock"\} \d+/);
+    assert.match(text, /llmux_upstream_errors_total\{provider="bedrock",code="429"\} \d+/);
+    assert.ok(gw.logs.some((line) => (line as { provider?: string }).provider === 'bedrock'));
+  });
+
   it('leaves no credential in any answer or log line', () => {
     assertNoSecrets([...client.seen, ...logText(gw)], [credentials.secretAccessKey, credentials.sessionToken, 'not-the-secret-but-long-enough']);
   });
