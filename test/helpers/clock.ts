@@ -26,12 +26,18 @@ export interface ManualClock {
   timers: Timers;
   /** Moves time on by `ms`, running every timer that falls due on the way, earliest first. */
   advance(ms: number): void;
+  /**
+   * Sets `now()` to `ms` and fires nothing, as when the system clock is set: Node's timers run on
+   * a monotonic clock that such a change does not move.
+   */
+  jump(ms: number): void;
   /** How many timers are armed (not yet fired, for a timeout; not cleared, for an interval). */
   pending(): number;
 }
 
 export function createManualClock(startMs = Date.UTC(2026, 2, 14, 10)): ManualClock {
-  let nowMs = startMs;
+  let nowMs = startMs; // the timers' (monotonic) time
+  let wallOffsetMs = 0; // what jump() added to it for now()
   let armed: ManualTimer[] = [];
   let made = 0;
   const arm = (callback: () => void, ms: number, every: boolean): ManualTimer => {
@@ -53,7 +59,7 @@ export function createManualClock(startMs = Date.UTC(2026, 2, 14, 10)): ManualCl
     return next;
   };
   return {
-    now: () => nowMs,
+    now: () => nowMs + wallOffsetMs,
     timers: {
       setTimeout: (callback, ms) => arm(callback, ms, false),
       clearTimeout: cancel,
@@ -69,6 +75,9 @@ export function createManualClock(startMs = Date.UTC(2026, 2, 14, 10)): ManualCl
         timer.callback();
       }
       nowMs = untilMs;
+    },
+    jump(ms) {
+      wallOffsetMs = ms - nowMs;
     },
     pending: () => armed.filter((t) => !t.cancelled).length,
   };
