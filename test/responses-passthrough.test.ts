@@ -50,7 +50,7 @@ function responsesAnswer(text: string, options: { responseId?: string } = {}): R
 }
 
 async function lastLogLine(): Promise<Record<string, unknown>> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await gw.allLogged();
   return [...gw.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
 }
 
