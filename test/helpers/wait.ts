@@ -16,15 +16,16 @@ export interface WaitOptions {
 
 /**
  * Resolves with the milliseconds waited once `condition` holds; fails with "`what` never happened
- * within N ms" after `timeoutMs`. `what` names the awaited event: "the request's log line".
+ * within N ms" after `timeoutMs`. `what` names the awaited event: "the request's log line" (a
+ * function, when the message should say what was seen instead).
  */
-export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, options: WaitOptions = {}): Promise<number> {
+export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string | (() => string), options: WaitOptions = {}): Promise<number> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const pollMs = options.pollMs ?? 5;
   const started = performance.now();
   for (;;) {
     if (await condition()) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) assert.fail(`${what} never happened within ${timeoutMs} ms`);
+    if (performance.now() - started > timeoutMs) assert.fail(`${typeof what === 'string' ? what : what()} never happened within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
