@@ -144,6 +144,7 @@ describe('the shared key store on a real state server', { skip }, () => {
       await own.stop();
       await within(5000, 'the connection loss', () => clients.some((c) => c.status === 'down'));
       assert.equal(store.findBySecret(key)?.name, 'kept');
+      // Real time: a real client against a server that is gone.
       const started = performance.now();
       await assert.rejects(store.create({ name: 'new' }), (err: unknown) => err instanceof GatewayError && err.status === 503 && err.code === 'state_unavailable');
       await assert.rejects(store.revoke('kept'), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
