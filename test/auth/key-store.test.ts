@@ -210,16 +210,17 @@ describe('key store', () => {
     const busy = (err: unknown): boolean => err instanceof GatewayError && err.status === 503 && err.code === 'key_store_busy';
     assert.throws(() => createKeyStore(dir).create({ name: 'x' }), busy);
     assert.equal(readFileSync(lock, 'utf8'), `${process.ppid}\n${hostname()}\n`, 'a live lock is left alone');
-    // A live owner that lets go 300 ms after it is told to: told just before a command blocks this
-    // thread waiting for it (real time: the owner is another process, with its own clock).
-    const script = `const fs = require('fs'); fs.writeFileSync(${JSON.stringify(lock)}, process.pid + '\\n'); process.stdin.once('data', () => setTimeout(() => fs.unlinkSync(${JSON.stringify(lock)}), 300));`;
+    // A live owner that lets go a second after it is told to (real time: the owner is another
+    // process, with its own clock), told just before the server's write: refused while the owner
+    // still held the lock, the server did not wait for it.
+    const script = `const fs = require('fs'); fs.writeFileSync(${JSON.stringify(lock)}, process.pid + '\\n'); process.stdin.once('data', () => setTimeout(() => fs.unlinkSync(${JSON.stringify(lock)}), 1000));`;
     const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'ignore', 'inherit'] });
     const owned = `${child.pid}\n`;
     await waitUntil(() => existsSync(lock) && readFileSync(lock, 'utf8') === owned, 'the child taking the lock');
+    child.stdin.write('let go\n');
     assert.throws(() => createKeyStore(dir).create({ name: 'y' }), busy);
     assert.equal(readFileSync(lock, 'utf8'), owned, 'refused while the owner still held it: the server did not wait');
-    // A command waits for it: the lock is held when it asks, and it gets it.
-    child.stdin.write('let go\n');
+    // A command waits for it: the lock is still held when it asks, and it gets it.
     assert.equal(readFileSync(lock, 'utf8'), owned);
     createKeyStore(dir, { lockWaitMs: 5_000 }).create({ name: 'patient' });
     assert.ok(createKeyStore(dir).get('patient'), 'it waited for the owner');
