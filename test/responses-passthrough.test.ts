@@ -30,7 +30,9 @@ before(async () => {
         { id: 'gpt-pass', provider: 'fake-responses', upstream_id: 'gpt-upstream', reasoning: true },
         { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true },
       ],
-      limits: { ping_interval_ms: 40 },
+      // Long enough that no byte-exact stream here meets a ping on a loaded machine (40 ms did);
+      // the ping test waits for its ping instead of sleeping past it.
+      limits: { ping_interval_ms: 500 },
     }),
   });
   client = new OpenAI({ apiKey: gw.key, baseURL: `${gw.url}/v1`, maxRetries: 0, timeout: 10_000 });
