@@ -30,7 +30,9 @@ before(async () => {
         { id: 'gpt-pass', provider: 'fake-responses', upstream_id: 'gpt-upstream', reasoning: true },
         { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true },
       ],
-      limits: { ping_interval_ms: 40 },
+      // Long enough that no byte-exact stream here meets a ping on a loaded machine (40 ms did);
+      // the ping test waits for its ping instead of sleeping past it.
+      limits: { ping_interval_ms: 500 },
     }),
   });
   client = new OpenAI({ apiKey: gw.key, baseURL: `${gw.url}/v1`, maxRetries: 0, timeout: 10_000 });
@@ -50,7 +52,7 @@ function responsesAnswer(text: string, options: { responseId?: string } = {}): R
 }
 
 async function lastLogLine(): Promise<Record<string, unknown>> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await gw.allLogged();
   return [...gw.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
 }
 
@@ -104,13 +106,28 @@ test('the openai SDK reads a passed-through stream and a whole answer, both nami
 test('a silent upstream gets `: ping` comments, and the stream still completes', async () => {
   const scripted = responsesUpstream({ text: 'Slow words arrive.' });
   const cut = scripted.stream.indexOf('event: response.output_item.added');
+  // The upstream stays silent until the client has had a ping (or, if none ever comes, 10 s).
+  let speak!: () => void;
+  const spoken = new Promise<void>((resolve) => { speak = resolve; });
+  const giveUp = setTimeout(() => speak(), 10_000);
   gw.upstream.queue.push(async (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write(scripted.stream.slice(0, cut));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await spoken;
     res.end(scripted.stream.slice(cut));
   });
-  const out = await rawStream({ model: 'gpt-pass', input: 'Hi' });
+  const res = await fetch(`${gw.url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` },
+    body: JSON.stringify({ model: 'gpt-pass', input: 'Hi', stream: true }),
+  });
+  let out = '';
+  const decoder = new TextDecoder();
+  for await (const piece of res.body as AsyncIterable<Uint8Array>) {
+    out += decoder.decode(piece, { stream: true });
+    if (/\n: ping\n\n/.test(out)) speak();
+  }
+  clearTimeout(giveUp);
   assert.match(out, /\n: ping\n\n/);
   assert.equal(parseResponsesEvents(out).at(-1)?.data['type'], 'response.completed');
 });

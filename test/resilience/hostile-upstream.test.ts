@@ -4,7 +4,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
+import { startTestGateway, anthropicHeaders, logLineOf, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { gzipSync, brotliCompressSync } from 'node:zlib';
 import { jsonWithLlmuxModel, withLlmuxModel } from '../helpers/model-names.ts';
@@ -12,7 +12,6 @@ import { fixture, respond } from '../helpers/fake-upstream.ts';
 import type { Responder } from '../helpers/fake-upstream.ts';
 
 const SECRETS = ['upstream-openai-secret', 'upstream-anthropic-secret', 'header-credential-789'];
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An upstream that quotes back the credential it received, as some do in their error messages. */
 function echoCredential(status: number): Responder {
@@ -67,7 +66,7 @@ describe('an upstream that echoes its credential', () => {
       const text = await res.text();
       assertClean(text, 'the answer');
       assert.match(text, /\[redacted\]/);
-      await wait(20);
+      await logLineOf(t, res);
       assertClean(JSON.stringify(t.logs), 'the log');
     });
   }
@@ -86,7 +85,7 @@ describe('an upstream that echoes its credential', () => {
       assert.match(text, /error/);
       assertClean(text, 'the stream');
       assert.match(text, /\[redacted\]/);
-      await wait(20);
+      await logLineOf(t, res);
       assertClean(JSON.stringify(t.logs), 'the log');
     });
   }
@@ -167,7 +166,7 @@ describe('an upstream that reports absurd usage', () => {
       const answers = await Promise.all([ask(), ask()]);
       assert.deepEqual(answers.map((r) => r.status), [200, 200]);
       await Promise.all(answers.map((r) => r.arrayBuffer()));
-      await wait(20);
+      await t.allLogged();
       const metrics = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.adminKey}` } })).text();
       const tokensIn = Number(/llmux_tokens_total\{model="gpt-test",direction="in"\} (\S+)/.exec(metrics)?.[1]);
       assert.ok(Number.isSafeInteger(tokensIn) && tokensIn <= 2 * 100_000_000, `tokens in: ${tokensIn}`);

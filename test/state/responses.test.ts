@@ -10,6 +10,7 @@ import { createSharedResponseStore, createSharedResponsesState, sharedSealSecret
 import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const skip = redisSkip();
 
@@ -77,8 +78,8 @@ describe('stored responses and the seal secret on a real state server', { skip }
     assert.equal(await store.put(record('resp_big', 'key_a', 'x'.repeat(5000))), false);
     assert.equal(await store.put(record('resp_short')), true);
     assert.ok(await store.get('key_a', 'resp_short'));
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    assert.equal(await store.get('key_a', 'resp_short'), undefined);
+    // The server's own clock expires it: waited for, not slept through.
+    await waitUntil(async () => (await store.get('key_a', 'resp_short')) === undefined, 'the response forgotten after its 150 ms');
     assert.equal(await store.findItem('key_a', 'msg_resp_short'), undefined);
   });
 
@@ -107,15 +108,9 @@ describe('stored responses and the seal secret on a real state server', { skip }
       await assert.rejects(state.store.get('key_a', 'resp_1'), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       await assert.rejects(state.sealer(), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       own.resume();
-      const deadline = Date.now() + 10_000;
-      let sealer;
-      while (sealer === undefined) {
-        sealer = await state.sealer().catch((error: unknown) => {
-          if (Date.now() > deadline) throw error;
-          return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50));
-        });
-      }
-      assert.ok(sealer.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v1.'));
+      let sealer: Awaited<ReturnType<typeof state.sealer>> | undefined;
+      await waitUntil(async () => (sealer = await state.sealer().catch(() => undefined)) !== undefined, 'a sealer once the server is back', { pollMs: 50 });
+      assert.ok(sealer?.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v1.'));
     } finally {
       own.resume();
       await own.stop();
