@@ -30,6 +30,7 @@ export const SYSTEM_FILES = {
   'test/auth/key-store.test.ts': 'child processes writing the store at once, one killed mid-write',
   'test/commands/device.test.ts': 'a whole gateway over sockets',
   'test/commands/setup.test.ts': 'llmux setup driven through a terminal (a child process)',
+  'test/doctor/doctor.test.ts': 'a real redis-server for the state server check',
   'test/gateway/features.test.ts': 'a whole gateway over sockets',
   'test/gateway/pipeline.test.ts': 'a whole gateway over sockets',
   'test/gateway/server.test.ts': 'a whole gateway over sockets',
@@ -39,6 +40,7 @@ export const SYSTEM_FILES = {
   'test/web/dashboard.test.ts': 'a whole gateway over sockets',
   'test/web/device-page.test.ts': 'a whole gateway over sockets',
   'test/web/device-routes.test.ts': 'a whole gateway over sockets',
+  'test/web/health.test.ts': 'a whole gateway over sockets',
   'test/web/usage-page.test.ts': 'a whole gateway over sockets',
 };
 
