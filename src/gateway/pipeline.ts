@@ -36,7 +36,9 @@ import { costOf } from '../usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
-import { readBody, readJsonObject } from '../http/body.ts';
+import { readJsonObject } from '../http/body.ts';
+import { readKeyedBody } from '../http/admission.ts';
+import type { BodyAdmission } from '../http/admission.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
 import { onClose } from '../http/respond.ts';
 import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
@@ -226,11 +228,7 @@ async function readAndAdmit<F extends WireFormat>(
 ): Promise<Admitted<F>> {
   const forwarded = dialect.readHeaders(req.headers);
   const limits = limitsFor(key, ctx.config.tiers);
-  const early = ctx.limiter.check(key.id, limits, 'model');
-  if (early !== undefined) throw rateLimitError(early);
-  const claim = ctx.bodies.claim(key.id);
-  onClose(res, () => claim.release());
-  const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
+  const { bytes, claim, refused } = await readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits }, 'model');
   try {
     const parsed = readJsonObject(bytes);
     const arrived = dialect.readRequest(parsed.value, forwarded, ctx.config.validation === 'strict');
@@ -257,9 +255,14 @@ async function readAndAdmit<F extends WireFormat>(
     if (!admission.ok) throw rateLimitError(admission);
     return { request, turn, model, estimate, admission, claim };
   } catch (err) {
-    ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    refused();
     throw err;
   }
+}
+
+/** What admitting a request body needs (src/http/admission.ts), from the pipeline's context. */
+export function bodyAdmission(ctx: PipelineContext): BodyAdmission {
+  return { limiter: ctx.limiter, bodies: ctx.bodies, maxBodyBytes: ctx.config.limits.maxBodyBytes, bodyTimeoutMs: ctx.config.limits.bodyTimeoutMs };
 }
 
 /**

@@ -17,13 +17,14 @@ import { GatewayError, invalidParameters, modelNotFound, truncate } from '../com
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
-import { parseJsonBody, readBody } from '../http/body.ts';
-import { onClose, sendJson } from '../http/respond.ts';
-import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
+import { parseJsonBody } from '../http/body.ts';
+import { readKeyedBody } from '../http/admission.ts';
+import { sendJson } from '../http/respond.ts';
+import { setRateLimitHeaders } from '../http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
 import { parseUsageParams } from '../usage/usage-params.ts';
-import { handleModelRequest } from './pipeline.ts';
+import { bodyAdmission, handleModelRequest } from './pipeline.ts';
 import type { PipelineContext } from './pipeline.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { RouteHandler, RouteRegistry } from './feature.ts';
@@ -64,6 +65,10 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
   };
 
+  /** A counting route's body (count_tokens, input_tokens): never admitted, charged as unadmitted work (src/http/admission.ts). */
+  const readCountedBody = (req: IncomingMessage, res: ServerResponse, key: KeyRecord) =>
+    readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits: limitsFor(key, config.tiers) }, 'counted');
+
   // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
   routes.add('GET', '/', (_req, res) => {
     sendJson(res, 200, JSON.stringify({ name: 'llmux', version: VERSION, endpoints: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/models', '/v1/usage', '/auth/device', '/dashboard', '/healthz'] }));
@@ -97,13 +102,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const key = authed(req, record);
     await peekHeaders(res, key);
     // count_tokens is never admitted: it spends the key's budget for unadmitted work instead.
-    const limits = limitsFor(key, config.tiers);
-    const early = limiter.check(key.id, limits, 'unadmitted');
-    if (early !== undefined) throw rateLimitError(early);
-    const claim = ctx.bodies.claim(key.id);
-    onClose(res, () => claim.release());
-    const bytes = await readBody(req, config.limits.maxBodyBytes, { idleTimeoutMs: config.limits.bodyTimeoutMs, claim });
-    limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    const { bytes } = await readCountedBody(req, res, key);
     const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
@@ -141,7 +140,8 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   const inputTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
-    const body = validateResponsesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
+    const { bytes } = await readCountedBody(req, res, key);
+    const body = validateResponsesRequest(parseJsonBody(bytes), { countTokens: true });
     if (typeof body.model === 'string') {
       record.model = body.model;
       if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);

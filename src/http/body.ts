@@ -23,6 +23,11 @@ export interface ReadBodyOptions {
   idleTimeoutMs?: number | undefined;
   /** Where the body's bytes are held while the request runs; refused when it has no room. */
   claim?: BodyClaim | undefined;
+  /**
+   * Longest the whole body may take to arrive, however steadily it comes (408 after it). For
+   * small routes (./admission.ts), where a body dripped a byte at a time never trips the idle bound.
+   */
+  deadlineMs?: number | undefined;
 }
 
 /** 408 request_timeout: the body stopped arriving. */
@@ -33,6 +38,11 @@ function bodyTimedOut(idleTimeoutMs: number): GatewayError {
     'request_timeout',
     `The request body stopped arriving for ${idleTimeoutMs} ms (limits.body_timeout_ms); send it without pauses`,
   );
+}
+
+/** 408 request_timeout: the whole body did not arrive in time. */
+function bodyTooSlow(deadlineMs: number): GatewayError {
+  return new GatewayError(408, 'invalid_request_error', 'request_timeout', `The request body did not arrive within ${deadlineMs} ms; send it at once`);
 }
 
 /**
@@ -68,8 +78,10 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     // One timer for the whole body, re-armed only when it fires: a chunk just notes the time.
     let lastData = Date.now();
     let timer: NodeJS.Timeout | undefined;
+    let deadline: NodeJS.Timeout | undefined;
     const cleanup = (): void => {
       clearTimeout(timer);
+      clearTimeout(deadline);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -125,7 +137,11 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
-    if (!req.complete) timer = setTimeout(onTimer, idleTimeoutMs);
+    if (!req.complete) {
+      timer = setTimeout(onTimer, idleTimeoutMs);
+      const { deadlineMs } = options;
+      if (deadlineMs !== undefined) deadline = setTimeout(() => { if (!settled) stop(bodyTooSlow(deadlineMs)); }, deadlineMs);
+    }
   });
 }
 
