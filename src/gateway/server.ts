@@ -257,14 +257,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }
 
   async function listen(port = config.port, host = config.host): Promise<{ port: number; host: string; url: string }> {
-    const { headersTimeoutMs, requestTimeoutMs } = config.limits;
+    const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = config.limits;
     const srv = http.createServer({
       // Slow or half-open clients can't hold sockets forever: headers and whole requests have
-      // deadlines, checked often enough that a short deadline is kept.
+      // deadlines, checked often enough that a short deadline is kept. (Node refuses a request
+      // timeout below the headers timeout. The headers timeout starts with a request's first
+      // byte, so it may be shorter than the keep-alive timeout an idle connection waits.)
       headersTimeout: headersTimeoutMs,
       requestTimeout: Math.max(requestTimeoutMs, headersTimeoutMs),
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
-      keepAliveTimeout: 5_000,
+      keepAliveTimeout: keepAliveTimeoutMs,
     }, handler);
     srv.timeout = 0;
     srv.on('clientError', answerClientError);
