@@ -3,10 +3,10 @@
  * key store, the limiter, device grants, the usage ledger, and the Responses API's stored
  * responses and seal secret, each behind the interface its in-process counterpart serves.
  *
- * Connections: one for the request path (admissions, keys, grants, usage writes), whose every
- * command has `state.timeout_ms`; one for pub/sub (key changes), opened by the client itself; and
- * one for bulk reads (usage queries, stored responses), so a large reply never holds up an
- * admission behind it. The first one's status is the gateway's health: see ./health.ts.
+ * Connections: one for the request path (admissions, keys, grants, usage writes); one for pub/sub
+ * (key changes), opened by the client itself; and one for bulk reads (usage queries, stored
+ * responses), so a large reply never holds up an admission behind it. Every command on either
+ * has `state.timeout_ms`, reads of usage and stored responses included. The first one's status is the gateway's health: see ./health.ts.
  *
  * The Responses API's state (`responses`) is made here; the gateway hands it to the Responses
  * dialect instead of its in-memory store and the secret in LLMUX_HOME when state is shared.
@@ -28,8 +28,6 @@ import type { SharedLedger } from './usage-ledger.ts';
 import { createSharedResponsesState } from './responses.ts';
 import type { SharedResponsesState } from './responses.ts';
 
-/** How long a usage query's round trip may take: it is not on a model request's path. */
-const QUERY_TIMEOUT_MS = 10_000;
 /** How long `ready` waits for the first read of the keys before the gateway starts without them. */
 const FIRST_READ_WAIT_MS = 5_000;
 
@@ -95,7 +93,9 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     ...(options.windowMs === undefined ? {} : { windowMs: options.windowMs }),
     ...(options.unadmittedBytes === undefined ? {} : { unadmittedBytes: options.unadmittedBytes }),
   });
-  const usage = createSharedLedger({ client, queryClient: bulk, queryTimeoutMs: QUERY_TIMEOUT_MS, prefix, onError: (error) => warn(error.message), ...clock });
+  // Every read, usage queries included, has `state.timeout_ms` (the bulk client's): a hung server
+  // is a prompt 503 on `GET /v1/usage` too, not a wait (issue 25).
+  const usage = createSharedLedger({ client, queryClient: bulk, prefix, onError: (error) => warn(error.message), ...clock });
   const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
   const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
 
