@@ -31,7 +31,7 @@ import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts
 import { estimateRequestTokens } from '../formats/estimate.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
-import { totalTokens } from '../formats/usage.ts';
+import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
@@ -81,6 +81,8 @@ interface Asked {
   stream: boolean;
   /** The client asked for a usage report at the end of its stream. */
   includeUsage: boolean;
+  /** The client's output cap, if it gave one: with the model's limits, the most usage it can be charged. */
+  maxTokens: number | undefined;
 }
 
 /** The values that travel together from the provider's answer to the client's. */
@@ -133,7 +135,12 @@ export async function handleModelRequest<F extends WireFormat>(
   }
   const { model, estimate, admission, claim } = admitted;
   const { keep, translation } = admitted.turn;
-  const asked: Asked = { format, stream: admitted.request.body.stream === true, includeUsage: dialects[format].wantsStreamUsage(admitted.request.body) };
+  const asked: Asked = {
+    format,
+    stream: admitted.request.body.stream === true,
+    includeUsage: dialects[format].wantsStreamUsage(admitted.request.body),
+    maxTokens: dialects[format].maxTokens(admitted.request.body),
+  };
   // From here the request is only held for building upstream bodies, and let go once the last is built.
   const held: HeldRequest<F> = { request: admitted.request };
   admitted = undefined;
@@ -169,6 +176,7 @@ export async function handleModelRequest<F extends WireFormat>(
     outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
   } finally {
     if (outcome?.usage !== undefined) {
+      outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
       admission.settle(totalTokens(outcome.usage));
       record.usage = outcome.usage;
       record.costUsd = costOf(outcome.usage, answeredBy.pricing);
@@ -263,6 +271,13 @@ async function readAndAdmit<F extends WireFormat>(
 /** What admitting a request body needs (src/http/admission.ts), from the pipeline's context. */
 export function bodyAdmission(ctx: PipelineContext): BodyAdmission {
   return { limiter: ctx.limiter, bodies: ctx.bodies, maxBodyBytes: ctx.config.limits.maxBodyBytes, bodyTimeoutMs: ctx.config.limits.bodyTimeoutMs };
+}
+
+/** Usage held to what the request could have used of `model` (llmux.md section 7), with a warning when it was more. */
+function usageWithin(usage: TokenUsage, model: ModelEntry, maxTokens: number | undefined, onWarning: (message: string) => void): TokenUsage {
+  const bounded = boundUsage(usage, { inputTokens: model.context_length, outputTokens: maxTokens ?? model.max_output_tokens });
+  if (bounded.clamped !== undefined) onWarning(bounded.clamped);
+  return bounded.usage;
 }
 
 /**
