@@ -33,7 +33,8 @@ import { dialects } from '../dialects/index.ts';
 import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
 import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
-import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
+import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus, worstCaseUsd } from '../usage/budget.ts';
+import type { BudgetHold, BudgetHolds } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
 import { readJsonObject } from '../http/body.ts';
@@ -66,6 +67,8 @@ export interface PipelineContext {
   attempts: AttemptContext;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
+  /** Each admitted request's worst case held against its key's budget (src/usage/budget.ts). */
+  budgets: BudgetHolds;
   /** What formats keep between requests (stored responses, the reasoning seal). */
   state: DialectServices;
   now(): number;
@@ -180,6 +183,7 @@ export async function handleModelRequest<F extends WireFormat>(
       admission.settle(totalTokens(outcome.usage));
       record.usage = outcome.usage;
       record.costUsd = costOf(outcome.usage, answeredBy.pricing);
+      record.budgetHold?.settle(record.costUsd);
     } else if (!res.headersSent) {
       // Refused before any upstream work: nothing was consumed.
       admission.settle(0);
@@ -259,8 +263,15 @@ async function readAndAdmit<F extends WireFormat>(
     const estimate = estimateRequestTokens(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     // One round trip to the state server when the limits are shared; immediate otherwise.
-    const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
+    const output = outputReservation(dialect.maxTokens(request.body), model);
+    const admission = await ctx.limiter.admit(key.id, limits, estimate + output);
     if (!admission.ok) throw rateLimitError(admission);
+    // Released by the usage recorder once the request's cost is in the ledger (src/usage/budget.ts).
+    record.budgetHold = await holdBudget(ctx, key, model, estimate, output).catch((err: unknown) => {
+      admission.settle(0);
+      admission.release();
+      throw err;
+    });
     return { request, turn, model, estimate, admission, claim };
   } catch (err) {
     refused();
@@ -271,6 +282,12 @@ async function readAndAdmit<F extends WireFormat>(
 /** What admitting a request body needs (src/http/admission.ts), from the pipeline's context. */
 export function bodyAdmission(ctx: PipelineContext): BodyAdmission {
   return { limiter: ctx.limiter, bodies: ctx.bodies, maxBodyBytes: ctx.config.limits.maxBodyBytes, bodyTimeoutMs: ctx.config.limits.bodyTimeoutMs };
+}
+
+/** Holds the request's worst case against its key's budget, if it has one (llmux.md section 7); throws the refusal. */
+async function holdBudget(ctx: PipelineContext, key: KeyRecord, model: ModelEntry, inputTokens: number, outputTokens: number): Promise<BudgetHold | undefined> {
+  const budget = budgetFor(key, ctx.config.tierBudgets);
+  return budget === undefined ? undefined : ctx.budgets.reserve(key.id, budget, worstCaseUsd(model.pricing, inputTokens, outputTokens));
 }
 
 /** Usage held to what the request could have used of `model` (llmux.md section 7), with a warning when it was more. */

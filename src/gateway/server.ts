@@ -40,6 +40,7 @@ import { whenOpen } from '../usage/opening-ledger.ts';
 import { createSpanExporter } from '../usage/otlp.ts';
 import type { SpanExporter } from '../usage/otlp.ts';
 import { createUsageRecorder } from '../usage/recorder.ts';
+import { createBudgetHolds } from '../usage/budget.ts';
 import { createLocalResponsesState } from '../responses/state.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import { openSharedState } from '../state/shared-state.ts';
@@ -130,6 +131,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }));
   const exporter = createExporter(config, log);
   const recorder = createUsageRecorder({ ledger: usage, exporter });
+  const budgets = shared?.budgets ?? createBudgetHolds({ ledger: usage, now });
   const responses = options.responsesState ?? shared?.responses ?? createLocalResponsesState({
     home: config.home,
     ttlMs: config.responses.storeTtlMs,
@@ -142,6 +144,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     keys,
     limiter,
     usage,
+    budgets,
     bodies,
     state: { responses },
     now,

@@ -26,6 +26,8 @@ import type { SharedDeviceFlow } from './device-grants.ts';
 import { createSharedLedger } from './usage-ledger.ts';
 import type { SharedLedger } from './usage-ledger.ts';
 import { createSharedResponsesState } from './responses.ts';
+import { createSharedBudgetHolds } from './budget-holds.ts';
+import type { SharedBudgetHolds } from './budget-holds.ts';
 import type { SharedResponsesState } from './responses.ts';
 
 /** How long `ready` waits for the first read of the keys before the gateway starts without them. */
@@ -56,6 +58,8 @@ export interface SharedState {
   readonly keys: SharedKeyStore;
   readonly limiter: SharedLimiter;
   readonly usage: SharedLedger;
+  /** Budget reservations of requests in flight, held on the server. */
+  readonly budgets: SharedBudgetHolds;
   readonly responses: SharedResponsesState;
   /** A device-grant store on the server, with the device flow's settings. */
   deviceFlow(options?: DeviceFlowOptions): SharedDeviceFlow;
@@ -96,6 +100,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
   // Every read, usage queries included, has `state.timeout_ms` (the bulk client's): a hung server
   // is a prompt 503 on `GET /v1/usage` too, not a wait (issue 25).
   const usage = createSharedLedger({ client, queryClient: bulk, prefix, onError: (error) => warn(error.message), ...clock });
+  const budgets = createSharedBudgetHolds({ client, health, ledger: usage, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
   const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
   const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
 
@@ -107,6 +112,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     keys,
     limiter,
     usage,
+    budgets,
     responses,
     deviceFlow: (flowOptions = {}) => createSharedDeviceFlow({ client, prefix, ...clock, ...flowOptions }),
     ready,
@@ -115,6 +121,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
         // Not a degradation: the health stops listening before the connections go.
         health.close();
         limiter.close();
+        budgets.close();
         keys.close();
         await usage.close();
         await Promise.all([client.close(), bulk.close()]);
