@@ -257,6 +257,7 @@ async function readAndAdmit<F extends WireFormat>(
       keyId: key.id,
       services: ctx.state,
       passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
+      providerId: provider?.id,
       now: ctx.now,
     });
     const request = turn.request;

@@ -13,7 +13,7 @@ import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
 import { estimateRequestTokens } from '../formats/estimate.ts';
-import { GatewayError, invalidParameters, modelNotFound, truncate } from '../common/errors.ts';
+import { GatewayError, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
@@ -40,6 +40,8 @@ export interface CoreRoutesContext extends PipelineContext {
   openRequests(): number;
   /** Whether the shared-state server is away now; undefined without shared state. */
   stateDegraded(): boolean | undefined;
+  /** A read or delete of what a Responses provider keeps, forwarded with its credential (src/providers/forward.ts). */
+  forward(providerId: string, method: 'GET' | 'DELETE', path: string): Promise<Buffer>;
 }
 
 /** The messages operations (with count_tokens), at `/v1` and at the root. */
@@ -120,20 +122,32 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     if (stored === undefined) throw responseNotFound(id);
     return stored;
   };
+  /** A response recorded as held by its provider (src/responses/passthrough.ts): read there, for this key only. */
+  const forwarded = (stored: StoredResponse, method: 'GET' | 'DELETE', tail: string, url: string | undefined): Promise<Buffer> => {
+    const query = queryOf(url).toString();
+    return ctx.forward(stored.provider as string, method, `/responses/${encodeURIComponent(stored.id)}${tail}${query === '' ? '' : `?${query}`}`);
+  };
   const getResponse: RouteHandler = async (req, res, params, record) => {
     const stored = await storedResponse(req, res, params, record);
+    if (stored.provider !== undefined) {
+      sendJson(res, 200, withModel(await forwarded(stored, 'GET', '', req.url), stored.response.model));
+      return;
+    }
     const withSeals = queryOf(req.url).getAll('include').concat(queryOf(req.url).getAll('include[]')).includes(ENCRYPTED_REASONING);
     sendJson(res, 200, JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response)));
   };
   const deleteResponse: RouteHandler = async (req, res, params, record) => {
-    const key = authed(req, record);
-    await peekHeaders(res, key);
-    const id = params['id'] ?? '';
-    if (!(await store.delete(key.id, id))) throw responseNotFound(id);
-    sendJson(res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
+    const stored = await storedResponse(req, res, params, record);
+    if (stored.provider !== undefined) await forwarded(stored, 'DELETE', '', undefined);
+    if (!(await store.delete(stored.keyId, stored.id))) throw responseNotFound(stored.id);
+    sendJson(res, 200, JSON.stringify({ id: stored.id, object: 'response', deleted: true }));
   };
   const inputItems: RouteHandler = async (req, res, params, record) => {
     const stored = await storedResponse(req, res, params, record);
+    if (stored.provider !== undefined) {
+      sendJson(res, 200, await forwarded(stored, 'GET', '/input_items', req.url));
+      return;
+    }
     sendJson(res, 200, JSON.stringify(inputItemsPage(stored.input, queryOf(req.url))));
   };
   // Like count_tokens: an estimate, after previous_response_id and item_reference are resolved.
@@ -204,6 +218,17 @@ function queryOf(url: string | undefined): URLSearchParams {
   const target = url ?? '';
   const q = target.indexOf('?');
   return new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
+}
+
+/** A provider's response object naming the llmux model that answered it (llmux.md section 3). */
+function withModel(bytes: Buffer, model: string): string {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw upstreamFailed('The provider that holds this response sent an answer llmux could not read');
+  }
+  return JSON.stringify(isRecord(answer) ? { ...answer, model } : answer);
 }
 
 /** Stored reasoning is always sealed; a reader that did not ask for `reasoning.encrypted_content` gets it without. */

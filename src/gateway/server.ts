@@ -22,6 +22,7 @@ import type { Limiter } from '../limits/limiter.ts';
 import { createUpstreamClient } from '../providers/upstream.ts';
 import { ECHO_PROVIDER, createEchoTransport } from '../providers/echo.ts';
 import { createRedactor, credentialsOf } from '../providers/redact.ts';
+import { forwardToProvider } from '../providers/forward.ts';
 import { createRouter, pathOf } from '../http/router.ts';
 import { createBodyBudget } from '../http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
@@ -182,6 +183,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     isClosing: () => closing,
     openRequests: () => inFlight.size,
     stateDegraded: () => shared?.health.degraded(),
+    forward: (providerId, method, path) => forwardToProvider(ctx.attempts, providerId, method, path),
   });
   const internals: GatewayInternals = { ctx, metrics, log, routes };
   for (const mount of options.features ?? []) mount(internals);

@@ -64,6 +64,8 @@ export function createCancellation(): Cancellation {
 }
 
 export interface UpstreamRequest {
+  /** `POST` when absent; `GET` and `DELETE` read or delete what a provider keeps (./forward.ts). */
+  method?: 'POST' | 'GET' | 'DELETE';
   provider: ProviderConfig;
   /** The wire format the request is in. */
   format: WireFormat;
@@ -229,7 +231,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         };
         const onAbort = (): void => fail(new ClientClosedError());
         const outgoing = target.lib.request({
-          method: 'POST',
+          method: req.method ?? 'POST',
           hostname: target.hostname,
           port: target.port,
           path: target.basePath + req.path,

@@ -19,6 +19,12 @@ export interface StoredResponse {
   input: ResponsesInputItem[];
   /** The response object: output items, usage, status and the request fields it echoes. */
   response: ResponsesResponse;
+  /**
+   * Set on the record of a pass-through answer llmux could not keep whole (./passthrough.ts): the
+   * provider that holds it. Its `input` then holds only `item_reference`s to its output items, and
+   * reads, deletes and `previous_response_id` of it go to that provider.
+   */
+  provider?: string;
 }
 
 /** An item a stored response holds, in its input or its output. */

@@ -1,0 +1,42 @@
+/**
+ * Reads and deletes of what a Responses provider keeps itself, forwarded for llmux's client
+ * (responses.md "Pass-through and key isolation"): `GET /responses/{id}`, its `input_items`, and
+ * `DELETE /responses/{id}`, sent with the provider's credential. Only for ids llmux recorded for the
+ * asking key (src/responses/passthrough.ts); the caller checks that. The provider's answer comes
+ * back with every credential taken out of it; its errors become llmux's (./upstream-errors.ts).
+ */
+import { GatewayError, upstreamFailed } from '../common/errors.ts';
+import { dialects } from '../dialects/index.ts';
+import type { AttemptContext } from './attempts.ts';
+import { createCancellation, readUpstreamBody } from './upstream.ts';
+import { upstreamErrorOf } from './upstream-errors.ts';
+
+/** Largest forwarded answer read (a stored response with its output). */
+const MAX_FORWARDED_BYTES = 64 * 1024 * 1024;
+
+/** A read or delete for provider `providerId`: `path` under its base URL (`/responses/resp_…`, with a query). */
+export async function forwardToProvider(ctx: AttemptContext, providerId: string, method: 'GET' | 'DELETE', path: string): Promise<Buffer> {
+  const provider = ctx.provider(providerId);
+  if (provider === undefined) {
+    throw new GatewayError(404, 'not_found_error', 'response_not_found', `The provider "${providerId}" that holds this response is no longer configured`);
+  }
+  const response = await ctx.transport.send({
+    method,
+    provider,
+    format: 'responses',
+    path,
+    body: '',
+    headers: { accept: 'application/json', ...dialects.responses.upstreamHeaders(ctx.apiKey(provider), {}) },
+    client: undefined,
+    cancellation: createCancellation(),
+    connectTimeoutMs: ctx.connectTimeoutMs,
+    firstByteTimeoutMs: ctx.firstByteTimeoutMs,
+  });
+  if ((response.statusCode ?? 502) >= 400) throw await upstreamErrorOf(response, provider, ctx.idleTimeoutMs, ctx.redact);
+  try {
+    return Buffer.from(ctx.redact((await readUpstreamBody(response, MAX_FORWARDED_BYTES, ctx.idleTimeoutMs)).toString('utf8')));
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    throw upstreamFailed(`Provider "${provider.id}" sent an answer llmux could not read`);
+  }
+}
