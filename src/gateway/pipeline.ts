@@ -340,6 +340,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       idleTimeoutMs: limits.streamIdleTimeoutMs,
       onWarning: exchange.onWarning,
       onArrived: onFirstByte,
+      redact,
     });
     return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
@@ -361,6 +362,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     now: ctx.now,
     onStart: onFirstByte,
     register: ctx.registerStream,
+    redact,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
 }

@@ -134,7 +134,8 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
       return;
     }
     const withSeals = queryOf(req.url).getAll('include').concat(queryOf(req.url).getAll('include[]')).includes(ENCRYPTED_REASONING);
-    sendJson(res, 200, JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response)));
+    // Kept as it was assembled: credentials an upstream echoed come out as they did of the answer.
+    sendJson(res, 200, ctx.attempts.redact(JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response))));
   };
   const deleteResponse: RouteHandler = async (req, res, params, record) => {
     const stored = await storedResponse(req, res, params, record);
@@ -148,7 +149,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
       sendJson(res, 200, await forwarded(stored, 'GET', '/input_items', req.url));
       return;
     }
-    sendJson(res, 200, JSON.stringify(inputItemsPage(stored.input, queryOf(req.url))));
+    sendJson(res, 200, ctx.attempts.redact(JSON.stringify(inputItemsPage(stored.input, queryOf(req.url)))));
   };
   // Like count_tokens: an estimate, after previous_response_id and item_reference are resolved.
   const inputTokens: RouteHandler = async (req, res, _p, record) => {

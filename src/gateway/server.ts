@@ -31,7 +31,7 @@ import { errorBody, pickRequestId, sendError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { isMessagesOperation, mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
-import { createStderrLogger, logLine, logMessage } from './request-log.ts';
+import { createStderrLogger, logLine, logMessage, redactLine } from './request-log.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { Feature, GatewayInternals, RouteHandler } from './feature.ts';
@@ -107,7 +107,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
-  const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
+  // Every credential, those configured and those platforms learn at run time, out of what clients and the log see.
+  const redactor = createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env)));
+  const logger: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
+  const log: Logger = (line) => logger(redactLine(line, redactor));
   // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
   // key's refused or count_tokens bodies may total four of the largest a minute.
   const { maxBodyBytes } = config.limits;
@@ -158,7 +161,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
       apiKey: (provider) => resolveApiKey(provider, config.env),
-      redact: createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env))),
+      redact: redactor,
       transport: upstream,
       retry: config.retry,
       connectTimeoutMs: config.limits.connectTimeoutMs,

@@ -10,6 +10,8 @@ import { onClose, startEventStream } from '../http/respond.ts';
 import { releaseForReuse } from '../providers/upstream.ts';
 import type { UpstreamResponse } from '../providers/upstream.ts';
 import type { Relay } from './relays.ts';
+import { redactBytes } from '../providers/redact.ts';
+import type { Redact } from '../providers/redact.ts';
 
 export interface StreamOptions {
   /** Written after `pingIntervalMs` of upstream silence. */
@@ -19,6 +21,8 @@ export interface StreamOptions {
   now(): number;
   /** Called when the head of the stream is written (time to first byte). */
   onStart(): void;
+  /** Takes credentials out of what is written (src/providers/redact.ts); a relay writes whole events. */
+  redact?: Redact | undefined;
   /**
    * Registers a way to cut this stream from outside (the gateway shutting down): the relay's
    * in-stream error with the message, then the end. Returns the unregistering function.
@@ -52,8 +56,10 @@ export function relayStream(
     let timer: NodeJS.Timeout | undefined;
     let clientGone = false;
 
-    const write = (bytes: Buffer | string): void => {
+    const { redact } = options;
+    const write = (piece: Buffer | string): void => {
       if (res.writableEnded) return;
+      const bytes = redact === undefined ? piece : typeof piece === 'string' ? redact(piece) : redactBytes(redact, piece);
       if (!res.write(bytes) && !upstream.isPaused()) {
         upstream.pause();
         res.once('drain', () => upstream.resume());

@@ -92,6 +92,88 @@ describe('an upstream that echoes its credential', () => {
   }
 });
 
+/**
+ * The credential an upstream got, as it writes it back inside a JSON string (raw JSON text, put in
+ * place of {@link KEY_HERE}): JSON-escaped, URL-encoded, base64, or cut short.
+ */
+const ENCODINGS: Record<string, (secret: string) => string> = {
+  'JSON-escaped': (secret) => [...secret].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+  'URL-encoded': (secret) => encodeURIComponent(secret).replaceAll('-', '%2D'),
+  base64: (secret) => Buffer.from(`Bearer ${secret}`).toString('base64'),
+  'cut by a character': (secret) => secret.slice(0, -1),
+};
+
+/** Whether `text`, read as a client would (JSON strings, URL escapes, base64 runs decoded), shows 16 characters of `secret` in a row. */
+function showsSecret(text: string, secret: string): boolean {
+  const strings: string[] = [];
+  const visit = (value: unknown): void => {
+    if (typeof value === 'string') strings.push(value);
+    else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) visit(v);
+  };
+  for (const line of text.split('\n')) {
+    const json = line.startsWith('data: ') ? line.slice(6) : line;
+    try { visit(JSON.parse(json)); } catch { strings.push(line); }
+  }
+  const readable = strings.flatMap((s) => {
+    let decoded = s;
+    try { decoded = decodeURIComponent(s); } catch { /* not URL-encoded */ }
+    const base64 = (decoded.match(/[A-Za-z0-9+/=_-]{16,}/g) ?? []).map((run) => Buffer.from(run, 'base64').toString('latin1'));
+    return [decoded, ...base64];
+  });
+  for (let at = 0; at + 16 <= secret.length; at++) if (readable.some((s) => s.includes(secret.slice(at, at + 16)))) return true;
+  return false;
+}
+
+const KEY_HERE = '@@KEY@@';
+
+function chatAnswerWith(text: string): Record<string, unknown> {
+  return { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
+}
+
+/** Answers `status` with `body` (JSON or SSE text) whose {@link KEY_HERE} is the credential it got, encoded. */
+function echoing(status: number, contentType: string, body: string, encode: (secret: string) => string): Responder {
+  return (req, res) => {
+    const sent = String(req.headers['x-api-key'] ?? req.headers['authorization'] ?? '').replace(/^Bearer /, '');
+    res.writeHead(status, { 'content-type': contentType });
+    res.end(body.replace(KEY_HERE, encode(sent)));
+  };
+}
+
+describe('an upstream that echoes its credential encoded', () => {
+  let t: TestGateway;
+  before(async () => { t = await startTestGateway({ config: { retry: { attempts: 1, base_delay_ms: 0, max_delay_ms: 0, max_retry_after_ms: 0 } } }); });
+  after(async () => { await t.close(); });
+
+  for (const [encoding, encode] of Object.entries(ENCODINGS)) {
+    it(`keeps it ${encoding} out of an error answer, a whole answer and a stream, passed through and translated, and out of the log`, async () => {
+      // Issue 25: each of these reached the client in plain text after decoding.
+      const json = 'application/json';
+      const sse = 'text/event-stream';
+      const chatChunkText = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: `key ${KEY_HERE}` }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
+      const messagesStreamText = 'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+        + 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+        + `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `key ${KEY_HERE}` } })}\n\n`
+        + 'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
+      const exchanges: Array<[string, Responder, string, Record<string, unknown>, Record<string, string>]> = [
+        ['an error answer', echoing(400, json, JSON.stringify({ error: { message: `bad key ${KEY_HERE}`, type: 'invalid_request_error' } }), encode), '/v1/chat/completions', { model: 'gpt-test' }, openaiHeaders(t.key)],
+        ['a whole answer passed through', echoing(200, json, JSON.stringify(chatAnswerWith(`your key is ${KEY_HERE}`)), encode), '/v1/chat/completions', { model: 'gpt-test' }, openaiHeaders(t.key)],
+        ['a whole answer translated', echoing(200, json, JSON.stringify(chatAnswerWith(`your key is ${KEY_HERE}`)), encode), '/v1/messages', { model: 'gpt-test' }, anthropicHeaders(t.key)],
+        ['a stream passed through', echoing(200, sse, chatChunkText, encode), '/v1/chat/completions', { model: 'gpt-test', stream: true }, openaiHeaders(t.key)],
+        ['a stream translated', echoing(200, sse, messagesStreamText, encode), '/v1/chat/completions', { model: 'claude-test', stream: true }, openaiHeaders(t.key)],
+      ];
+      for (const [what, responder, path, extra, headers] of exchanges) {
+        t.upstream.queue.push(responder);
+        const res = await fetch(`${t.url}${path}`, { method: 'POST', headers, body: JSON.stringify({ max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
+        const text = await res.text();
+        for (const secret of ['upstream-openai-secret', 'upstream-anthropic-secret']) assert.ok(!showsSecret(text, secret), `${what} shows ${secret}: ${text.slice(0, 400)}`);
+        assert.match(text, /\[redacted\]/, what);
+      }
+      await wait(20);
+      for (const secret of ['upstream-openai-secret', 'upstream-anthropic-secret']) assert.ok(!showsSecret(JSON.stringify(t.logs), secret), 'the log');
+    });
+  }
+});
+
 /** An upstream that compresses whatever it was asked for, in `encoding`, and notes what it was asked. */
 function compressing(asked: string[], encoding: string, body: Buffer, contentType: string): Responder {
   return (req, res) => {
