@@ -59,7 +59,8 @@ export function relayStream(
     const { redact } = options;
     const write = (piece: Buffer | string): void => {
       if (res.writableEnded) return;
-      const bytes = redact === undefined ? piece : typeof piece === 'string' ? redact(piece) : redactBytes(redact, piece);
+      // A string is encoded once, here, rather than by the redactor and again by the socket.
+      const bytes = redact === undefined ? piece : redactBytes(redact, typeof piece === 'string' ? Buffer.from(piece) : piece);
       if (!res.write(bytes) && !upstream.isPaused()) {
         upstream.pause();
         res.once('drain', () => upstream.resume());
