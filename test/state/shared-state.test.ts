@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestGateway, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
+import { createRespClient } from '../../src/state/resp.ts';
 import type { TestRedis } from '../helpers/redis.ts';
 
 const skip = redisSkip();
@@ -63,5 +64,53 @@ describe('a gateway whose state server hangs', { skip }, () => {
     } finally {
       redis.resume();
     }
+  });
+});
+
+describe('values that look like RESP, on a real state server', { skip }, () => {
+  // Issue 25: what a client or an upstream chooses (a key's name, a model id, a response or item id,
+  // a device's client name, a user code) goes to the server as one length-prefixed bulk string: CR/LF
+  // and RESP syntax inside it stay data and run no command.
+  const INJECTION = 'x\r\n*3\r\n$3\r\nSET\r\n$6\r\ncanary\r\n$6\r\nhacked\r\n*1\r\n$8\r\nFLUSHALL\r\n';
+  let redis: TestRedis;
+  let t: TestGateway;
+  let probe: ReturnType<typeof createRespClient>;
+  before(async () => {
+    redis = await startRedis();
+    probe = createRespClient({ url: redis.url, timeoutMs: 2000 });
+    await probe.command(['SET', 'canary', 'alive']);
+    t = await startTestGateway({ config: { state: { url: redis.url, timeout_ms: 1000 }, limits: { shutdown_timeout_ms: 500 } } });
+  });
+  after(async () => {
+    await t?.close();
+    await probe?.close();
+    await redis?.stop();
+  });
+
+  it('keeps CR/LF and RESP syntax in key names, model ids, response and item ids, client names and codes as data', async () => {
+    const named = await t.gateway.keys.create({ name: `evil${INJECTION}`.slice(0, 100) });
+    assert.equal(t.gateway.keys.get(named.record.id)?.name, `evil${INJECTION}`.slice(0, 100));
+
+    t.gateway.usage.record({ keyId: named.record.id, model: `m${INJECTION}`, at: Date.now(), inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheCreationTokens: 0, costUsd: 0 });
+    await t.gateway.usage.flush();
+    const rows = await t.gateway.usage.query({ since: 0, until: Date.now() + 3_600_000, keyId: named.record.id, groupBy: 'model' });
+    assert.deepEqual(rows.map((row) => row.model), [`m${INJECTION}`]);
+
+    const { store } = t.gateway.state!.responses;
+    const id = `resp_${INJECTION}${'y'.repeat(100_000)}`;
+    const response = { id, object: 'response', created_at: 1, status: 'completed', model: 'm', output: [{ type: 'message', id: `msg_${INJECTION}`, role: 'assistant', status: 'completed', content: [] }] };
+    assert.equal(await store.put({ id, keyId: named.record.id, created: 1, input: [], response: response as never }), true);
+    assert.equal((await store.get(named.record.id, id))?.id, id);
+    assert.ok(await store.findItem(named.record.id, `msg_${INJECTION}`));
+    const web = await fetch(`${t.url}/v1/responses/${encodeURIComponent(`resp_${INJECTION}`)}`, { headers: { authorization: `Bearer ${named.key}` } });
+    assert.equal(web.status, 404);
+
+    const device = await fetch(`${t.url}/auth/device`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: INJECTION }) });
+    assert.equal(device.status, 200);
+    const lookup = await fetch(`${t.url}/auth/device/approve`, { method: 'POST', headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_code: INJECTION }) });
+    assert.equal(lookup.status, 404);
+
+    assert.equal(await probe.command(['GET', 'canary']), 'alive', 'no command ran');
+    assert.ok(Number(await probe.command(['DBSIZE'])) > 5, 'nothing was flushed');
   });
 });
