@@ -5,11 +5,12 @@
  * 4 s in), and counts the requests its day files hold, whole lines only (what a restart reads
  * back). The requests lost are the latest answered; the window is from the oldest of them to the
  * kill. Repeated `--kills` times on one home. Not part of `npm run bench`.
+ * (The count is read with the file ledger itself, as a restarted server would read it.)
  *
  *   node --import tsx bench/ledger-loss.ts [--kills 8]
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,26 +18,21 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createKeyStore } from '../src/auth/key-store.ts';
+import { createFileLedger } from '../src/usage/ledger.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const { values } = parseArgs({ options: { kills: { type: 'string', default: '8' } } });
 const kills = Number(values.kills);
 
-/** Requests in the day files of `dir`, whole lines only. */
-function requestsOnDisk(dir: string): number {
-  if (!existsSync(dir)) return 0;
-  let requests = 0;
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.jsonl'))) {
-    for (const line of readFileSync(join(dir, name), 'utf8').split('\n')) {
-      if (line === '') continue;
-      try {
-        for (const row of (JSON.parse(line) as { r: number[][] }).r) requests += row[3] ?? 0;
-      } catch {
-        // A line torn by the kill does not count.
-      }
-    }
+/** Requests the ledger in `dir` holds, read back as a restart reads it (a line torn by the kill does not count). */
+async function requestsOnDisk(dir: string): Promise<number> {
+  const ledger = await createFileLedger({ dir });
+  try {
+    const rows = await ledger.query({ since: 0, until: 8.64e15, keyId: 'all', groupBy: 'key' });
+    return rows.reduce((sum, row) => sum + row.requests, 0);
+  } finally {
+    await ledger.close();
   }
-  return requests;
 }
 
 const answer = JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'u', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } });
@@ -59,7 +55,7 @@ const usageDir = join(home, 'usage');
 const windows: number[] = [];
 
 for (let run = 0; run < kills; run++) {
-  const before = requestsOnDisk(usageDir);
+  const before = await requestsOnDisk(usageDir);
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--home', home], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LLMUX_CONFIG: '' } });
   const url = await new Promise<string>((resolve) => {
     let out = '';
@@ -92,7 +88,7 @@ for (let run = 0; run < kills; run++) {
   child.kill('SIGKILL');
   await Promise.all(workers);
   await new Promise((resolve) => child.once('exit', resolve));
-  const kept = requestsOnDisk(usageDir) - before;
+  const kept = (await requestsOnDisk(usageDir)) - before;
   const lost = answeredAt.length - kept;
   const oldestLost = answeredAt[answeredAt.length - lost];
   const windowMs = lost <= 0 || oldestLost === undefined ? 0 : killedAt - oldestLost;

@@ -25,6 +25,7 @@ import type { BudgetHold, BudgetHolds } from '../usage/budget.ts';
 import { DAY_MS, NANOS_PER_USD } from '../usage/ledger-format.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import type { StateHealth } from './health.ts';
+import { NOW_FROM_FIRST_ARGUMENT } from './limiter-scripts.ts';
 import { RespError } from './resp.ts';
 import type { RespClient } from './resp.ts';
 
@@ -50,21 +51,13 @@ export interface SharedBudgetHolds extends BudgetHolds {
   close(): void;
 }
 
-const NOW = `
-local function now_ms(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local now = now_ms(ARGV[1])
-`;
 
 /**
  * KEYS: holds, amounts, spend. ARGV: now, lease ms, budget nanos, first day of the period, worst
  * nanos, hold id. Reclaims expired holds, then answers {verdict, spent, held}: verdict 1 held,
  * 0 spend reached the budget, 2 what is left is held by others.
  */
-const RESERVE_SCRIPT = `${NOW}
+const RESERVE_SCRIPT = `${NOW_FROM_FIRST_ARGUMENT}
 local lease, budget, from, worst, id = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, old in ipairs(gone) do redis.call('HDEL', KEYS[2], old) end
@@ -86,7 +79,7 @@ return {1, spent, held}
 `;
 
 /** KEYS: holds, amounts. ARGV: now, the hold id, its new amount (settle) or '' (release). */
-const END_SCRIPT = `${NOW}
+const END_SCRIPT = `${NOW_FROM_FIRST_ARGUMENT}
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
 if ARGV[3] == '' then
   redis.call('ZREM', KEYS[1], ARGV[2])
@@ -98,7 +91,7 @@ return 1
 `;
 
 /** KEYS: holds, amounts. ARGV: now, lease ms, then the hold ids whose leases are extended. */
-const REFRESH_SCRIPT = `${NOW}
+const REFRESH_SCRIPT = `${NOW_FROM_FIRST_ARGUMENT}
 local lease = tonumber(ARGV[2])
 for i = 3, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[i]) end
 redis.call('PEXPIRE', KEYS[1], lease)
