@@ -4,11 +4,12 @@
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
  *     the body budget until the provider answers) -> validate -> model -> permission
  *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
- *     -> context length -> limits with its reservation
+ *     -> context length -> limits with its reservation -> its worst case held against the budget
  *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
  *        the client's bytes with its model id spliced in) -> the request is let go
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
- *     -> usage settled against tokens/min and priced -> the answer kept (Responses' store) -> the
+ *     -> usage, held to what the request could have used, settled against tokens/min and the
+ *        budget and priced -> the answer kept (Responses' store) -> the
  *        log record (the gateway then writes the log line, the metrics and the usage ledger when
  *        the response closes)
  *

@@ -23,7 +23,8 @@
  *   first character, any long piece of it. Found by looking up every eighth 8-byte piece of the
  *   text in a table of every 8-byte piece of every credential (a run of 16 always holds one), then
  *   extending a hit both ways: about one table look-up per 8 bytes, however many credentials;
- * - a shorter credential is matched whole;
+ * - a shorter credential is matched whole, and one under {@link MIN_SECRET} characters not at all
+ *   (a placeholder such as `ollama` for a local server, which answers may well mention);
  * - a secret with whitespace in it (a PEM private key) counts as its pieces of {@link MIN_RUN}
  *   characters or more (the lines of its base64 body).
  * Every match becomes `[redacted]`. A credential a model spells out across several stream events
@@ -54,6 +55,8 @@ export function redactBytes(redact: Redact, bytes: Buffer): Buffer {
 export const REDACTED = '[redacted]';
 /** Shortest run of a long credential's characters that counts as the credential. */
 export const MIN_RUN = 16;
+/** Shortest value redacted at all. */
+export const MIN_SECRET = 8;
 
 const CREDENTIAL_HEADER = /key|token|secret|password|auth/i;
 const BEARER = /^bearer\s+/i;
@@ -291,10 +294,14 @@ function redactWith(data: Buffer, index: Index): Buffer {
   return Buffer.concat(out);
 }
 
-/** What a secret is learned as: itself, or its long pieces when it has whitespace in it (a PEM key). */
+/**
+ * What a secret is learned as: itself, or its long pieces when it has whitespace in it (a PEM key).
+ * A value shorter than {@link MIN_SECRET} is a placeholder (`ollama`, `none`, `x`), not a secret:
+ * taking every `x` out of every answer would protect nothing and break the answers.
+ */
 function secretsIn(raw: string): string[] {
   const secret = typeof raw === 'string' ? raw.trim() : '';
-  if (secret === '') return [];
+  if (secret.length < MIN_SECRET) return [];
   if (!/\s/.test(secret)) return [secret];
   return secret.split(/\s+/).filter((piece) => piece.length >= MIN_RUN);
 }

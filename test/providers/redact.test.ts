@@ -16,8 +16,13 @@ describe('redaction of provider credentials', () => {
   });
 
   it('replaces a credential that contains another one whole', () => {
-    const redact = createRedactor(['abc', 'xxabcxx']);
-    assert.equal(redact('[xxabcxx] [abc]'), '[[redacted]] [[redacted]]');
+    const redact = createRedactor(['abcdefgh', 'xxabcdefghxx']);
+    assert.equal(redact('[xxabcdefghxx] [abcdefgh]'), '[[redacted]] [[redacted]]');
+  });
+
+  it('leaves placeholders shorter than 8 characters (a local server\'s "ollama") in answers', () => {
+    const redact = createRedactor(['ollama', 'x', 'none']);
+    assert.equal(redact('run it with ollama, or none: x'), 'run it with ollama, or none: x');
   });
 
   it('collects resolved api keys and the values of credential headers, with and without Bearer', () => {
