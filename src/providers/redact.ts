@@ -43,13 +43,17 @@ export interface Redactor extends Redact {
   learn(secret: string): void;
 }
 
-/** Bytes with every credential `redact` knows replaced; the same Buffer when there was none. */
+/**
+ * Bytes with every credential `redact` knows replaced; the same Buffer when there was none. (An
+ * in-process provider's body may be a string at run time, whatever its type says: it is taken too.)
+ */
 export function redactBytes(redact: Redact, bytes: Buffer): Buffer {
+  const data = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes as unknown as string);
   const native = (redact as Partial<Redactor>).bytes;
-  if (native !== undefined) return native(bytes);
-  const text = bytes.toString('utf8');
+  if (native !== undefined) return native(data);
+  const text = data.toString('utf8');
   const clean = redact(text);
-  return clean === text ? bytes : Buffer.from(clean);
+  return clean === text ? data : Buffer.from(clean);
 }
 
 export const REDACTED = '[redacted]';

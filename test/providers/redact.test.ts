@@ -81,6 +81,12 @@ describe('redaction in every encoding the client decodes', () => {
     assert.equal(redactBytes(redact, Buffer.from(`data: {"delta":"caf\u00e9 ${jsonEscaped(KEY)}"}\n\n`)).toString(), 'data: {"delta":"café [redacted]"}\n\n');
   });
 
+  it('takes a string where bytes are expected (an in-process provider\'s body), short credentials included', () => {
+    const short = createRedactor(['short-secret']);
+    assert.equal(redactBytes(short, 'a short-secret b' as unknown as Buffer).toString(), 'a [redacted] b');
+    assert.equal(redactBytes(redact, `x ${KEY} y` as unknown as Buffer).toString(), 'x [redacted] y');
+  });
+
   it('learns secrets at run time: cloud secret keys, session tokens, OAuth tokens and private keys', () => {
     const cloud = createRedactor([]);
     const secrets = [
