@@ -8,7 +8,7 @@
 import { GatewayError, upstreamFailed } from '../common/errors.ts';
 import { dialects } from '../dialects/index.ts';
 import type { AttemptContext } from './attempts.ts';
-import { createCancellation, readUpstreamBody } from './upstream.ts';
+import { IN_PROCESS_SCHEME, createCancellation, readUpstreamBody } from './upstream.ts';
 import { upstreamErrorOf } from './upstream-errors.ts';
 
 /** Largest forwarded answer read (a stored response with its output). */
@@ -17,8 +17,9 @@ const MAX_FORWARDED_BYTES = 64 * 1024 * 1024;
 /** A read or delete for provider `providerId`: `path` under its base URL (`/responses/resp_…`, with a query). */
 export async function forwardToProvider(ctx: AttemptContext, providerId: string, method: 'GET' | 'DELETE', path: string): Promise<Buffer> {
   const provider = ctx.provider(providerId);
-  if (provider === undefined) {
-    throw new GatewayError(404, 'not_found_error', 'response_not_found', `The provider "${providerId}" that holds this response is no longer configured`);
+  // An in-process provider (the echo model) keeps nothing to read back.
+  if (provider === undefined || provider.baseUrl.startsWith(IN_PROCESS_SCHEME)) {
+    throw new GatewayError(404, 'not_found_error', 'response_not_found', `The provider "${providerId}" that answered this response does not hold it (any more)`);
   }
   const response = await ctx.transport.send({
     method,
