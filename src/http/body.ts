@@ -28,6 +28,11 @@ export interface ReadBodyOptions {
   /** The clock the idle bound is measured on, and its timer (default: Node's). */
   now?: (() => number) | undefined;
   timers?: Timers | undefined;
+  /**
+   * Longest the whole body may take to arrive, however steadily it comes (408 after it). For
+   * small routes (./admission.ts), where a body dripped a byte at a time never trips the idle bound.
+   */
+  deadlineMs?: number | undefined;
 }
 
 /** 408 request_timeout: the body stopped arriving. */
@@ -38,6 +43,11 @@ function bodyTimedOut(idleTimeoutMs: number): GatewayError {
     'request_timeout',
     `The request body stopped arriving for ${idleTimeoutMs} ms (limits.body_timeout_ms); send it without pauses`,
   );
+}
+
+/** 408 request_timeout: the whole body did not arrive in time. */
+function bodyTooSlow(deadlineMs: number): GatewayError {
+  return new GatewayError(408, 'invalid_request_error', 'request_timeout', `The request body did not arrive within ${deadlineMs} ms; send it at once`);
 }
 
 /**
@@ -75,8 +85,10 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     // One timer for the whole body, re-armed only when it fires: a chunk just notes the time.
     let lastData = now();
     let timer: TimerHandle | undefined;
+    let deadline: TimerHandle | undefined;
     const cleanup = (): void => {
       timers.clearTimeout(timer);
+      timers.clearTimeout(deadline);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -132,7 +144,11 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
-    if (!req.complete) timer = timers.setTimeout(onTimer, idleTimeoutMs);
+    if (!req.complete) {
+      timer = timers.setTimeout(onTimer, idleTimeoutMs);
+      const { deadlineMs } = options;
+      if (deadlineMs !== undefined) deadline = timers.setTimeout(() => { if (!settled) stop(bodyTooSlow(deadlineMs)); }, deadlineMs);
+    }
   });
 }
 

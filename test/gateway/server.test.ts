@@ -4,6 +4,7 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import net from 'node:net';
 import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { createKeyStore } from '../../src/auth/key-store.ts';
@@ -295,6 +296,57 @@ describe('server: keys created or revoked while it runs', () => {
     } finally {
       await t.close();
       rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('server: idle keep-alive connections', () => {
+  /** Sends requests on one socket, `gapsMs` apart; resolves with the status lines answered and whether the server closed it. */
+  function onOneSocket(url: string, gapsMs: number[]): Promise<{ answers: string[]; closedByServer: boolean }> {
+    return new Promise((resolve) => {
+      const u = new URL(url);
+      const socket = net.connect(Number(u.port), u.hostname);
+      let received = '';
+      let closedByServer = false;
+      socket.on('data', (c: Buffer) => { received += c.toString(); });
+      socket.on('end', () => { closedByServer = true; });
+      socket.on('error', () => { closedByServer = true; });
+      const ask = (): void => { if (!socket.destroyed) socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'); };
+      socket.once('connect', async () => {
+        ask();
+        for (const gap of gapsMs) {
+          await new Promise((r) => setTimeout(r, gap));
+          ask();
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        socket.destroy();
+        resolve({ answers: received.match(/HTTP\/1\.1 \d+/g) ?? [], closedByServer });
+      });
+    });
+  }
+
+  it('keeps an idle connection longer than the load balancers in front (75 s by default) and says so in keep-alive', async () => {
+    // Issue 25: a hard-coded 5 s; nginx and cloud load balancers keep idle upstream connections 60 s and reuse them as llmux closes them.
+    const t = await startTestGateway();
+    try {
+      const answer = await raw(t.url, { path: '/healthz' });
+      assert.equal(answer.headers['keep-alive'], 'timeout=75');
+      assert.equal(t.gateway.server?.keepAliveTimeout, 75_000);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('takes limits.keep_alive_timeout_ms, serves a request after an idle pause longer than headers_timeout_ms, and closes the connection once idle past it', async () => {
+    const t = await startTestGateway({ config: { limits: { keep_alive_timeout_ms: 1_000, headers_timeout_ms: 300, shutdown_timeout_ms: 500 } } });
+    try {
+      const kept = await onOneSocket(t.url, [600]);
+      assert.deepEqual(kept.answers, ['HTTP/1.1 200', 'HTTP/1.1 200'], 'an idle pause under keep_alive_timeout_ms is not a slow header');
+      const idle = await onOneSocket(t.url, [2_600]);
+      assert.deepEqual(idle.answers, ['HTTP/1.1 200']);
+      assert.ok(idle.closedByServer);
+    } finally {
+      await t.close();
     }
   });
 });

@@ -203,7 +203,8 @@ describe('timeouts, pings and disconnects', () => {
         written += line.length;
         if (!res.write(line)) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
       }
-      upstreamDone = true;
+      // Destroyed is not done: a client that reads nothing for stream_idle_timeout_ms is let go, and its upstream stopped.
+      if (!res.destroyed) upstreamDone = true;
       res.end('data: [DONE]\n\n');
     });
     const url = new URL(t.url);

@@ -64,6 +64,33 @@ describe('clients that hold or flood the server', () => {
   });
   after(async () => { await t.close(); });
 
+  for (const path of ['/auth/device', '/auth/device/token', '/dashboard/sign-in', '/device']) {
+    it(`gives a body dripped without pauses to ${path} a total deadline, then 408 and the socket closed`, async () => {
+      // Issue 25: a byte every five seconds to POST /auth/device kept its socket past 75 s: no pause was long enough.
+      const u = new URL(t.url);
+      const socket = net.connect(Number(u.port), u.hostname);
+      await new Promise((r) => socket.once('connect', r));
+      let received = '';
+      socket.on('data', (c: Buffer) => { received += c.toString(); });
+      socket.on('error', () => {});
+      const started = Date.now();
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n`);
+      // A byte every 100 ms: never a pause of body_timeout_ms (300 ms).
+      const drip = setInterval(() => { if (!socket.destroyed) socket.write('a'); }, 100);
+      const closed = await Promise.race([new Promise<boolean>((r) => socket.once('close', () => r(true))), wait(3_000).then(() => false)]);
+      clearInterval(drip);
+      socket.destroy();
+      assert.ok(closed, `the server kept the dripping socket for ${Date.now() - started} ms`);
+      assert.ok(Date.now() - started < 2_000);
+      assert.match(received, /^HTTP\/1\.1 408 [\s\S]*"code":"request_timeout"/);
+    });
+  }
+
+  it('refuses a small route\'s body over 16 KiB with 413', async () => {
+    const big = await fetch(`${t.url}/auth/device`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'x'.repeat(20_000) }) });
+    assert.equal(big.status, 413);
+  });
+
   it('answers a body dripped to /auth/device with 408 once it pauses for body_timeout_ms, and closes the socket', async () => {
     // Issue 14: such a body held its socket for the 300 s request timeout; 20,000 of them exhausted the file limit.
     const u = new URL(t.url);
@@ -117,6 +144,36 @@ describe('work that is never admitted', () => {
     // A model request is not held up by it... unless its body would be read for nothing: it is, too.
     const model = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'llmux-echo', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }) });
     assert.equal(model.status, 429);
+  });
+
+  for (const path of ['/v1/messages/count_tokens', '/messages/count_tokens', '/v1/responses/input_tokens', '/responses/input_tokens']) {
+    it(`admits ${path} bodies as count_tokens: the rate check before the body, then charged as unadmitted work`, async () => {
+      // Issue 25: forty parallel 30 MB bodies to input_tokens from a 1-rpm key were all read and answered 200.
+      const key = (await t.gateway.keys.create({ name: `one-rpm ${path}`, limits: { rpm: 1 } })).key;
+      const body = path.includes('responses') ? { model: 'llmux-echo', input: 'hi' } : { model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }] };
+      assert.equal((await fetch(`${t.url}${path}`, { method: 'POST', headers: anthropicHeaders(key), body: JSON.stringify(body) })).status, 200);
+      const { answer, written } = await push(t.url, `POST ${path} HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\nanthropic-version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: 30000000\r\n\r\n`, 30_000_000);
+      assert.match(answer, /^HTTP\/1\.1 429 [\s\S]*retry-after: \d+[\s\S]*refused or only counted tokens/i);
+      assert.ok(written < 24 * 1024 * 1024, `the server took ${(written / 1e6).toFixed(1)} MB`);
+    });
+  }
+
+  it('holds input_tokens bodies against the key\'s share of the body budget', async () => {
+    const small = await startTestGateway({ config: { limits: { max_body_bytes: 4096, shutdown_timeout_ms: 500 } } });
+    try {
+      const u = new URL(small.url);
+      // A body declared at 3,000 bytes and sent slowly holds its 3,000 bytes while it arrives.
+      const socket = net.connect(Number(u.port), u.hostname);
+      await new Promise((r) => socket.once('connect', r));
+      socket.write(`POST /v1/responses/input_tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${small.key}\r\nContent-Type: application/json\r\nContent-Length: 3000\r\n\r\n{"model"`);
+      await wait(100);
+      const second = await fetch(`${small.url}/v1/responses/input_tokens`, { method: 'POST', headers: openaiHeaders(small.key), body: JSON.stringify({ model: 'llmux-echo', input: 'x'.repeat(2_000) }) });
+      socket.destroy();
+      assert.equal(second.status, 429);
+      assert.match((await second.json() as { error: { message: string } }).error.message, /at most 4096 are held per key/);
+    } finally {
+      await small.close();
+    }
   });
 
   it('charges model requests refused after their body was read, and then refuses before reading another', async () => {

@@ -83,6 +83,25 @@ describe('stored responses and the seal secret on a real state server', { skip }
     assert.equal(await store.findItem('key_a', 'msg_resp_short'), undefined);
   });
 
+  it('gives each key its share of the total: a key that floods the store evicts its own responses, not another key\'s', async () => {
+    // Issue 25: the shared store had no total bound but the server's memory, and one LRU in memory.
+    const one = Buffer.byteLength(JSON.stringify(record('resp_0000', 'key_a')));
+    const prefix = freshPrefix();
+    const store = createSharedResponseStore({ client: client(), prefix, maxBytes: one * 10 + 10 });
+    const other = createSharedResponseStore({ client: client(), prefix, maxBytes: one * 10 + 10 });
+    assert.equal(await store.put(record('resp_quie', 'key_b')), true);
+    for (let i = 0; i < 300; i++) assert.equal(await other.put(record(`resp_${String(i).padStart(4, '0')}`, 'key_a')), true);
+    assert.ok(await store.get('key_b', 'resp_quie'), 'the quiet key\'s response survives');
+    assert.ok(await store.get('key_a', 'resp_0299'), 'the flooding key keeps its latest');
+    assert.equal(await store.get('key_a', 'resp_0000'), undefined);
+    let kept = 0;
+    for (let i = 0; i < 300; i++) if (await store.get('key_a', `resp_${String(i).padStart(4, '0')}`)) kept++;
+    assert.equal(kept, 9, 'within the total: the server holds ten responses');
+    assert.equal(await store.delete('key_b', 'resp_quie'), true);
+    assert.equal(await store.put(record('resp_next', 'key_a')), true);
+    assert.ok(await store.get('key_a', 'resp_0291'), 'a deleted response gives its bytes back');
+  });
+
   it('makes one seal secret for every process: what one seals, another opens', async () => {
     const prefix = freshPrefix();
     const states = [createSharedResponsesState({ client: client(), prefix }), createSharedResponsesState({ client: client(), prefix })];

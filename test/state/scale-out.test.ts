@@ -233,7 +233,8 @@ describe('three llmux serve processes on one state server (on_failure local)', {
     const key = await cluster.key({ name: 'small-tpm', limits: { tpm: 1000 } });
     cluster.upstream.usage.prompt_tokens = 900;
     cluster.upstream.usage.completion_tokens = 50;
-    assert.equal(await status(chat(a.url, key, 'usage-model', { maxTokens: 10 })), 200);
+    // Usage is counted up to what the request could use (its max_tokens): 50 out fits in 50.
+    assert.equal(await status(chat(a.url, key, 'usage-model', { maxTokens: 50 })), 200);
     // GET /v1/models counts nothing: its headers show the usage settled on the server.
     await within(2000, 'the usage on B', async () => {
       const res = await fetch(`${b.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
