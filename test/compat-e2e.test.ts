@@ -6,7 +6,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestGateway, anthropicHeaders, openaiHeaders } from './helpers/gateway.ts';
+import { startTestGateway, anthropicHeaders, logLineOf, openaiHeaders } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 
 /** What Claude Code sends with `--include-partial-messages` and in interactive sessions. */
@@ -26,10 +26,6 @@ function claudeCodeBody(model: string): Record<string, unknown> {
 }
 
 const CLAUDE_CODE_BETA = 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,thinking-updates-2026-05-01';
-
-async function settle(): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, 30));
-}
 
 describe('fields the description does not rule on', () => {
   let t: TestGateway;
@@ -53,8 +49,7 @@ describe('fields the description does not rule on', () => {
     const seen = t.upstream.requests.at(-1)?.body ?? {};
     for (const key of ['thinking', 'output_config', 'context_management', 'metadata', 'system']) assert.equal(Object.hasOwn(seen, key), false, key);
     assert.equal(seen['reasoning_effort'], 'medium');
-    await settle();
-    const line = t.logs.at(-1) as Record<string, unknown>;
+    const line = await logLineOf(t, res);
     assert.equal(line['status'], 200);
     assert.deepEqual(line['warnings'], ['context_management: dropped, a chat-completions upstream has no equivalent']);
   });

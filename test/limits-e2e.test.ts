@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestGateway, openaiHeaders, anthropicHeaders } from './helpers/gateway.ts';
+import { startTestGateway, openaiHeaders, anthropicHeaders, logLineOf } from './helpers/gateway.ts';
 import { fixture, respond } from './helpers/fake-upstream.ts';
 
 const echo = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'llmux-echo', messages: [{ role: 'user', content: 'hi' }], ...extra });
@@ -83,7 +83,7 @@ describe('per-key limits end to end', () => {
       assert.equal(third.headers.get('retry-after'), '1');
       assert.match((await third.json() as { error: { message: string } }).error.message, /concurren/i);
       a.abort();
-      await new Promise((r) => setTimeout(r, 100));
+      await logLineOf(t, first); // written once the abandoned stream is closed and its slot freed
       const fourth = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo() });
       assert.equal(fourth.status, 200);
       await fourth.arrayBuffer();
@@ -127,7 +127,7 @@ describe('per-key limits end to end', () => {
       const first = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'x' }] }) });
       assert.equal(first.status, 200);
       await first.arrayBuffer();
-      await new Promise((r) => setTimeout(r, 20));
+      await logLineOf(t, first); // written once its real usage is settled
       const second = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: echo() });
       assert.equal(second.status, 429);
       assert.equal(second.headers.get('x-ratelimit-remaining-tokens'), '0');

@@ -297,7 +297,7 @@ describe('Responses failures and refusals', () => {
   test('the log line names the format, the model that answered, the provider and the tokens', async () => {
     gw.upstream.queue.push(answer({ text: 'Logged.', usage: { input: 40, output: 2 } }));
     await client.responses.create({ model: 'claude-test', input: 'Log me.' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await gw.allLogged();
     const line = [...gw.logs].reverse().find((entry) => (entry as Record<string, unknown>)["path"] === "/v1/responses") as Record<string, unknown>;
     assert.equal(line['status'], 200);
     assert.equal(line['model'], 'claude-test');

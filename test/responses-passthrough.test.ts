@@ -3,7 +3,7 @@
  * (`"responses": true`) gets the client's body with its own model id, and the client gets the
  * upstream's bytes with the llmux model id in every response object; usage is read from the
  * terminal event; silences get `: ping`; a stream cut off ends in `response.failed` naming the
- * same response; what llmux does not know of the chain is the provider's to resolve.
+ * same response; what llmux neither stores nor recorded for the key never reaches the provider.
  */
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,7 +30,9 @@ before(async () => {
         { id: 'gpt-pass', provider: 'fake-responses', upstream_id: 'gpt-upstream', reasoning: true },
         { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true },
       ],
-      limits: { ping_interval_ms: 40 },
+      // Long enough that no byte-exact stream here meets a ping on a loaded machine (40 ms did);
+      // the ping test waits for its ping instead of sleeping past it.
+      limits: { ping_interval_ms: 500 },
     }),
   });
   client = new OpenAI({ apiKey: gw.key, baseURL: `${gw.url}/v1`, maxRetries: 0, timeout: 10_000 });
@@ -50,7 +52,7 @@ function responsesAnswer(text: string, options: { responseId?: string } = {}): R
 }
 
 async function lastLogLine(): Promise<Record<string, unknown>> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await gw.allLogged();
   return [...gw.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
 }
 
@@ -104,13 +106,28 @@ test('the openai SDK reads a passed-through stream and a whole answer, both nami
 test('a silent upstream gets `: ping` comments, and the stream still completes', async () => {
   const scripted = responsesUpstream({ text: 'Slow words arrive.' });
   const cut = scripted.stream.indexOf('event: response.output_item.added');
+  // The upstream stays silent until the client has had a ping (or, if none ever comes, 10 s).
+  let speak!: () => void;
+  const spoken = new Promise<void>((resolve) => { speak = resolve; });
+  const giveUp = setTimeout(() => speak(), 10_000);
   gw.upstream.queue.push(async (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write(scripted.stream.slice(0, cut));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await spoken;
     res.end(scripted.stream.slice(cut));
   });
-  const out = await rawStream({ model: 'gpt-pass', input: 'Hi' });
+  const res = await fetch(`${gw.url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` },
+    body: JSON.stringify({ model: 'gpt-pass', input: 'Hi', stream: true }),
+  });
+  let out = '';
+  const decoder = new TextDecoder();
+  for await (const piece of res.body as AsyncIterable<Uint8Array>) {
+    out += decoder.decode(piece, { stream: true });
+    if (/\n: ping\n\n/.test(out)) speak();
+  }
+  clearTimeout(giveUp);
   assert.match(out, /\n: ping\n\n/);
   assert.equal(parseResponsesEvents(out).at(-1)?.data['type'], 'response.completed');
 });
@@ -135,12 +152,15 @@ test('a stream cut off mid-answer ends in response.failed naming the response th
   assert.match(String(line['stream_error']), /lost mid-stream/);
 });
 
-test('a previous_response_id llmux never stored is left for the provider, and that answer is not stored by llmux', async () => {
-  gw.upstream.queue.push(responsesAnswer('The provider knew it.', { responseId: 'resp_provider_side' }));
-  const response = await client.responses.create({ model: 'gpt-pass', input: 'Go on.', previous_response_id: 'resp_made_elsewhere' });
-  assert.equal(response.output_text, 'The provider knew it.');
-  assert.equal(gw.upstream.requests[0]?.body['previous_response_id'], 'resp_made_elsewhere');
-  await assert.rejects(client.responses.retrieve('resp_provider_side'), (err: unknown) => err instanceof OpenAI.NotFoundError);
+test('a previous_response_id or item_reference llmux neither stores nor recorded for the key is 404 not_found_error, never forwarded', async () => {
+  // Issue 25: an unknown previous_response_id was forwarded, and the provider resolved another key's
+  // conversation under llmux's one shared credential.
+  await assert.rejects(client.responses.create({ model: 'gpt-pass', input: 'Go on.', previous_response_id: 'resp_made_elsewhere' }), (err: unknown) =>
+    err instanceof OpenAI.NotFoundError && (err.error as { type?: string } | undefined)?.type === 'not_found_error');
+  await assert.rejects(client.responses.create({ model: 'gpt-pass', input: [{ type: 'item_reference', id: 'msg_made_elsewhere' }, { role: 'user', content: 'Go on.' }] }), (err: unknown) =>
+    err instanceof OpenAI.NotFoundError && (err.error as { type?: string } | undefined)?.type === 'not_found_error');
+  await assert.rejects(client.responses.create({ model: 'gpt-pass', input: [{ id: 'msg_made_elsewhere' } as unknown as OpenAI.Responses.ResponseInputItem, { role: 'user', content: 'Go on.' }] }), (err: unknown) => err instanceof OpenAI.NotFoundError);
+  assert.equal(gw.upstream.requests.length, 0, 'nothing reached the provider');
 });
 
 test('a passed-through answer is stored; building on it sends the history as input, without the id the provider never saw from llmux', async () => {
@@ -175,4 +195,53 @@ test('reasoning sealed by llmux (from an earlier turn on a messages model) is no
 test('a Responses upstream\'s error answer keeps its status and the llmux error body', async () => {
   gw.upstream.queue.push(respond.json(400, { error: { message: 'Invalid value for reasoning.effort', type: 'invalid_request_error', code: 'invalid_value' } }));
   await assert.rejects(client.responses.create({ model: 'gpt-pass', input: 'x' }), (err: unknown) => err instanceof OpenAI.BadRequestError);
+});
+
+test('a pass-through answer too large for llmux\'s store is recorded for its key: building on it, reading, listing and deleting it go to the provider; for another key it does not exist', async () => {
+  const small = await startTestGateway({
+    config: (url) => ({
+      providers: { 'fake-responses': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-responses-secret', responses: true } },
+      models: [{ id: 'gpt-pass', provider: 'fake-responses', upstream_id: 'gpt-upstream' }],
+      responses: { store_max_bytes: 3_000 },
+    }),
+  });
+  try {
+    const mine = new OpenAI({ apiKey: small.key, baseURL: `${small.url}/v1`, maxRetries: 0, timeout: 10_000 });
+    const theirs = new OpenAI({ apiKey: (await small.gateway.keys.create({ name: 'other' })).key, baseURL: `${small.url}/v1`, maxRetries: 0, timeout: 10_000 });
+    const big = responsesUpstream({ text: 'word '.repeat(1_000), responseId: 'resp_held_by_provider' });
+    small.upstream.queue.push(respond.json(200, big.whole));
+    const first = await mine.responses.create({ model: 'gpt-pass', input: 'A long answer, please.' });
+    assert.equal(first.id, 'resp_held_by_provider');
+    const messageId = first.output.find((item) => item.type === 'message')?.id ?? '';
+
+    small.upstream.queue.push(respond.json(200, responsesUpstream({ text: 'Next.', responseId: 'resp_next' }).whole));
+    await mine.responses.create({ model: 'gpt-pass', input: [{ type: 'item_reference', id: messageId }, { role: 'user', content: 'Go on.' }], previous_response_id: first.id });
+    const sent = small.upstream.requests.at(-1);
+    assert.equal(sent?.body['previous_response_id'], 'resp_held_by_provider', 'the provider holds the chain');
+    assert.match(JSON.stringify(sent?.body['input']), /"item_reference"/);
+
+    small.upstream.queue.push(respond.json(200, { ...big.whole, model: 'gpt-upstream' }));
+    const read = await mine.responses.retrieve(first.id);
+    assert.equal(read.model, 'gpt-pass', 'the forwarded answer names the llmux model');
+    assert.deepEqual([small.upstream.requests.at(-1)?.method, small.upstream.requests.at(-1)?.path], ['GET', '/v1/responses/resp_held_by_provider']);
+    assert.equal(small.upstream.requests.at(-1)?.headers['authorization'], 'Bearer upstream-responses-secret');
+
+    small.upstream.queue.push(respond.json(200, { object: 'list', data: [], first_id: null, last_id: null, has_more: false }));
+    await mine.responses.inputItems.list(first.id, { limit: 5 });
+    assert.deepEqual([small.upstream.requests.at(-1)?.method, small.upstream.requests.at(-1)?.path], ['GET', '/v1/responses/resp_held_by_provider/input_items?limit=5']);
+
+    const before = small.upstream.requests.length;
+    await assert.rejects(theirs.responses.retrieve(first.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    await assert.rejects(theirs.responses.create({ model: 'gpt-pass', input: 'Mine now?', previous_response_id: first.id }), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    await assert.rejects(theirs.responses.delete(first.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    assert.equal(small.upstream.requests.length, before, 'another key\'s reads never reach the provider');
+
+    small.upstream.queue.push(respond.json(200, { id: first.id, object: 'response', deleted: true }));
+    await mine.responses.delete(first.id);
+    assert.deepEqual([small.upstream.requests.at(-1)?.method, small.upstream.requests.at(-1)?.path], ['DELETE', '/v1/responses/resp_held_by_provider']);
+    await assert.rejects(mine.responses.retrieve(first.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    assert.equal(small.upstream.requests.length, before + 1, 'once deleted, it is not forwarded again');
+  } finally {
+    await small.close();
+  }
 });

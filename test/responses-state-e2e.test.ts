@@ -125,7 +125,7 @@ describe('sealed reasoning', () => {
     });
     assert.equal(second.output_text, 'Answered without the thinking.');
     assert.ok(!replayedAssistantTurn().some((block) => block['type'] === 'thinking'));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await gw.allLogged();
     assert.match(warningsOfLastResponse(), /encrypted_content does not open/);
   });
 
@@ -291,7 +291,7 @@ describe('when the state itself fails', () => {
       failing.upstream.queue.push(answer({ text: 'Answered anyway.' }));
       const sdk = new OpenAI({ apiKey: failing.key, baseURL: `${failing.url}/v1`, maxRetries: 0 });
       assert.equal((await sdk.responses.create({ model: 'gpt-test', input: 'Hi' })).output_text, 'Answered anyway.');
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await failing.allLogged();
       const line = [...failing.logs].reverse().find((entry) => (entry as Record<string, unknown>)['path'] === '/v1/responses') as Record<string, unknown>;
       assert.match(JSON.stringify(line['warnings']), /could not be stored: the shared store is away/);
     } finally {

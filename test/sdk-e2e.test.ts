@@ -136,7 +136,7 @@ describe('streamed tool calls and refusals reach the SDK helpers as the whole an
     assert.deepEqual(second.at(-1), { role: 'tool', tool_call_id: 'call_w', content: 'sunny' });
     // The runner threads its turns; a chat upstream keeps no thread, so the continuation is refused
     // once with the code on which the SDK sends the whole history instead (messages-to-chat.ts).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await t.allLogged();
     const lines = t.logs.slice(-3) as Array<Record<string, unknown>>;
     assert.deepEqual(lines.map((line) => [line['status'], line['error_code']]), [[200, undefined], [400, 'thread_unsupported_request'], [200, undefined]]);
   });

@@ -11,6 +11,7 @@ import type { TestGateway } from './helpers/gateway.ts';
 import { startFakeUpstream } from './helpers/fake-upstream.ts';
 import type { Responder } from './helpers/fake-upstream.ts';
 import { PRICED_MODELS, chat, chatJson, chatStream, ledgerCounted, messages, messagesJson, messagesStream } from './helpers/usage.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const T0 = Date.UTC(2026, 2, 14, 10, 30); // 2026-03-14T10:30Z
@@ -191,7 +192,7 @@ describe('budgets over sockets', () => {
     }
   });
 
-  it('applies a tier\'s budget to its keys, a key\'s own before it, and lets a request in flight finish when the budget runs out', async () => {
+  it('applies a tier\'s budget to its keys, a key\'s own before it, holds what requests in flight may cost, and lets one in flight finish when the budget runs out', async () => {
     const c = clock();
     const t = await start(c.now, { tiers: { pro: { budget_usd: 0.005, budget_period: 'month' } } });
     try {
@@ -206,15 +207,17 @@ describe('budgets over sockets', () => {
         res.end(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'u', choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] })}\n\n`
           + `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'u', choices: [], usage: { prompt_tokens: 500, completion_tokens: 100, total_tokens: 600 } })}\n\ndata: [DONE]\n\n`);
       };
-      t.upstream.queue.push(slowStream, chatJson({ prompt: 1000, completion: 200, cached: 0 }), chatJson({ prompt: 1000, completion: 200, cached: 0 }));
-      const inFlight = await chat(t, pro.key, 'gpt-test', { stream: true });
+      t.upstream.queue.push(slowStream, chatJson({ prompt: 1000, completion: 200, cached: 0 }));
+      // Each reserves its worst case, about $0.0016 (200 tokens out at $8 per million, and its input).
+      const inFlight = await chat(t, pro.key, 'gpt-test', { stream: true, max_tokens: 200 });
       assert.equal(inFlight.status, 200);
       assert.equal(inFlight.headers.get('x-llmux-budget-remaining-usd'), '0.0050', 'the tier\'s budget');
-      await expectStatus(chat(t, pro.key, 'gpt-test'), 200);
+      await expectStatus(chat(t, pro.key, 'gpt-test', { max_tokens: 200 }), 200);
       await ledgerCounted(t, 1);
-      await expectStatus(chat(t, pro.key, 'gpt-test'), 200);
-      await ledgerCounted(t, 2);
-      await expectStatus(chat(t, pro.key, 'gpt-test'), 403);
+      // $0.0036 spent and $0.0016 held by the stream: no room for another worst case.
+      const held = await expectStatus(chat(t, pro.key, 'gpt-test', { max_tokens: 200 }), 429);
+      assert.match(held.text, /"code":"budget_reserved"/);
+      assert.equal(held.res.headers.get('retry-after'), '1');
       const ownBudget = await expectStatus(chat(t, own.key, 'llmux-echo'), 200);
       assert.equal(ownBudget.res.headers.get('x-llmux-budget-remaining-usd'), '100.0000', 'a key\'s own budget comes before its tier\'s');
 
@@ -222,10 +225,49 @@ describe('budgets over sockets', () => {
       const text = await inFlight.text();
       assert.match(text, /"content":"lo"/);
       assert.match(text, /data: \[DONE\]/, 'the stream in flight finished');
-      await ledgerCounted(t, 4);
+      await ledgerCounted(t, 3);
+      await expectStatus(chat(t, pro.key, 'gpt-test', { max_tokens: 200 }), 403);
       const [row] = (await usage(t, pro.key)).body.data;
-      assert.equal(row?.requests, 3);
-      assert.equal(row?.cost_usd, 0.009, 'the request in flight is counted too');
+      assert.equal(row?.requests, 2);
+      assert.equal(row?.cost_usd, 0.0054, 'the request in flight is counted too, past the budget');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('budgets under concurrency', () => {
+  it('never lets requests in flight at once spend past the budget by more than one of them may cost', async () => {
+    // Issue 25: a key with $0.05/day at $0.049 fired 40 parallel requests and spent $40.05.
+    const c = clock();
+    const t = await start(c.now);
+    try {
+      const capped = await t.gateway.keys.create({ name: 'capped', budget: { usd: 0.05, period: 'day' } });
+      t.gateway.usage.record({ keyId: capped.record.id, model: 'gpt-test', at: c.now(), inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0, costUsd: 0.049 });
+      // Each answer reports what its request reserved: 1,000 tokens in, 100 out ($0.0028); they overlap.
+      const slow: Responder = async (req, res, seen) => {
+        await new Promise((r) => setTimeout(r, 150));
+        await chatJson({ prompt: 1000, completion: 100, cached: 0 })(req, res, seen);
+      };
+      t.upstream.fallback = slow;
+      const content = 'word '.repeat(790);
+      const answers = await Promise.all(Array.from({ length: 40 }, async () => {
+        const res = await chat(t, capped.key, 'gpt-test', { max_tokens: 100, messages: [{ role: 'user', content }] });
+        return { status: res.status, body: await res.text() };
+      }));
+      const admitted = answers.filter((a) => a.status === 200).length;
+      await ledgerCounted(t, 1 + admitted);
+      const spent = await t.gateway.usage.spend(capped.record.id, Date.UTC(2026, 2, 14));
+      const oneRequest = 1000 * 2 / 1e6 + 100 * 8 / 1e6;
+      assert.ok(spent <= 0.05 + oneRequest + 1e-9, `spent $${spent.toFixed(4)} of $0.05 with ${admitted} of 40 admitted`);
+      const refused = answers.filter((a) => a.status !== 200);
+      assert.ok(refused.length > 0);
+      for (const answer of refused) {
+        assert.ok(answer.status === 429 || answer.status === 403, String(answer.status));
+        if (answer.status === 429) assert.match(answer.body, /"code":"budget_reserved"/);
+      }
+      const after = await expectStatus(chat(t, capped.key, 'gpt-test', { max_tokens: 100 }), 403);
+      assert.match(after.text, /budget_exceeded/, 'once the holds are spend, the budget is reached');
     } finally {
       await t.close();
     }
@@ -293,10 +335,10 @@ describe('the usage ledger of a real llmux serve process', () => {
         const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers, body });
         assert.equal(res.status, 200, await res.text());
       }
-      const answeredAt = Date.now();
-      // Written within about a second (the flush interval), without any shutdown.
-      while (requestsOnDisk(join(home, 'usage')) < 5 && Date.now() - answeredAt < 3_000) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(requestsOnDisk(join(home, 'usage')), 5, `flushed ${Date.now() - answeredAt} ms after the last answer`);
+      // Written within about a second (the flush interval), without any shutdown: a real process on
+      // real time, so the bound is kept, with room for a busy machine.
+      await waitUntil(() => requestsOnDisk(join(home, 'usage')) >= 5, 'the five requests on disk', { timeoutMs: 3_000, pollMs: 20 });
+      assert.equal(requestsOnDisk(join(home, 'usage')), 5);
       server.child.kill('SIGKILL');
       await server.exited;
 

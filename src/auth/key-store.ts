@@ -15,6 +15,8 @@ import type { Budget, TierLimits, TierName } from '../config/types.ts';
 import { isBudget, isLimit, isTierName } from '../config/types.ts';
 import type { KeyRecord } from './key-record.ts';
 import { writeFileAtomic } from '../common/files.ts';
+import { realTimers } from '../common/timers.ts';
+import type { TimerHandle, Timers } from '../common/timers.ts';
 import { withLock } from './key-store-lock.ts';
 
 export type { KeyRecord } from './key-record.ts';
@@ -207,6 +209,8 @@ export { writeFileAtomic } from '../common/files.ts';
 
 export interface KeyStoreOptions {
   now?: () => number;
+  /** The watch's poll and settle timers (default: Node's). */
+  timers?: Timers;
   /**
    * How long a write may block the thread waiting for another process's live lock (default 0:
    * never; refused with 503 key_store_busy). Only for callers that may block, like the CLI.
@@ -222,10 +226,11 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
   const path = join(home, 'keys.json');
   const now = options.now ?? Date.now;
   const lockWaitMs = options.lockWaitMs ?? 0;
+  const timers = options.timers ?? realTimers;
   let records: KeyRecord[] = [];
   let bySecret = createSecretIndex([]);
   let signature = '';
-  let timer: NodeJS.Timeout | undefined;
+  let timer: TimerHandle | undefined;
   let watcher: FSWatcher | undefined;
 
   function fileSignature(): string {
@@ -312,17 +317,17 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
           failedSignature = sig;
         }
       };
-      timer = setInterval(check, 500);
+      timer = timers.setInterval(check, 500);
       timer.unref();
       try {
         // Temp and lock files come and go beside it; only the store's own name matters (some
         // platforms give no name: then any change is checked, which costs one stat). A burst of
         // events (a hand edit truncates, then writes) is read once, when it has settled.
         const name = basename(path);
-        let pending: NodeJS.Timeout | undefined;
+        let pending: TimerHandle | undefined;
         watcher = fsWatch(dirname(path), { persistent: false }, (_event, changed) => {
           if ((changed !== null && changed !== name) || pending !== undefined) return;
-          pending = setTimeout(() => {
+          pending = timers.setTimeout(() => {
             pending = undefined;
             check();
           }, WATCH_SETTLE_MS);
@@ -338,7 +343,7 @@ export function createKeyStore(home: string, options: KeyStoreOptions = {}): Fil
       }
     },
     close() {
-      if (timer !== undefined) clearInterval(timer);
+      timers.clearInterval(timer);
       timer = undefined;
       watcher?.close();
       watcher = undefined;

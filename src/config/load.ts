@@ -35,6 +35,9 @@ export const DEFAULT_LIMITS: Readonly<LimitsConfig> = Object.freeze({
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
   bodyTimeoutMs: 60_000,
+  // Longer than the idle timeouts of what is put in front (nginx and AWS load balancers: 60 s;
+  // nginx's own keepalive_timeout: 75 s), so the proxy, not llmux, closes an idle connection.
+  keepAliveTimeoutMs: 75_000,
 });
 
 export const DEFAULT_RESPONSES: Readonly<ResponsesConfig> = Object.freeze({
@@ -137,6 +140,7 @@ const LIMIT_FIELDS: Readonly<Record<string, keyof LimitsConfig>> = {
   headers_timeout_ms: 'headersTimeoutMs',
   request_timeout_ms: 'requestTimeoutMs',
   body_timeout_ms: 'bodyTimeoutMs',
+  keep_alive_timeout_ms: 'keepAliveTimeoutMs',
 };
 const RETRY_FIELDS: Readonly<Record<string, keyof RetryConfig>> = {
   attempts: 'attempts',

@@ -241,6 +241,8 @@ export interface LimitsConfig {
   requestTimeoutMs: number;
   /** Longest silence between two reads of a request body. */
   bodyTimeoutMs: number;
+  /** How long an idle client connection is kept open for its next request. */
+  keepAliveTimeoutMs: number;
 }
 
 export interface RetryConfig {

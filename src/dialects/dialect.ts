@@ -72,6 +72,8 @@ export interface TurnScope {
    * it never stored) may be the provider's to resolve.
    */
   passThrough: boolean;
+  /** The id of the provider the request goes to, when it is known. */
+  providerId?: string | undefined;
   /** Milliseconds since the epoch, like `Date.now`. */
   now(): number;
 }

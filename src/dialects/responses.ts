@@ -5,9 +5,10 @@
  * sealed (src/responses/seal.ts).
  *
  * Decisions beyond responses.md:
- * - A `previous_response_id` llmux never stored, for a model whose provider serves the Responses
- *   API itself (pass-through), is left for the provider to resolve, and that answer is not stored
- *   by llmux (the provider holds the chain). Likewise unknown `item_reference`s on that path.
+ * - What a request builds on must be llmux's to give the key that asks (responses.md "Pass-through
+ *   and key isolation", src/responses/passthrough.ts): an id llmux neither stores nor recorded for
+ *   the key is 404, never forwarded. A recorded pass-through answer (one too large to store whole)
+ *   is left for its provider to resolve, and that chain's answers are recorded, not stored.
  * - Resolved history is sent upstream as input items and `previous_response_id` is taken out of
  *   the upstream body (the provider never saw that id); the answer still names it.
  * - Stored responses keep every reasoning item's thinking sealed, whether or not the client asked
@@ -28,6 +29,7 @@ import { createResponsesEmitter } from '../translate/responses-events.ts';
 import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../translate/responses-output.ts';
 import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
+import { recordOfProviderHeld } from '../responses/passthrough.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { asRecord, isRecord } from '../common/json.ts';
@@ -126,7 +128,8 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const sealer = await scope.services.responses.sealer();
   const body = request.body;
   const previousId = body.previous_response_id;
-  const providerHolds = previousId !== undefined && passThrough && (await store.get(keyId, previousId)) === undefined;
+  const previous = previousId === undefined ? undefined : await store.get(keyId, previousId);
+  const providerHolds = passThrough && previous?.provider !== undefined;
   const storing = body.store !== false && !providerHolds;
 
   const turn: ResponsesTurn = { responseId: newResponseId(), now: scope.now, openSealed: (sealed) => sealer.open(sealed) };
@@ -134,24 +137,26 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const thinking = new Map<string, SealableBlock>();
   if (storing) turn.keepReasoning = (itemId, block) => thinking.set(itemId, block);
 
-  let input: ResponsesInputItem[] | undefined;
+  // Throws 404 for what llmux neither stores nor recorded for this key: never left for a provider.
+  const input = await resolveInput(body, keyId, store, { passThrough });
   let answered = request;
-  if (!providerHolds) {
-    input = await resolveInput(body, keyId, store, { keepUnknownReferences: passThrough });
-    if (previousId !== undefined || (Array.isArray(body.input) && body.input.some(isReference))) {
-      const resolved: ResponsesRequest = { ...body, input };
+  if (previousId !== undefined || (Array.isArray(body.input) && body.input.some(isReference))) {
+    const resolved: ResponsesRequest = { ...body, input };
+    if (!providerHolds) {
       delete resolved.previous_response_id;
-      answered = { ...request, body: resolved };
       if (previousId !== undefined) turn.previousResponseId = previousId;
     }
+    answered = { ...request, body: resolved };
   }
 
   return {
     request: answered,
     translation: turn,
     async keep(answer) {
-      if (!storing || input === undefined || !isFinalResponse(answer)) return;
-      await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(input), response: withSealedReasoning(answer, thinking, sealer) });
+      if (body.store === false || !isFinalResponse(answer)) return;
+      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(input), response: withSealedReasoning(answer, thinking, sealer) })) return;
+      // A pass-through answer not kept whole: its ids are kept, for its provider to resolve for this key only.
+      if (passThrough && scope.providerId !== undefined) await store.put(recordOfProviderHeld(answer, keyId, scope.providerId));
     },
   };
 }

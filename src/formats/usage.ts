@@ -93,6 +93,34 @@ export function toChatUsage(usage: TokenUsage): ChatUsage {
   };
 }
 
+/** The most a request could have used: its model's context length in, its output cap out. */
+export interface UsageBound {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * Usage an upstream reported, held to what the request could have used (llmux.md section 7): every
+ * input token, cached ones too, to `bound.inputTokens` (cache reads kept first, then cache writes,
+ * then the rest), output to `bound.outputTokens`. A buggy or lying upstream cannot exhaust a key's
+ * tokens/min or budget. `clamped` says what was cut, for a warning; undefined when nothing was.
+ */
+export function boundUsage(usage: TokenUsage, bound: UsageBound): { usage: TokenUsage; clamped: string | undefined } {
+  const input = Math.max(0, Math.floor(bound.inputTokens));
+  const output = Math.max(0, Math.floor(bound.outputTokens));
+  if (promptTokens(usage) <= input && usage.outputTokens <= output) return { usage, clamped: undefined };
+  const cacheReadTokens = Math.min(usage.cacheReadTokens, input);
+  const cacheCreationTokens = Math.min(usage.cacheCreationTokens, input - cacheReadTokens);
+  const bounded: TokenUsage = {
+    inputTokens: Math.min(usage.inputTokens, input - cacheReadTokens - cacheCreationTokens),
+    outputTokens: Math.min(usage.outputTokens, output),
+    cacheReadTokens,
+    cacheCreationTokens,
+  };
+  const said = `${promptTokens(usage)} in, ${usage.outputTokens} out`;
+  return { usage: bounded, clamped: `usage: the provider reported ${said}, beyond what the request could have used (${input} in, ${output} out); counted as ${promptTokens(bounded)} in, ${bounded.outputTokens} out` };
+}
+
 /** Total tokens a request consumed, as counted against tokens/min. */
 export function totalTokens(usage: TokenUsage): number {
   return promptTokens(usage) + usage.outputTokens;

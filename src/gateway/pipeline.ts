@@ -4,11 +4,12 @@
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
  *     the body budget until the provider answers) -> validate -> model -> permission
  *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
- *     -> context length -> limits with its reservation
+ *     -> context length -> limits with its reservation -> its worst case held against the budget
  *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
  *        the client's bytes with its model id spliced in) -> the request is let go
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
- *     -> usage settled against tokens/min and priced -> the answer kept (Responses' store) -> the
+ *     -> usage, held to what the request could have used, settled against tokens/min and the
+ *        budget and priced -> the answer kept (Responses' store) -> the
  *        log record (the gateway then writes the log line, the metrics and the usage ledger when
  *        the response closes)
  *
@@ -30,12 +31,15 @@ import type { Admission, Limiter } from '../limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
-import { totalTokens } from '../formats/usage.ts';
+import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
-import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
+import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus, worstCaseUsd } from '../usage/budget.ts';
+import type { BudgetHold, BudgetHolds } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
-import { readBody, readJsonObject } from '../http/body.ts';
+import { readJsonObject } from '../http/body.ts';
+import { readKeyedBody } from '../http/admission.ts';
+import type { BodyAdmission } from '../http/admission.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
 import { onClose } from '../http/respond.ts';
 import { queryOf } from '../http/router.ts';
@@ -64,6 +68,8 @@ export interface PipelineContext {
   attempts: AttemptContext;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
+  /** Each admitted request's worst case held against its key's budget (src/usage/budget.ts). */
+  budgets: BudgetHolds;
   /** What formats keep between requests (stored responses, the reasoning seal). */
   state: DialectServices;
   now(): number;
@@ -79,6 +85,8 @@ interface Asked {
   stream: boolean;
   /** The client asked for a usage report at the end of its stream. */
   includeUsage: boolean;
+  /** The client's output cap, if it gave one: with the model's limits, the most usage it can be charged. */
+  maxTokens: number | undefined;
 }
 
 /** The values that travel together from the provider's answer to the client's. */
@@ -134,7 +142,12 @@ export async function handleModelRequest<F extends WireFormat>(
   }
   const { model, estimate, admission, claim } = admitted;
   const { keep, translation } = admitted.turn;
-  const asked: Asked = { format, stream: admitted.request.stream, includeUsage: dialect.wantsStreamUsage(admitted.request.body) };
+  const asked: Asked = {
+    format,
+    stream: admitted.request.stream,
+    includeUsage: dialect.wantsStreamUsage(admitted.request.body),
+    maxTokens: dialect.maxTokens(admitted.request.body),
+  };
   // From here the request is only held for building upstream bodies, and let go once the last is built.
   const held: HeldRequest<F> = { request: admitted.request };
   admitted = undefined;
@@ -170,9 +183,11 @@ export async function handleModelRequest<F extends WireFormat>(
     outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
   } finally {
     if (outcome?.usage !== undefined) {
+      outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
       admission.settle(totalTokens(outcome.usage));
       record.usage = outcome.usage;
       record.costUsd = costOf(outcome.usage, answeredBy.pricing);
+      record.budgetHold?.settle(record.costUsd);
     } else if (!res.headersSent) {
       // Refused before any upstream work: nothing was consumed.
       admission.settle(0);
@@ -230,11 +245,7 @@ async function readAndAdmit<F extends WireFormat>(
 ): Promise<Admitted<F>> {
   const forwarded = dialect.readHeaders(req.headers);
   const limits = limitsFor(key, ctx.config.tiers);
-  const early = ctx.limiter.check(key.id, limits, 'model');
-  if (early !== undefined) throw rateLimitError(early);
-  const claim = ctx.bodies.claim(key.id);
-  onClose(res, () => claim.release());
-  const bytes = await readBody(req, ctx.config.limits.maxBodyBytes, { idleTimeoutMs: ctx.config.limits.bodyTimeoutMs, claim });
+  const { bytes, claim, refused } = await readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits }, 'model');
   try {
     const parsed = readJsonObject(bytes);
     const arrived = dialect.readRequest(parsed.value, { forwarded, strict: ctx.config.validation === 'strict', params: target.params, query: target.query });
@@ -251,19 +262,45 @@ async function readAndAdmit<F extends WireFormat>(
       keyId: key.id,
       services: ctx.state,
       passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
+      providerId: provider?.id,
       now: ctx.now,
     });
     const request = turn.request;
     const estimate = dialect.estimate(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     // One round trip to the state server when the limits are shared; immediate otherwise.
-    const admission = await ctx.limiter.admit(key.id, limits, estimate + outputReservation(dialect.maxTokens(request.body), model));
+    const output = outputReservation(dialect.maxTokens(request.body), model);
+    const admission = await ctx.limiter.admit(key.id, limits, estimate + output);
     if (!admission.ok) throw rateLimitError(admission);
+    // Released by the usage recorder once the request's cost is in the ledger (src/usage/budget.ts).
+    record.budgetHold = await holdBudget(ctx, key, model, estimate, output).catch((err: unknown) => {
+      admission.settle(0);
+      admission.release();
+      throw err;
+    });
     return { request, turn, model, estimate, admission, claim };
   } catch (err) {
-    ctx.limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    refused();
     throw err;
   }
+}
+
+/** What admitting a request body needs (src/http/admission.ts), from the pipeline's context. */
+export function bodyAdmission(ctx: PipelineContext): BodyAdmission {
+  return { limiter: ctx.limiter, bodies: ctx.bodies, maxBodyBytes: ctx.config.limits.maxBodyBytes, bodyTimeoutMs: ctx.config.limits.bodyTimeoutMs };
+}
+
+/** Holds the request's worst case against its key's budget, if it has one (llmux.md section 7); throws the refusal. */
+async function holdBudget(ctx: PipelineContext, key: KeyRecord, model: ModelEntry, inputTokens: number, outputTokens: number): Promise<BudgetHold | undefined> {
+  const budget = budgetFor(key, ctx.config.tierBudgets);
+  return budget === undefined ? undefined : ctx.budgets.reserve(key.id, budget, worstCaseUsd(model.pricing, inputTokens, outputTokens));
+}
+
+/** Usage held to what the request could have used of `model` (llmux.md section 7), with a warning when it was more. */
+function usageWithin(usage: TokenUsage, model: ModelEntry, maxTokens: number | undefined, onWarning: (message: string) => void): TokenUsage {
+  const bounded = boundUsage(usage, { inputTokens: model.context_length, outputTokens: maxTokens ?? model.max_output_tokens });
+  if (bounded.clamped !== undefined) onWarning(bounded.clamped);
+  return bounded.usage;
 }
 
 /**
@@ -308,6 +345,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       idleTimeoutMs: limits.streamIdleTimeoutMs,
       onWarning: exchange.onWarning,
       onArrived: onFirstByte,
+      redact,
     });
     return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
@@ -331,6 +369,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     now: ctx.now,
     onStart: onFirstByte,
     register: ctx.registerStream,
+    redact,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
 }

@@ -63,6 +63,21 @@ export function logLine(request: { id: string; method: string; path: string; sta
   return line;
 }
 
+/**
+ * A line with credentials taken out of what in it may quote an upstream (its stream error and
+ * warnings, a message's text): the same line when there was none.
+ */
+export function redactLine(line: LogRecord | LogMessage, redact: (text: string) => string): LogRecord | LogMessage {
+  if ('message' in line) {
+    const message = redact(line.message);
+    return message === line.message ? line : { ...line, message };
+  }
+  const streamError = line.stream_error === undefined ? undefined : redact(line.stream_error);
+  const warnings = line.warnings?.map(redact);
+  if (streamError === line.stream_error && (warnings === undefined || warnings.every((w, i) => w === line.warnings?.[i]))) return line;
+  return { ...line, ...(streamError === undefined ? {} : { stream_error: streamError }), ...(warnings === undefined ? {} : { warnings }) };
+}
+
 /** A log line for anything that is not one request's. */
 export function logMessage(level: LogMessage['level'], message: string): LogMessage {
   return { time: new Date().toISOString(), level, message };

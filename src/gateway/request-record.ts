@@ -41,4 +41,9 @@ export interface RequestRecord {
   errorCode?: string;
   /** Input that was repaired or dropped rather than refused (never a body or a key). */
   warnings?: string[];
+  /**
+   * The request's hold on its key's budget (src/usage/budget.ts), shrunk to its cost once known;
+   * the usage recorder releases it once that cost is in the ledger.
+   */
+  budgetHold?: { settle(costUsd: number): void; release(): void } | undefined;
 }

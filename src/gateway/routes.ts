@@ -14,17 +14,18 @@ import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
 import { dialects } from '../dialects/index.ts';
-import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate } from '../common/errors.ts';
+import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
-import { parseJsonBody, readBody } from '../http/body.ts';
-import { onClose, sendJson } from '../http/respond.ts';
-import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
+import { parseJsonBody } from '../http/body.ts';
+import { readKeyedBody } from '../http/admission.ts';
+import { sendJson } from '../http/respond.ts';
+import { setRateLimitHeaders } from '../http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
 import { parseUsageParams } from '../usage/usage-params.ts';
-import { handleModelRequest } from './pipeline.ts';
+import { bodyAdmission, handleModelRequest } from './pipeline.ts';
 import type { PipelineContext } from './pipeline.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { RouteHandler, RouteRegistry } from './feature.ts';
@@ -40,6 +41,8 @@ export interface CoreRoutesContext extends PipelineContext {
   openRequests(): number;
   /** Whether the shared-state server is away now; undefined without shared state. */
   stateDegraded(): boolean | undefined;
+  /** A read or delete of what a Responses provider keeps, forwarded with its credential (src/providers/forward.ts). */
+  forward(providerId: string, method: 'GET' | 'DELETE', path: string): Promise<Buffer>;
 }
 
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
@@ -56,6 +59,10 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const budget = budgetFor(key, config.tierBudgets);
     if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
   };
+
+  /** A counting route's body (count_tokens, input_tokens): never admitted, charged as unadmitted work (src/http/admission.ts). */
+  const readCountedBody = (req: IncomingMessage, res: ServerResponse, key: KeyRecord) =>
+    readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits: limitsFor(key, config.tiers) }, 'counted');
 
   // Tools (Claude Code among them) probe the base URL at start-up: answer it instead of a 404.
   routes.add('GET', '/', (_req, res) => {
@@ -88,13 +95,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const key = authed(req, record);
     await peekHeaders(res, key);
     // count_tokens is never admitted: it spends the key's budget for unadmitted work instead.
-    const limits = limitsFor(key, config.tiers);
-    const early = limiter.check(key.id, limits, 'unadmitted');
-    if (early !== undefined) throw rateLimitError(early);
-    const claim = ctx.bodies.claim(key.id);
-    onClose(res, () => claim.release());
-    const bytes = await readBody(req, config.limits.maxBodyBytes, { idleTimeoutMs: config.limits.bodyTimeoutMs, claim });
-    limiter.chargeUnadmitted(key.id, limits, bytes.length);
+    const { bytes } = await readCountedBody(req, res, key);
     const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
     if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
@@ -111,27 +112,41 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     if (stored === undefined) throw responseNotFound(id);
     return stored;
   };
+  /** A response recorded as held by its provider (src/responses/passthrough.ts): read there, for this key only. */
+  const forwarded = (stored: StoredResponse, method: 'GET' | 'DELETE', tail: string, url: string | undefined): Promise<Buffer> => {
+    const query = queryOf(url).toString();
+    return ctx.forward(stored.provider as string, method, `/responses/${encodeURIComponent(stored.id)}${tail}${query === '' ? '' : `?${query}`}`);
+  };
   const getResponse: RouteHandler = async (req, res, params, record) => {
     const stored = await storedResponse(req, res, params, record);
+    if (stored.provider !== undefined) {
+      sendJson(res, 200, withModel(await forwarded(stored, 'GET', '', req.url), stored.response.model));
+      return;
+    }
     const withSeals = queryOf(req.url).getAll('include').concat(queryOf(req.url).getAll('include[]')).includes(ENCRYPTED_REASONING);
-    sendJson(res, 200, JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response)));
+    // Kept as it was assembled: credentials an upstream echoed come out as they did of the answer.
+    sendJson(res, 200, ctx.attempts.redact(JSON.stringify(withSeals ? stored.response : withoutSeals(stored.response))));
   };
   const deleteResponse: RouteHandler = async (req, res, params, record) => {
-    const key = authed(req, record);
-    await peekHeaders(res, key);
-    const id = params['id'] ?? '';
-    if (!(await store.delete(key.id, id))) throw responseNotFound(id);
-    sendJson(res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
+    const stored = await storedResponse(req, res, params, record);
+    if (stored.provider !== undefined) await forwarded(stored, 'DELETE', '', undefined);
+    if (!(await store.delete(stored.keyId, stored.id))) throw responseNotFound(stored.id);
+    sendJson(res, 200, JSON.stringify({ id: stored.id, object: 'response', deleted: true }));
   };
   const inputItems: RouteHandler = async (req, res, params, record) => {
     const stored = await storedResponse(req, res, params, record);
-    sendJson(res, 200, JSON.stringify(inputItemsPage(stored.input, queryOf(req.url))));
+    if (stored.provider !== undefined) {
+      sendJson(res, 200, await forwarded(stored, 'GET', '/input_items', req.url));
+      return;
+    }
+    sendJson(res, 200, ctx.attempts.redact(JSON.stringify(inputItemsPage(stored.input, queryOf(req.url)))));
   };
   // Like count_tokens: an estimate, after previous_response_id and item_reference are resolved.
   const inputTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
-    const body = validateResponsesRequest(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)), { countTokens: true });
+    const { bytes } = await readCountedBody(req, res, key);
+    const body = validateResponsesRequest(parseJsonBody(bytes), { countTokens: true });
     if (typeof body.model === 'string') {
       record.model = body.model;
       if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
@@ -194,6 +209,17 @@ function queryOf(url: string | undefined): URLSearchParams {
   const target = url ?? '';
   const q = target.indexOf('?');
   return new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
+}
+
+/** A provider's response object naming the llmux model that answered it (llmux.md section 3). */
+function withModel(bytes: Buffer, model: string): string {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw upstreamFailed('The provider that holds this response sent an answer llmux could not read');
+  }
+  return JSON.stringify(isRecord(answer) ? { ...answer, model } : answer);
 }
 
 /** Stored reasoning is always sealed; a reader that did not ask for `reasoning.encrypted_content` gets it without. */

@@ -24,7 +24,8 @@ import { sleepUnlessCancelled } from '../providers/attempts.ts';
 import { createCarriers } from '../platforms/index.ts';
 import { createCredentialWatch } from '../platforms/credential-watch.ts';
 import { ECHO_PROVIDER, createEchoTransport } from '../providers/echo.ts';
-import { createRedactor, credentialsOf, withLearnedSecrets } from '../providers/redact.ts';
+import { createRedactor, credentialsOf } from '../providers/redact.ts';
+import { forwardToProvider } from '../providers/forward.ts';
 import { createRouter, pathOf } from '../http/router.ts';
 import { createBodyBudget } from '../http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
@@ -34,7 +35,7 @@ import type { RenderError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { mountCoreRoutes } from './routes.ts';
 import { createMetrics } from './metrics.ts';
-import { createStderrLogger, logLine, logMessage } from './request-log.ts';
+import { createStderrLogger, logLine, logMessage, redactLine } from './request-log.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { Feature, GatewayInternals, RouteHandler, RouteOptions } from './feature.ts';
@@ -44,6 +45,7 @@ import { whenOpen } from '../usage/opening-ledger.ts';
 import { createSpanExporter } from '../usage/otlp.ts';
 import type { SpanExporter } from '../usage/otlp.ts';
 import { createUsageRecorder } from '../usage/recorder.ts';
+import { createBudgetHolds } from '../usage/budget.ts';
 import { createLocalResponsesState } from '../responses/state.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import { openSharedState } from '../state/shared-state.ts';
@@ -110,7 +112,11 @@ const SPAN_DROP_WARNING_MS = 60_000;
 export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
-  const carriers = createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now });
+  // Every credential, those configured and those platforms learn at run time, out of what clients and the log see.
+  const redactor = createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env)));
+  const logger: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
+  const log: Logger = (line) => logger(redactLine(line, redactor));
+  const carriers = createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now, learn: (secret) => redactor.learn(secret) });
   // Platform providers' credentials are resolved beside start-up (bounded) and again now and then;
   // the catalog lists their models only when they resolve.
   const credentialWatch = createCredentialWatch({ providers: Object.values(config.providers), carriers });
@@ -122,7 +128,6 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     env: config.env,
     platformUsable: (provider) => credentialWatch.usable(provider),
   });
-  const log: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
   // key's refused or count_tokens bodies may total four of the largest a minute.
   const { maxBodyBytes } = config.limits;
@@ -147,6 +152,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }));
   const exporter = createExporter(config, log);
   const recorder = createUsageRecorder({ ledger: usage, exporter });
+  const budgets = shared?.budgets ?? createBudgetHolds({ ledger: usage, now });
   const responses = options.responsesState ?? shared?.responses ?? createLocalResponsesState({
     home: config.home,
     ttlMs: config.responses.storeTtlMs,
@@ -159,6 +165,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     keys,
     limiter,
     usage,
+    budgets,
     bodies,
     state: { responses },
     now,
@@ -171,7 +178,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
       carriers,
-      redact: withLearnedSecrets(createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env))), () => carriers.secrets?.() ?? []),
+      redact: redactor,
       transport: upstream,
       retry: config.retry,
       connectTimeoutMs: config.limits.connectTimeoutMs,
@@ -202,6 +209,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     isClosing: () => closing,
     openRequests: () => inFlight.size,
     stateDegraded: () => shared?.health.degraded(),
+    forward: (providerId, method, path) => forwardToProvider(ctx.attempts, providerId, method, path),
   });
   // The health checks are loaded when an admin runs them: most gateways never do.
   const health = async () => (await import('../doctor/doctor.ts')).diagnose({ load: () => config, running: true });
@@ -282,14 +290,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }
 
   async function listen(port = config.port, host = config.host): Promise<{ port: number; host: string; url: string }> {
-    const { headersTimeoutMs, requestTimeoutMs } = config.limits;
+    const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = config.limits;
     const srv = http.createServer({
       // Slow or half-open clients can't hold sockets forever: headers and whole requests have
-      // deadlines, checked often enough that a short deadline is kept.
+      // deadlines, checked often enough that a short deadline is kept. (Node refuses a request
+      // timeout below the headers timeout. The headers timeout starts with a request's first
+      // byte, so it may be shorter than the keep-alive timeout an idle connection waits.)
       headersTimeout: headersTimeoutMs,
       requestTimeout: Math.max(requestTimeoutMs, headersTimeoutMs),
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
-      keepAliveTimeout: 5_000,
+      keepAliveTimeout: keepAliveTimeoutMs,
     }, handler);
     srv.timeout = 0;
     srv.on('clientError', answerClientError);

@@ -12,6 +12,8 @@ import { GatewayError, invalidParameters, tooLarge } from '../common/errors.ts';
 import { parseJsonText, walkJson } from '../common/json-bytes.ts';
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { BodyClaim } from './body-budget.ts';
+import { realTimers } from '../common/timers.ts';
+import type { TimerHandle, Timers } from '../common/timers.ts';
 
 /** Longest silence between two reads of a body when the caller gives none (nginx's default). */
 export const DEFAULT_BODY_TIMEOUT_MS = 60_000;
@@ -23,6 +25,14 @@ export interface ReadBodyOptions {
   idleTimeoutMs?: number | undefined;
   /** Where the body's bytes are held while the request runs; refused when it has no room. */
   claim?: BodyClaim | undefined;
+  /** The clock the idle bound is measured on, and its timer (default: Node's). */
+  now?: (() => number) | undefined;
+  timers?: Timers | undefined;
+  /**
+   * Longest the whole body may take to arrive, however steadily it comes (408 after it). For
+   * small routes (./admission.ts), where a body dripped a byte at a time never trips the idle bound.
+   */
+  deadlineMs?: number | undefined;
 }
 
 /** 408 request_timeout: the body stopped arriving. */
@@ -35,6 +45,11 @@ function bodyTimedOut(idleTimeoutMs: number): GatewayError {
   );
 }
 
+/** 408 request_timeout: the whole body did not arrive in time. */
+function bodyTooSlow(deadlineMs: number): GatewayError {
+  return new GatewayError(408, 'invalid_request_error', 'request_timeout', `The request body did not arrive within ${deadlineMs} ms; send it at once`);
+}
+
 /**
  * Reads the whole body into one Buffer. Rejects with a 413 GatewayError as soon as the declared
  * `content-length` or the bytes received pass `maxBodyBytes`, with a 408 when the body stalls for
@@ -45,6 +60,8 @@ function bodyTimedOut(idleTimeoutMs: number): GatewayError {
 export function readBody(req: IncomingMessage, maxBodyBytes: number, options: ReadBodyOptions = {}): Promise<Buffer> {
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const claim = options.claim;
+  const now = options.now ?? Date.now;
+  const timers = options.timers ?? realTimers;
   return new Promise((resolve, reject) => {
     const declaredHeader = req.headers['content-length'];
     const declared = declaredHeader === undefined ? undefined : Number(declaredHeader);
@@ -66,10 +83,12 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     let size = 0;
     let settled = false;
     // One timer for the whole body, re-armed only when it fires: a chunk just notes the time.
-    let lastData = Date.now();
-    let timer: NodeJS.Timeout | undefined;
+    let lastData = now();
+    let timer: TimerHandle | undefined;
+    let deadline: TimerHandle | undefined;
     const cleanup = (): void => {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
+      timers.clearTimeout(deadline);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -84,15 +103,15 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     };
     const onTimer = (): void => {
       if (settled) return;
-      const quietMs = Date.now() - lastData;
+      const quietMs = now() - lastData;
       if (quietMs < idleTimeoutMs) {
-        timer = setTimeout(onTimer, idleTimeoutMs - quietMs);
+        timer = timers.setTimeout(onTimer, idleTimeoutMs - quietMs);
         return;
       }
       stop(bodyTimedOut(idleTimeoutMs));
     };
     const onData = (chunk: Buffer): void => {
-      lastData = Date.now();
+      lastData = now();
       size += chunk.length;
       if (size > maxBodyBytes) {
         stop(tooLarge(maxBodyBytes));
@@ -125,7 +144,11 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, options: Re
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
-    if (!req.complete) timer = setTimeout(onTimer, idleTimeoutMs);
+    if (!req.complete) {
+      timer = timers.setTimeout(onTimer, idleTimeoutMs);
+      const { deadlineMs } = options;
+      if (deadlineMs !== undefined) deadline = timers.setTimeout(() => { if (!settled) stop(bodyTooSlow(deadlineMs)); }, deadlineMs);
+    }
   });
 }
 

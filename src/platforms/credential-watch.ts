@@ -9,6 +9,8 @@
  * models are not listed; a later check that fails keeps the last answer only until it reports.
  */
 import type { ProviderConfig } from '../config/types.ts';
+import { realTimers } from '../common/timers.ts';
+import type { TimerHandle, Timers } from '../common/timers.ts';
 import type { Carriers, CredentialState } from './index.ts';
 
 export interface CredentialWatchOptions {
@@ -16,6 +18,8 @@ export interface CredentialWatchOptions {
   carriers: Carriers;
   /** How often the checks are made again; default 5 minutes. */
   intervalMs?: number;
+  /** The wait's bound and the interval's timers; default Node's. */
+  timers?: Timers;
 }
 
 export interface CredentialWatch {
@@ -42,7 +46,8 @@ export function createCredentialWatch(options: CredentialWatchOptions): Credenti
   const states = new Map<ProviderConfig, CredentialState>();
   /** Checks under way, so a slow one is not started twice. */
   const running = new Map<ProviderConfig, Promise<void>>();
-  let timer: NodeJS.Timeout | undefined;
+  const timers = options.timers ?? realTimers;
+  let timer: TimerHandle | undefined;
 
   const checkOne = (provider: ProviderConfig): Promise<void> => {
     const under = running.get(provider);
@@ -63,13 +68,13 @@ export function createCredentialWatch(options: CredentialWatchOptions): Credenti
 
   const check = async (waitMs: number): Promise<void> => {
     if (watched.length === 0) return;
-    let waited: NodeJS.Timeout | undefined;
+    let waited: TimerHandle | undefined;
     // Not unref'd: a gateway waiting to listen has nothing else keeping the process up. Bounded, and cleared.
     const deadline = new Promise<void>((resolve) => {
-      waited = setTimeout(resolve, waitMs);
+      waited = timers.setTimeout(resolve, waitMs);
     });
     await Promise.race([Promise.all(watched.map(checkOne)), deadline]);
-    clearTimeout(waited);
+    timers.clearTimeout(waited);
   };
 
   return {
@@ -81,13 +86,13 @@ export function createCredentialWatch(options: CredentialWatchOptions): Credenti
     check,
     start(waitMs) {
       if (watched.length > 0 && timer === undefined) {
-        timer = setInterval(() => void check(0), options.intervalMs ?? DEFAULT_INTERVAL_MS);
+        timer = timers.setInterval(() => void check(0), options.intervalMs ?? DEFAULT_INTERVAL_MS);
         timer.unref();
       }
       return check(waitMs);
     },
     stop() {
-      clearInterval(timer);
+      timers.clearInterval(timer);
       timer = undefined;
     },
   };

@@ -22,25 +22,52 @@ export const platforms: { readonly [P in PlatformName]: Platform } = {
 /** Each provider's carrier, bound on first use and kept. */
 export interface Carriers {
   of(provider: ProviderConfig): Carrier;
-  /** The secrets every carrier bound so far has in play (./platform.ts `secrets`), for the redactor. */
-  secrets?(): string[];
+}
+
+/**
+ * `carrier`, telling `learn` the secrets it holds each time it has authorised a request or checked
+ * its credentials: the redactor knows a new token before any answer made with it can echo it.
+ */
+function learning(carrier: Carrier, learn: (secret: string) => void): Carrier {
+  const secrets = carrier.secrets;
+  if (secrets === undefined) return carrier;
+  const tell = (): void => {
+    for (const secret of secrets()) learn(secret);
+  };
+  const checked = carrier.credentials;
+  return {
+    ...carrier,
+    authorise(request) {
+      const pending = carrier.authorise(request);
+      if (pending === undefined) {
+        tell();
+        return undefined;
+      }
+      return pending.then(tell);
+    },
+    ...(checked === undefined ? {} : {
+      async credentials() {
+        const state = await checked();
+        tell();
+        return state;
+      },
+    }),
+  };
 }
 
 export function createCarriers(services: PlatformServices): Carriers {
   // Providers are the config's objects (and the echo model's constant), the same for the process's life.
   const bound = new WeakMap<ProviderConfig, Carrier>();
-  // The ones that hold secrets of their own, so the redactor can ask them: a handful, one per provider.
-  const withSecrets: Carrier[] = [];
+  const { learn } = services;
   return {
     of(provider) {
       let carrier = bound.get(provider);
       if (carrier === undefined) {
         carrier = platforms[provider.platform ?? 'http'].bind(provider, services);
+        if (learn !== undefined) carrier = learning(carrier, learn);
         bound.set(provider, carrier);
-        if (carrier.secrets !== undefined) withSecrets.push(carrier);
       }
       return carrier;
     },
-    secrets: () => withSecrets.flatMap((carrier) => carrier.secrets?.() ?? []),
   };
 }

@@ -156,6 +156,12 @@ export interface PlatformServices {
   env: Readonly<Record<string, string | undefined>>;
   /** Milliseconds since the epoch, like `Date.now` (signatures, token expiry). */
   now(): number;
+  /**
+   * Tells the redactor a secret a carrier came to hold at run time (an access token, temporary AWS
+   * credentials, an assertion): from then on it is kept out of answers and the log. ./index.ts
+   * hands it each carrier's `secrets` once they are in play.
+   */
+  learn?(secret: string): void;
 }
 
 /** One platform: binds a provider of its kind to a {@link Carrier}. */

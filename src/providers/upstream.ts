@@ -67,6 +67,8 @@ export function createCancellation(): Cancellation {
 }
 
 export interface UpstreamRequest {
+  /** `POST` when absent; `GET` and `DELETE` read or delete what a provider keeps (./forward.ts). */
+  method?: 'POST' | 'GET' | 'DELETE';
   provider: ProviderConfig;
   /** The base URL to reach (the provider's platform gives it: `base_url` on `http`); parsed once per endpoint. */
   endpoint: string;
@@ -226,7 +228,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
         };
         const onAbort = (): void => fail(new ClientClosedError());
         const outgoing = target.lib.request({
-          method: 'POST',
+          method: req.method ?? 'POST',
           hostname: target.hostname,
           port: target.port,
           path: target.basePath + req.path,

@@ -3,9 +3,9 @@
  * they are (same format; usage read on the side by the usage tap) or translate them event by event
  * (formats differ). src/relay/stream.ts drives either the same way.
  *
- * An upstream's in-stream error event is the one piece of a stream whose text llmux vouches for
- * rather than the model: both relays pass it through `redact` (src/providers/redact.ts), so an
- * upstream that echoes its credential there does not hand it to the client or the log.
+ * Everything a relay writes goes through the stream's redactor (./stream.ts, src/providers/redact.ts),
+ * event by event, so an upstream that echoes its credential does not hand it to the client; an
+ * upstream's in-stream error is also redacted here for the log.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
@@ -59,8 +59,7 @@ export function createPassThroughRelay(
     feed(chunk) {
       if (finished) return;
       const out = tap.feed(chunk);
-      // The piece that holds an upstream error event (the last one forwarded) is redacted.
-      if (out !== undefined && out.length > 0) write(tap.upstreamError === undefined ? out : redactBytes(out, redact));
+      if (out !== undefined && out.length > 0) write(out);
       if (!tap.stopped) return;
       if (tap.overflowed) {
         fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
@@ -73,7 +72,7 @@ export function createPassThroughRelay(
     end() {
       if (finished) return;
       const rest = tap.end();
-      if (rest !== undefined && rest.length > 0) write(tap.upstreamError === undefined ? rest : redactBytes(rest, redact));
+      if (rest !== undefined && rest.length > 0) write(rest);
       if (tap.upstreamError !== undefined) error = redact(tap.upstreamError);
       else if (!tap.completed) {
         fail('The provider ended the stream before it was complete');
@@ -91,13 +90,6 @@ export function createPassThroughRelay(
     usage: () => tap.usage(),
     answer: () => tap.answer(),
   };
-}
-
-/** Bytes with every credential taken out; the same bytes when there was none. */
-function redactBytes(bytes: Buffer, redact: Redact): Buffer | string {
-  const text = bytes.toString('utf8');
-  const clean = redact(text);
-  return clean === text ? bytes : clean;
 }
 
 /** Whether an upstream event carries an error: `event: error`, or a chat chunk with an `"error"` key. */

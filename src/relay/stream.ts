@@ -2,7 +2,9 @@
  * Streams an upstream's answer to the client through a {@link Relay}. Backpressure: when the client
  * can't take more, the upstream read pauses until it drains. Keep-alive frames cover long silences;
  * an upstream idle past `idleTimeoutMs` ends the stream with an in-stream error. A client that goes
- * away stops the upstream at once.
+ * away stops the upstream at once. A client that stops reading (a slowloris reading a byte a
+ * minute) holds only what the socket buffers take, and for `idleTimeoutMs` at most: then the
+ * connection is closed and the upstream stopped (it cannot be told why: it reads nothing).
  */
 import type { ServerResponse } from 'node:http';
 import type { TokenUsage } from '../formats/wire.ts';
@@ -10,6 +12,8 @@ import { onClose, startEventStream } from '../http/respond.ts';
 import { releaseForReuse } from '../providers/upstream.ts';
 import type { UpstreamResponse } from '../providers/upstream.ts';
 import type { Relay } from './relays.ts';
+import { redactBytes } from '../providers/redact.ts';
+import type { Redact } from '../providers/redact.ts';
 
 export interface StreamOptions {
   /** Written after `pingIntervalMs` of upstream silence. */
@@ -19,6 +23,8 @@ export interface StreamOptions {
   now(): number;
   /** Called when the head of the stream is written (time to first byte). */
   onStart(): void;
+  /** Takes credentials out of what is written (src/providers/redact.ts); a relay writes whole events. */
+  redact?: Redact | undefined;
   /**
    * Registers a way to cut this stream from outside (the gateway shutting down): the relay's
    * in-stream error with the message, then the end. Returns the unregistering function.
@@ -51,12 +57,22 @@ export function relayStream(
     let lastActivity = now();
     let timer: NodeJS.Timeout | undefined;
     let clientGone = false;
+    /** Since when the client has not taken what was written (the upstream is paused for it). */
+    let stalledSince: number | undefined;
+    let stallError: string | undefined;
 
-    const write = (bytes: Buffer | string): void => {
+    const { redact } = options;
+    const write = (piece: Buffer | string): void => {
       if (res.writableEnded) return;
+      // A string is encoded once, here, rather than by the redactor and again by the socket.
+      const bytes = redact === undefined ? piece : redactBytes(redact, typeof piece === 'string' ? Buffer.from(piece) : piece);
       if (!res.write(bytes) && !upstream.isPaused()) {
         upstream.pause();
-        res.once('drain', () => upstream.resume());
+        stalledSince = now();
+        res.once('drain', () => {
+          stalledSince = undefined;
+          upstream.resume();
+        });
       }
     };
     const relay = createRelay(write);
@@ -69,7 +85,7 @@ export function relayStream(
       unregister?.();
       upstream.off('data', onData);
       if (!res.writableEnded) res.end();
-      resolve({ usage: relay.usage(), answer: relay.answer(), error: clientGone ? 'client closed the stream' : relay.error });
+      resolve({ usage: relay.usage(), answer: relay.answer(), error: stallError ?? (clientGone ? 'client closed the stream' : relay.error) });
     };
 
     const fail = (message: string): void => {
@@ -97,6 +113,14 @@ export function relayStream(
 
     const tick = (): void => {
       if (done) return;
+      if (stalledSince !== undefined && now() - stalledSince >= idleTimeoutMs) {
+        // The client took nothing for the whole bound: nothing can reach it, not even an error.
+        stallError = `the client read nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`;
+        finish();
+        res.destroy();
+        upstream.destroy();
+        return;
+      }
       // Paused for a slow client is not the upstream's silence.
       if (upstream.isPaused()) lastActivity = now();
       const idle = now() - lastActivity;
@@ -105,7 +129,8 @@ export function relayStream(
         return;
       }
       if (idle >= pingIntervalMs && !res.writableNeedDrain) write(options.pingFrame);
-      timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs - idle));
+      const stallLeft = stalledSince === undefined ? Infinity : idleTimeoutMs - (now() - stalledSince);
+      timer = setTimeout(tick, Math.max(1, Math.min(pingIntervalMs, idleTimeoutMs - idle, stallLeft)));
       timer.unref();
     };
     timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs));

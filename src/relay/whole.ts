@@ -14,6 +14,8 @@ import { sendJson } from '../http/respond.ts';
 import { readUpstreamBody } from '../providers/upstream.ts';
 import type { Cancellation, UpstreamResponse } from '../providers/upstream.ts';
 import { isRecord } from '../common/json.ts';
+import { redactBytes } from '../providers/redact.ts';
+import type { Redact } from '../providers/redact.ts';
 
 /** Upper bound on a non-streamed upstream answer held in memory. */
 const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
@@ -34,6 +36,8 @@ export interface WholeAnswer {
   onWarning(message: string): void;
   /** Called when the whole answer has arrived (time to first byte of ours). */
   onArrived(): void;
+  /** Takes credentials out of the answer as the client gets it (src/providers/redact.ts). */
+  redact?: Redact | undefined;
 }
 
 /** What the client was sent. */
@@ -57,7 +61,7 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   if (translated === undefined) {
     const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);
     const usage = isRecord(passed.answer) ? passed.answer[usageKey] : peekUsage(bytes, usageKey) ?? parseAnswer(bytes, provider)[usageKey];
-    sendJson(res, 200, passed.bytes);
+    sendJson(res, 200, answer.redact === undefined ? passed.bytes : redactBytes(answer.redact, passed.bytes));
     return { usage: readUsage(usage), answer: passed.answer };
   }
   const parsed = parseAnswer(bytes, provider);
@@ -68,7 +72,8 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
     if (err instanceof GatewayError) throw err;
     throw upstreamFailed(`Provider "${provider.id}" sent an answer llmux could not translate`);
   }
-  sendJson(res, 200, JSON.stringify(translatedAnswer));
+  const text = JSON.stringify(translatedAnswer);
+  sendJson(res, 200, answer.redact === undefined ? text : answer.redact(text));
   return { usage: readUsage(parsed[usageKey]), answer: translatedAnswer };
 }
 

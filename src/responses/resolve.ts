@@ -7,23 +7,29 @@
 import type { ResponsesInputItem, ResponsesRequest } from '../formats/responses.ts';
 import { GatewayError, invalidParameters, truncate } from '../common/errors.ts';
 import type { ResponseStore } from './store.ts';
+import { heldElsewhere } from './passthrough.ts';
 import { isRecord } from '../common/json.ts';
 
 export interface ResolveOptions {
   /**
-   * Leave an `item_reference` this store does not know as it is, for a provider that serves the
-   * Responses API itself and may know it (pass-through), instead of refusing it.
+   * The request goes as it is to a provider that serves the Responses API itself: what llmux
+   * recorded of that provider's answers for this key (./passthrough.ts) is left for it to resolve.
+   * Nothing else is: what llmux neither stores nor recorded for the key is then 404, never forwarded.
    */
-  keepUnknownReferences?: boolean;
+  passThrough?: boolean;
 }
 
 /**
  * Resolves `request`'s input against the responses `keyId` stored. A string input becomes one user
  * message with an `input_text` part (how OpenAI lists it among a response's input items).
  *
+ * A `previous_response_id` the provider holds adds nothing (it stays in the request, for the
+ * provider); an `item_reference` to an item the provider holds stays as it is.
+ *
  * @throws GatewayError 404 `not_found_error` when `previous_response_id` names no stored response of
- *   this key (unknown, expired, deleted, another key's, or created with `store: false`); 400 when an
- *   `item_reference` names no item of the key's stored responses (unless `keepUnknownReferences`).
+ *   this key (unknown, expired, deleted, another key's, or created with `store: false`), or one the
+ *   provider holds when the request does not pass through; when an `item_reference` names no item
+ *   of the key's stored responses: 404 on a pass-through request, 400 otherwise.
  */
 export async function resolveInput(request: ResponsesRequest, keyId: string, store: ResponseStore, options: ResolveOptions = {}): Promise<ResponsesInputItem[]> {
   const resolved: ResponsesInputItem[] = [];
@@ -39,7 +45,8 @@ export async function resolveInput(request: ResponsesRequest, keyId: string, sto
         { extra: { param: 'previous_response_id' } },
       );
     }
-    resolved.push(...previous.input, ...(previous.response.output as ResponsesInputItem[]));
+    if (previous.provider === undefined) resolved.push(...previous.input, ...(previous.response.output as ResponsesInputItem[]));
+    else if (options.passThrough !== true) throw heldElsewhere('previous_response_id: response', previousId, 'previous_response_id');
   }
 
   const input = request.input;
@@ -56,13 +63,11 @@ export async function resolveInput(request: ResponsesRequest, keyId: string, sto
       continue;
     }
     const found = await store.findItem(keyId, id);
-    if (found === undefined && options.keepUnknownReferences === true) {
-      resolved.push(item as ResponsesInputItem);
-      continue;
-    }
-    if (found === undefined) {
-      throw invalidParameters(`input.${i}: item_reference "${truncate(id, 200)}" matches no item of a stored response of this key; it may have expired or been deleted`);
-    }
+    const message = `input.${i}: item_reference "${truncate(id, 200)}" matches no item of a stored response of this key; it may have expired or been deleted`;
+    if (found === undefined && options.passThrough === true) throw new GatewayError(404, 'not_found_error', 'item_not_found', message, { extra: { param: `input.${i}` } });
+    if (found === undefined) throw invalidParameters(message);
+    // An item a provider holds is recorded as a reference to it: for that provider to resolve.
+    if (referenceId(found) !== undefined && options.passThrough !== true) throw heldElsewhere(`input.${i}: item`, id, `input.${i}`);
     resolved.push(found as ResponsesInputItem);
   }
   return resolved;

@@ -19,6 +19,12 @@ export interface StoredResponse {
   input: ResponsesInputItem[];
   /** The response object: output items, usage, status and the request fields it echoes. */
   response: ResponsesResponse;
+  /**
+   * Set on the record of a pass-through answer llmux could not keep whole (./passthrough.ts): the
+   * provider that holds it. Its `input` then holds only `item_reference`s to its output items, and
+   * reads, deletes and `previous_response_id` of it go to that provider.
+   */
+  provider?: string;
 }
 
 /** An item a stored response holds, in its input or its output. */
@@ -49,19 +55,26 @@ export const DEFAULT_STORE_MAX_BYTES = 64 * 1024 * 1024;
 
 interface Entry { record: StoredResponse; bytes: number; expiresAtMs: number; itemIds: string[] }
 
+/** One key's responses: their bytes, and the responses in the order of use (a read moves one to the end). */
+interface Holder { bytes: number; entries: Map<string, Entry> }
+
 /**
  * A store in this process's memory, bounded by age and by size. It keeps a copy of each record;
  * what `get` and `findItem` return is the stored copy, to read, not to change. Size is the UTF-8
  * length of the record as JSON, counted once when stored. Expired responses are dropped when met and, in the
- * order they were stored, whenever a new one is put; beyond `maxBytes` the least recently read or
- * stored go first.
+ * order they were stored, whenever a new one is put. Beyond `maxBytes`, room is made in the key
+ * that holds the most (its least recently read or stored go first): each key has its share, and
+ * one key storing a flood of responses evicts its own, never a key that holds less (issue 25: one
+ * LRU for all let a key evict everyone's).
  */
 export function createMemoryResponseStore(options: MemoryResponseStoreOptions = {}): ResponseStore {
   const ttlMs = options.ttlMs ?? DEFAULT_STORE_TTL_MS;
   const maxBytes = options.maxBytes ?? DEFAULT_STORE_MAX_BYTES;
   const now = options.now ?? Date.now;
-  // Keyed by key id and response id together; Map order is recency (a read moves an entry to the end).
+  // Keyed by key id and response id together.
   const entries = new Map<string, Entry>();
+  // Per key id, in the order of use.
+  const holders = new Map<string, Holder>();
   // Storage order, for dropping the expired without walking every entry.
   const byAge = new Map<string, Entry>();
   // key id + item id -> the entries holding an item with that id, latest last.
@@ -76,11 +89,18 @@ export function createMemoryResponseStore(options: MemoryResponseStoreOptions = 
     entries.delete(slotKey);
     byAge.delete(slotKey);
     totalBytes -= entry.bytes;
+    const keyId = entry.record.keyId;
+    const holder = holders.get(keyId);
+    if (holder !== undefined) {
+      holder.entries.delete(slotKey);
+      holder.bytes -= entry.bytes;
+      if (holder.entries.size === 0) holders.delete(keyId);
+    }
     for (const itemId of entry.itemIds) {
-      const itemKey = slot(entry.record.keyId, itemId);
-      const holders = (items.get(itemKey) ?? []).filter((holder) => holder !== slotKey);
-      if (holders.length === 0) items.delete(itemKey);
-      else items.set(itemKey, holders);
+      const itemKey = slot(keyId, itemId);
+      const held = (items.get(itemKey) ?? []).filter((holding) => holding !== slotKey);
+      if (held.length === 0) items.delete(itemKey);
+      else items.set(itemKey, held);
     }
   }
 
@@ -91,7 +111,16 @@ export function createMemoryResponseStore(options: MemoryResponseStoreOptions = 
     }
   }
 
-  /** The live entry, moved to the recent end; an expired one is dropped. */
+  /** The least recently used response of the key that holds the most bytes. */
+  function nextToEvict(): string | undefined {
+    let largest: Holder | undefined;
+    for (const holder of holders.values()) if (largest === undefined || holder.bytes > largest.bytes) largest = holder;
+    if (largest === undefined) return undefined;
+    for (const [slotKey] of largest.entries) return slotKey;
+    return undefined;
+  }
+
+  /** The live entry, moved to the recent end of its key; an expired one is dropped. */
   function live(slotKey: string): Entry | undefined {
     const entry = entries.get(slotKey);
     if (entry === undefined) return undefined;
@@ -99,8 +128,9 @@ export function createMemoryResponseStore(options: MemoryResponseStoreOptions = 
       remove(slotKey);
       return undefined;
     }
-    entries.delete(slotKey);
-    entries.set(slotKey, entry);
+    const holder = holders.get(entry.record.keyId);
+    holder?.entries.delete(slotKey);
+    holder?.entries.set(slotKey, entry);
     return entry;
   }
 
@@ -119,12 +149,17 @@ export function createMemoryResponseStore(options: MemoryResponseStoreOptions = 
         .map((item) => (item as { id?: unknown }).id)
         .filter((id): id is string => typeof id === 'string' && id !== '');
       const entry: Entry = { record, bytes, expiresAtMs: at + ttlMs, itemIds };
-      for (const [oldest] of entries) {
-        if (totalBytes + bytes <= maxBytes) break;
-        remove(oldest);
+      while (totalBytes + bytes > maxBytes) {
+        const victim = nextToEvict();
+        if (victim === undefined) break;
+        remove(victim);
       }
       entries.set(slotKey, entry);
       byAge.set(slotKey, entry);
+      let holder = holders.get(record.keyId);
+      if (holder === undefined) holders.set(record.keyId, holder = { bytes: 0, entries: new Map() });
+      holder.entries.set(slotKey, entry);
+      holder.bytes += bytes;
       totalBytes += bytes;
       for (const itemId of itemIds) {
         const itemKey = slot(record.keyId, itemId);

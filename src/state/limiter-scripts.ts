@@ -19,16 +19,23 @@
  * Limits are whole numbers, -1 for none. Amounts are whole numbers (the caller rounds tokens up).
  */
 
-/** Definitions every script starts with: the window and the key's state, loaded once. */
-const PRELUDE = `
-local H, Z = KEYS[1], KEYS[2]
-local GRANULES = 60
+/**
+ * `now`, in milliseconds, from the script's first argument: the caller's clock, or '' for the
+ * server's (`TIME`). Shared with the other scripts that take the time so (./budget-holds.ts).
+ */
+export const NOW_FROM_FIRST_ARGUMENT = `
 local function now_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local now = now_ms(ARGV[1])
+`;
+
+/** Definitions every script starts with: the window and the key's state, loaded once. */
+const PRELUDE = `${NOW_FROM_FIRST_ARGUMENT}
+local H, Z = KEYS[1], KEYS[2]
+local GRANULES = 60
 local window = tonumber(ARGV[2])
 local gms = window / GRANULES
 local cur = math.floor(now / gms)

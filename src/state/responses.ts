@@ -7,8 +7,14 @@
  *   to any other key it does not exist), with the store's TTL. Each item id it holds is indexed in
  *   `respitem:{KEY}:ITEM`, a sorted set of the responses holding it in the order they were stored
  *   (a counter on the server, `respseq`), with the same TTL, so `findItem` finds the latest still there.
- * - One record larger than `maxBytes` is refused, as the in-memory store refuses it; the total is
- *   the server's to bound (`maxmemory`), not this store's.
+ * - The total is bounded, with each key its share, as the in-memory store bounds it: one record
+ *   larger than `maxBytes` is refused; beyond `maxBytes` in all, room is made in the key holding
+ *   the most (its oldest go first), so a key that floods the store evicts its own responses and
+ *   never those of a key holding less (issue 25). What is counted: per key `respidx:{KEY}` (its
+ *   response ids scored by when they expire) and `respsize:{KEY}` (their bytes), and for all keys
+ *   `respkeys` (each key's bytes, to find the largest) and `resptotal`. Responses that expired are
+ *   taken out of the count when their key is next written or looked at for room. (Unlike the
+ *   in-memory store, reading a response does not make it younger: that would be a write per read.)
  * - The seal secret is `seal-secret`, set once with SET NX by whichever process needs it first;
  *   every process then reads the same one. It is never written anywhere else, nor logged.
  *
@@ -33,15 +39,80 @@ export interface SharedResponseStoreOptions {
   maxBytes?: number;
 }
 
-/** KEYS: the response, the counter, then its items' indexes; ARGV: JSON, TTL ms, response id. */
-const PUT_SCRIPT = `
-local seq = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-for i = 3, #KEYS do
-  redis.call('ZADD', KEYS[i], seq, ARGV[3])
-  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+/**
+ * What the store's scripts share: the server's time, and the byte count of responses (see the
+ * header). Keys of other llmux keys are named from the prefix (one server, not a cluster).
+ */
+const COUNTING = `
+local P = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function idx(k) return P .. 'respidx:{' .. k .. '}' end
+local function sizes(k) return P .. 'respsize:{' .. k .. '}' end
+-- Takes response rid of key k out of the count (not the response itself).
+local function uncount(k, rid)
+  local b = tonumber(redis.call('HGET', sizes(k), rid))
+  redis.call('ZREM', idx(k), rid)
+  if not b then return end
+  redis.call('HDEL', sizes(k), rid)
+  redis.call('DECRBY', P .. 'resptotal', b)
+  if tonumber(redis.call('ZINCRBY', P .. 'respkeys', -b, k)) <= 0 then redis.call('ZREM', P .. 'respkeys', k) end
 end
+-- Takes key k's expired responses out of the count; how many there were.
+local function purge(k)
+  local gone = redis.call('ZRANGEBYSCORE', idx(k), '-inf', now)
+  for _, rid in ipairs(gone) do uncount(k, rid) end
+  return #gone
+end
+`;
+
+/**
+ * KEYS: the response, the counter, then its items' indexes. ARGV: prefix, JSON, TTL ms, response
+ * id, key id, bytes, the most bytes in all. Makes room (the largest holder's oldest first), then
+ * stores and counts the response.
+ */
+const PUT_SCRIPT = `${COUNTING}
+local json, ttl, id, key, bytes, max = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+uncount(key, id)
+purge(key)
+for _ = 1, 100000 do
+  if (tonumber(redis.call('GET', P .. 'resptotal')) or 0) + bytes <= max then break end
+  local top = redis.call('ZREVRANGE', P .. 'respkeys', 0, 0, 'WITHSCORES')
+  if #top == 0 then break end
+  local k = top[1]
+  if purge(k) == 0 then
+    local oldest = redis.call('ZRANGE', idx(k), 0, 0)
+    if #oldest == 0 then
+      -- Its index expired with all its responses: nothing of it is left to count.
+      redis.call('DECRBY', P .. 'resptotal', tonumber(top[2]))
+      redis.call('ZREM', P .. 'respkeys', k)
+      redis.call('DEL', sizes(k))
+    else
+      uncount(k, oldest[1])
+      redis.call('DEL', P .. 'resp:{' .. k .. '}:' .. oldest[1])
+    end
+  end
+end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], json, 'PX', ttl)
+for i = 3, #KEYS do
+  redis.call('ZADD', KEYS[i], seq, id)
+  redis.call('PEXPIRE', KEYS[i], ttl)
+end
+redis.call('ZADD', idx(key), now + ttl, id)
+redis.call('HSET', sizes(key), id, bytes)
+redis.call('PEXPIRE', idx(key), ttl)
+redis.call('PEXPIRE', sizes(key), ttl)
+redis.call('ZINCRBY', P .. 'respkeys', bytes, key)
+redis.call('INCRBY', P .. 'resptotal', bytes)
 return seq
+`;
+
+/** KEYS: the response. ARGV: prefix, key id, response id. 1 when it was there (and is gone, uncounted). */
+const DELETE_SCRIPT = `${COUNTING}
+local deleted = redis.call('DEL', KEYS[1])
+uncount(ARGV[2], ARGV[3])
+return deleted
 `;
 
 /** Responses held per item id that `findItem` looks through, newest first. */
@@ -70,6 +141,7 @@ export function createSharedResponseStore(options: SharedResponseStoreOptions): 
   const ttlMs = options.ttlMs ?? DEFAULT_STORE_TTL_MS;
   const maxBytes = options.maxBytes ?? DEFAULT_STORE_MAX_BYTES;
   const putScript = client.script(PUT_SCRIPT);
+  const deleteScript = client.script(DELETE_SCRIPT);
   const responseKey = (keyId: string, id: string): string => `${prefix}resp:{${keyId}}:${id}`;
   const itemKey = (keyId: string, itemId: string): string => `${prefix}respitem:{${keyId}}:${itemId}`;
 
@@ -84,10 +156,11 @@ export function createSharedResponseStore(options: SharedResponseStoreOptions): 
   return {
     async put(record) {
       const json = JSON.stringify(record);
-      if (Buffer.byteLength(json) > maxBytes) return false;
+      const bytes = Buffer.byteLength(json);
+      if (bytes > maxBytes) return false;
       const keys = [responseKey(record.keyId, record.id), `${prefix}respseq`, ...itemIdsOf(record).map((itemId) => itemKey(record.keyId, itemId))];
       // A large record takes longer to send than a command; it is stored after the answer anyway.
-      await call('Storing a response', () => putScript.run(keys, [json, ttlMs, record.id], { timeoutMs: Math.max(1000, Math.ceil(json.length / 10_000)) }));
+      await call('Storing a response', () => putScript.run(keys, [prefix, json, ttlMs, record.id, record.keyId, bytes, maxBytes], { timeoutMs: Math.max(1000, Math.ceil(json.length / 10_000)) }));
       return true;
     },
 
@@ -96,7 +169,7 @@ export function createSharedResponseStore(options: SharedResponseStoreOptions): 
     },
 
     async delete(keyId, id) {
-      return (await call('Deleting a stored response', () => client.command(['DEL', responseKey(keyId, id)]))) === 1;
+      return (await call('Deleting a stored response', () => deleteScript.run([responseKey(keyId, id)], [prefix, keyId, id]))) === 1;
     },
 
     async findItem(keyId, itemId) {

@@ -3,10 +3,10 @@
  * key store, the limiter, device grants, the usage ledger, and the Responses API's stored
  * responses and seal secret, each behind the interface its in-process counterpart serves.
  *
- * Connections: one for the request path (admissions, keys, grants, usage writes), whose every
- * command has `state.timeout_ms`; one for pub/sub (key changes), opened by the client itself; and
- * one for bulk reads (usage queries, stored responses), so a large reply never holds up an
- * admission behind it. The first one's status is the gateway's health: see ./health.ts.
+ * Connections: one for the request path (admissions, keys, grants, usage writes); one for pub/sub
+ * (key changes), opened by the client itself; and one for bulk reads (usage queries, stored
+ * responses), so a large reply never holds up an admission behind it. Every command on either
+ * has `state.timeout_ms`, reads of usage and stored responses included. The first one's status is the gateway's health: see ./health.ts.
  *
  * The Responses API's state (`responses`) is made here; the gateway hands it to the Responses
  * dialect instead of its in-memory store and the secret in LLMUX_HOME when state is shared.
@@ -26,12 +26,12 @@ import type { SharedDeviceFlow } from './device-grants.ts';
 import { createSharedLedger } from './usage-ledger.ts';
 import type { SharedLedger } from './usage-ledger.ts';
 import { createSharedResponsesState } from './responses.ts';
+import { createSharedBudgetHolds } from './budget-holds.ts';
+import type { SharedBudgetHolds } from './budget-holds.ts';
 import type { SharedResponsesState } from './responses.ts';
 import { createSharedRoutingState } from './routing.ts';
 import type { SharedRoutingState } from './routing.ts';
 
-/** How long a usage query's round trip may take: it is not on a model request's path. */
-const QUERY_TIMEOUT_MS = 10_000;
 /** How long `ready` waits for the first read of the keys before the gateway starts without them. */
 const FIRST_READ_WAIT_MS = 5_000;
 
@@ -60,6 +60,8 @@ export interface SharedState {
   readonly keys: SharedKeyStore;
   readonly limiter: SharedLimiter;
   readonly usage: SharedLedger;
+  /** Budget reservations of requests in flight, held on the server. */
+  readonly budgets: SharedBudgetHolds;
   readonly responses: SharedResponsesState;
   /** Rests, in-flight leases, per-deployment windows and the sticky map (src/routing/). */
   readonly routing: SharedRoutingState;
@@ -99,7 +101,10 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     ...(options.windowMs === undefined ? {} : { windowMs: options.windowMs }),
     ...(options.unadmittedBytes === undefined ? {} : { unadmittedBytes: options.unadmittedBytes }),
   });
-  const usage = createSharedLedger({ client, queryClient: bulk, queryTimeoutMs: QUERY_TIMEOUT_MS, prefix, onError: (error) => warn(error.message), ...clock });
+  // Every read, usage queries included, has `state.timeout_ms` (the bulk client's): a hung server
+  // is a prompt 503 on `GET /v1/usage` too, not a wait (issue 25).
+  const usage = createSharedLedger({ client, queryClient: bulk, prefix, onError: (error) => warn(error.message), ...clock });
+  const budgets = createSharedBudgetHolds({ client, health, ledger: usage, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
   const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
   const routing = createSharedRoutingState({ client, health, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
   const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
@@ -112,6 +117,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     keys,
     limiter,
     usage,
+    budgets,
     responses,
     routing,
     deviceFlow: (flowOptions = {}) => createSharedDeviceFlow({ client, prefix, ...clock, ...flowOptions }),
@@ -122,6 +128,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
         health.close();
         limiter.close();
         routing.close();
+        budgets.close();
         keys.close();
         await usage.close();
         await Promise.all([client.close(), bulk.close()]);

@@ -57,6 +57,11 @@ export interface SharedLedger extends UsageLedger {
    * added again, so an import can be run twice. Resolves with whether it was added now.
    */
   addRows(rows: RowTable, batchId: string): Promise<boolean>;
+  /**
+   * Calls `fn` once everything recorded so far is on the server (after the flush that sends it;
+   * at the next flush when nothing is pending). Budget holds are released so (./budget-holds.ts).
+   */
+  afterFlush(fn: () => void): void;
 }
 
 /**
@@ -135,8 +140,10 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
   const addScript = client.script(ADD_SCRIPT);
 
   let pending = createRowTable();
-  /** A batch sent and not confirmed: sent again, under the same id, before anything newer. */
-  let unconfirmed: { id: string; table: RowTable } | undefined;
+  /** Called once what is pending now is on the server. */
+  let pendingWaiters: Array<() => void> = [];
+  /** A batch sent and not confirmed: sent again, under the same id, before anything newer; then its waiters are called. */
+  let unconfirmed: { id: string; table: RowTable; waiters: Array<() => void> } | undefined;
   /** Own cost not yet confirmed by the server, per key per day. */
   const ownSpend = new Map<string, Map<number, number>>();
   /** The server's spend per key per day, as last read, and when each key was last asked about. */
@@ -191,10 +198,15 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
   /** Sends what is pending (after the unconfirmed batch, if any); own spend moves to the server's as it is confirmed. */
   async function writePending(): Promise<void> {
     if (unconfirmed === undefined && pending.size > 0) {
-      unconfirmed = { id: randomBytes(12).toString('base64url'), table: pending };
+      unconfirmed = { id: randomBytes(12).toString('base64url'), table: pending, waiters: pendingWaiters };
       pending = createRowTable();
+      pendingWaiters = [];
     }
-    if (unconfirmed === undefined) return;
+    if (unconfirmed === undefined) {
+      // Nothing was pending: what the waiters wait for is on the server already.
+      callAll(pendingWaiters.splice(0));
+      return;
+    }
     await send(unconfirmed);
     unconfirmed.table.forEach((hour, keyId, _model, counts) => {
       const days = ownSpend.get(keyId);
@@ -207,7 +219,19 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
       // Counted as the server's until the next read brings the real figure.
       addTo(serverSpend, keyId, day, counts[5]);
     });
+    const { waiters } = unconfirmed;
     unconfirmed = undefined;
+    callAll(waiters);
+  }
+
+  function callAll(waiters: Array<() => void>): void {
+    for (const waiter of waiters) {
+      try {
+        waiter();
+      } catch (error) {
+        report(error);
+      }
+    }
   }
 
   async function readSpend(): Promise<void> {
@@ -310,6 +334,11 @@ export function createSharedLedger(options: SharedLedgerOptions): SharedLedger {
 
     async flush() {
       await tick();
+    },
+
+    afterFlush(fn) {
+      if (closed) return;
+      pendingWaiters.push(fn);
     },
 
     async addRows(rows, batchId) {

@@ -15,11 +15,9 @@
  *   turn at all) a minimal user turn `"."` is put first, which steers the model least.
  * - `max_tokens` absent: the model's `max_output_tokens` capped at 32000 (long non-streamed answers
  *   would outrun upstream timeouts), 4096 when the catalog does not know it.
- * - `reasoning_effort` -> `thinking.budget_tokens`: minimal/low 1024, medium 4096, high 16384,
- *   xhigh 32768; `none` and unknown values: no thinking. Thinking counts inside `max_tokens` in both
- *   formats, so a client's own cap is kept and the budget is lowered below it; when the cap was
- *   our default, it is raised to budget + 4096 (within the model's known maximum). A budget that
- *   cannot reach Anthropic's minimum of 1024 means no thinking.
+ * - `reasoning_effort` -> `thinking.budget_tokens` by the one rule of ./thinking-budget.ts: minimal/low
+ *   1024, medium 4096, high 16384, xhigh 32768; at most three quarters of `max_tokens`, so the answer
+ *   keeps its share; a client's own cap kept, our default raised to make room; under 1024, none.
  * - Thinking and the rest: the messages API refuses thinking with a forced tool choice and with
  *   changed sampling. A forced tool (`required` / a named function) wins over reasoning (no
  *   thinking); reasoning wins over sampling (`temperature` dropped, `top_p` kept only >= 0.95).
@@ -63,6 +61,7 @@ import { fromChatUsage, toMessagesUsage } from '../formats/usage.ts';
 import { asRecord, records } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
+import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
@@ -82,15 +81,6 @@ const HTTP_URL = /^https?:\/\//i;
 const HEX_PAIR = /^[0-9a-f]{2}$/i;
 const DEFAULT_MAX_TOKENS = 4096;
 const MAX_DEFAULT_MAX_TOKENS = 32000;
-const MIN_THINKING_BUDGET = 1024;
-const THINKING_HEADROOM_TOKENS = 4096;
-const THINKING_BUDGETS: ReadonlyMap<string, number> = new Map([
-  ['minimal', 1024],
-  ['low', 1024],
-  ['medium', 4096],
-  ['high', 16384],
-  ['xhigh', 32768],
-]);
 
 /** A block of the messages format that wire.ts does not list: PDF documents. */
 interface DocumentBlock { type: 'document'; source: { type: 'base64'; media_type: string; data: string }; title?: string }
@@ -198,21 +188,17 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   if (stopSequences.length > 0) out.stop_sequences = stopSequences;
 
   let thinkingBudget: number | undefined;
-  const effortBudget = typeof req.reasoning_effort === 'string' ? THINKING_BUDGETS.get(req.reasoning_effort) : undefined;
-  if (model.reasoning && effortBudget !== undefined) {
+  const wanted = effortBudget(req.reasoning_effort);
+  if (model.reasoning && wanted !== undefined) {
     if (toolChoice?.type === 'any' || toolChoice?.type === 'tool') {
       warn('reasoning_effort: dropped, the messages upstream cannot think with a forced tool_choice');
     } else if (continuesToolLoop(turns)) {
       warn('reasoning_effort: dropped, the messages upstream wants the signed thinking of the assistant turn this request continues, which a chat client cannot send back');
     } else {
-      let budget = effortBudget;
-      if (requested === undefined && budget >= maxTokens) {
-        const ceiling = model.maxOutputTokens > 0 ? model.maxOutputTokens : Number.POSITIVE_INFINITY;
-        maxTokens = Math.max(maxTokens, Math.min(budget + THINKING_HEADROOM_TOKENS, ceiling));
-      }
-      budget = Math.min(budget, maxTokens - 1);
-      if (budget >= MIN_THINKING_BUDGET) thinkingBudget = budget;
-      else warn(`reasoning_effort: dropped, max_tokens ${maxTokens} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET}`);
+      const plan = planThinking(wanted, { value: maxTokens, requested: requested !== undefined }, model.maxOutputTokens);
+      maxTokens = plan.maxTokens;
+      thinkingBudget = plan.budget;
+      if (thinkingBudget === undefined) warn(`reasoning_effort: dropped, max_tokens ${maxTokens} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET} beside the answer`);
     }
   }
 

@@ -17,8 +17,9 @@
  * - Custom tool calls are replayed as `tool_use` with input `{"input": …}`; local shell calls as
  *   `local_shell` with the action's fields as input. Unparsable function arguments become `{}`
  *   with a warning. An output whose call is not in the input becomes user text, with a warning.
- * - `reasoning.effort` -> `thinking.budget_tokens` as chat's `reasoning_effort` (translation.md):
- *   minimal/low 1024, medium 4096, high 16384, xhigh/max 32768, kept below `max_tokens`. No thinking
+ * - `reasoning.effort` -> `thinking.budget_tokens` by the rule chat's `reasoning_effort` follows
+ *   (./thinking-budget.ts): minimal/low 1024, medium 4096, high 16384, xhigh/max 32768, at most
+ *   three quarters of `max_tokens`, so the answer keeps its share. No thinking
  *   with a forced tool choice, nor when the request continues a tool loop whose assistant turn does
  *   not start with a replayed thinking block (the messages API refuses both); thinking drops
  *   `temperature` and keeps `top_p` only from 0.95.
@@ -57,20 +58,11 @@ import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from '.
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
+import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;
 
 const HTTP_URL = /^https?:\/\//i;
-const MIN_THINKING_BUDGET = 1024;
-const THINKING_HEADROOM_TOKENS = 4096;
-const THINKING_BUDGETS: ReadonlyMap<string, number> = new Map([
-  ['minimal', 1024],
-  ['low', 1024],
-  ['medium', 4096],
-  ['high', 16384],
-  ['xhigh', 32768],
-  ['max', 32768],
-]);
 
 /** Translates a validated, resolved Responses request into the messages request for `context.model`. Never throws. */
 export function responsesRequestToMessages(request: ResponsesRequest, context: ResponsesRequestContext): TranslatedRequest<MessagesRequest> {
@@ -171,20 +163,17 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
   const cap = maxTokens(request, model);
   let outputCap = cap.value;
   let thinkingBudget: number | undefined;
-  const effortBudget = THINKING_BUDGETS.get(reasoningEffort(request) ?? '');
-  if (model.reasoning && effortBudget !== undefined) {
+  const wanted = effortBudget(reasoningEffort(request));
+  if (model.reasoning && wanted !== undefined) {
     if (toolChoice?.type === 'any' || toolChoice?.type === 'tool') {
       warn('reasoning.effort: dropped, the messages upstream cannot think with a forced tool_choice');
     } else if (continuesUnsignedToolLoop(turns)) {
       warn('reasoning.effort: dropped, the messages upstream wants the signed thinking of the assistant turn this request continues, and the input has none (send include: ["reasoning.encrypted_content"] and replay the reasoning items)');
     } else {
-      if (!cap.requested && effortBudget >= outputCap) {
-        const ceiling = model.maxOutputTokens > 0 ? model.maxOutputTokens : Number.POSITIVE_INFINITY;
-        outputCap = Math.max(outputCap, Math.min(effortBudget + THINKING_HEADROOM_TOKENS, ceiling));
-      }
-      const budget = Math.min(effortBudget, outputCap - 1);
-      if (budget >= MIN_THINKING_BUDGET) thinkingBudget = budget;
-      else warn(`reasoning.effort: dropped, max_output_tokens ${outputCap} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET}`);
+      const plan = planThinking(wanted, cap, model.maxOutputTokens);
+      outputCap = plan.maxTokens;
+      thinkingBudget = plan.budget;
+      if (thinkingBudget === undefined) warn(`reasoning.effort: dropped, max_output_tokens ${outputCap} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET} beside the answer`);
     }
   }
   body.max_tokens = outputCap;

@@ -54,6 +54,8 @@ import type { LedgerFile } from './ledger-format.ts';
 import { createUsageSummary } from './ledger-query.ts';
 import { asError, createLedgerReader, listLedgerDir } from './ledger-reader.ts';
 import { closedDays, compactDays } from './ledger-compaction.ts';
+import { realTimers } from '../common/timers.ts';
+import type { Timers } from '../common/timers.ts';
 
 export { createUsageSummary, groupings } from './ledger-query.ts';
 export type { UsageSummary } from './ledger-query.ts';
@@ -123,6 +125,8 @@ export interface FileLedgerOptions {
   now?: () => number;
   /** How often pending usage is written and other writers' lines are read (default 1000). */
   flushIntervalMs?: number;
+  /** The flush timer's (default: Node's). */
+  timers?: Timers;
   /** How long after its UTC day ends a day file is compacted (default one hour). */
   compactAfterMs?: number;
   /** Write, read and compaction failures (default: one line on stderr per new message). */
@@ -292,7 +296,8 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
     totals.table.forEach((hour, keyId, _model, counts) => addSpend(keyId, hour, counts[5]));
   }
 
-  const timer = setInterval(() => void tick(), flushIntervalMs);
+  const timers = options.timers ?? realTimers;
+  const timer = timers.setInterval(() => void tick(), flushIntervalMs);
   timer.unref();
 
   async function query(request: UsageQuery): Promise<UsageRow[]> {
@@ -343,7 +348,7 @@ export async function createFileLedger(options: FileLedgerOptions): Promise<Usag
     close() {
       if (closing !== undefined) return closing;
       closed = true;
-      clearInterval(timer);
+      timers.clearInterval(timer);
       closing = (async () => {
         await compaction;
         await serial(writePending);

@@ -34,6 +34,8 @@
  * nothing piles up. Memory: at most `maxQueue` queued spans plus one batch of `maxBatch` in flight.
  */
 import { randomFillSync } from 'node:crypto';
+import { realTimers } from '../common/timers.ts';
+import type { Timers } from '../common/timers.ts';
 
 /** One model request, as the gateway saw it. */
 export interface ModelRequestSpan {
@@ -81,6 +83,8 @@ export interface SpanExporterOptions {
   flushIntervalMs?: number;
   /** How long one export request may take before it is abandoned (default 10000). */
   timeoutMs?: number;
+  /** The flush interval's and request timeout's timers (default: Node's). */
+  timers?: Timers;
   serviceName?: string;
   serviceVersion?: string;
   /** Extra request headers, e.g. a collector's auth header (from configuration). */
@@ -282,6 +286,7 @@ export function createSpanExporter(options: SpanExporterOptions): SpanExporter {
   const maxBatch = Math.floor(positive(options.maxBatch, 512, 'maxBatch'));
   const flushIntervalMs = positive(options.flushIntervalMs, 5000, 'flushIntervalMs');
   const timeoutMs = positive(options.timeoutMs, 10_000, 'timeoutMs');
+  const timers = options.timers ?? realTimers;
   const onDrop = options.onDrop;
   const headers = { ...options.headers, 'content-type': 'application/json' };
   const resource = {
@@ -327,7 +332,7 @@ export function createSpanExporter(options: SpanExporterOptions): SpanExporter {
 
   async function send(batch: QueuedSpan[]): Promise<void> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = timers.setTimeout(() => controller.abort(), timeoutMs);
     try {
       const body = JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: batch.map(otlpSpan) }] }] });
       const response = await fetch(url, { method: 'POST', headers, body, signal: controller.signal });
@@ -339,7 +344,7 @@ export function createSpanExporter(options: SpanExporterOptions): SpanExporter {
       failedRequests++;
       drop(batch.length, 'export_failed');
     } finally {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
     }
   }
 
@@ -355,7 +360,7 @@ export function createSpanExporter(options: SpanExporterOptions): SpanExporter {
     });
   }
 
-  const timer = setInterval(exportNext, flushIntervalMs);
+  const timer = timers.setInterval(exportNext, flushIntervalMs);
   timer.unref();
 
   async function flush(): Promise<void> {
@@ -398,7 +403,7 @@ export function createSpanExporter(options: SpanExporterOptions): SpanExporter {
     close() {
       if (closing !== undefined) return closing;
       closed = true;
-      clearInterval(timer);
+      timers.clearInterval(timer);
       closing = flush();
       return closing;
     },

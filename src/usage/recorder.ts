@@ -80,6 +80,8 @@ export function createUsageRecorder(options: UsageRecorderOptions): UsageRecorde
           costUsd: record.costUsd ?? 0,
         });
       }
+      // The ledger counts the cost now (or, shared, once it is flushed): the budget stops holding it.
+      record.budgetHold?.release();
       if (exporter === undefined || record.format === undefined || record.route === undefined) return;
       const provider = providerOf(record);
       exporter.record({

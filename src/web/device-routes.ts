@@ -27,7 +27,8 @@ import type { TLSSocket } from 'node:tls';
 import type { Config, TierName } from '../config/types.ts';
 import { isTierName } from '../config/types.ts';
 import { GatewayError, invalidParameters, rateLimited } from '../common/errors.ts';
-import { parseJsonBody, readBody } from '../http/body.ts';
+import { parseJsonBody } from '../http/body.ts';
+import { readSmallBody } from '../http/admission.ts';
 import { sendJson } from '../http/respond.ts';
 import { createSlidingWindows } from '../limits/window.ts';
 import type { WindowState } from '../limits/window.ts';
@@ -43,7 +44,6 @@ import type { DecideResult, DeviceFlow, PollResult } from '../auth/device-flow.t
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEFAULT_STARTS_PER_MINUTE = 10;
 export const DEFAULT_PENDING_PER_ADDRESS = 5;
-const MAX_DEVICE_BODY_BYTES = 16 * 1024;
 const DEFAULT_CLIENT_NAME = 'unnamed device client';
 /** Beyond this many tracked addresses, idle ones are dropped before adding another. */
 const MAX_TRACKED_ADDRESSES = 10_000;
@@ -87,7 +87,7 @@ export function rootUrl(req: IncomingMessage, config: Pick<Config, 'host' | 'por
  * send). An empty body is an empty object.
  */
 export async function readParams(req: IncomingMessage, idleTimeoutMs?: number): Promise<Record<string, unknown>> {
-  const body = await readBody(req, MAX_DEVICE_BODY_BYTES, { idleTimeoutMs });
+  const body = await readSmallBody(req, idleTimeoutMs);
   if (body.length === 0) return {};
   const type = (req.headers['content-type'] ?? '').toLowerCase();
   if (type.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(body.toString('utf8')));

@@ -5,11 +5,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../common/errors.ts';
-import { readBody } from '../http/body.ts';
+import { readSmallBody } from '../http/admission.ts';
 import type { RouteRegistry } from '../gateway/feature.ts';
 import { CHART_CSS } from './charts.ts';
 
-const MAX_FORM_BYTES = 16 * 1024;
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -107,7 +106,7 @@ export function redirect(res: ServerResponse, location: string, headers: Record<
 /** Reads an `application/x-www-form-urlencoded` body (what a plain HTML form posts). */
 export async function readForm(req: IncomingMessage, idleTimeoutMs?: number): Promise<Record<string, string>> {
   const type = (req.headers['content-type'] ?? '').toLowerCase();
-  const body = await readBody(req, MAX_FORM_BYTES, { idleTimeoutMs });
+  const body = await readSmallBody(req, idleTimeoutMs);
   if (!type.startsWith('application/x-www-form-urlencoded')) {
     throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type', 'Send this form as application/x-www-form-urlencoded');
   }

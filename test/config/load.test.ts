@@ -90,6 +90,7 @@ describe('config', () => {
     [{ tiers: { basic: { burst: 1 } } }, /tiers\.basic\.burst: unknown field/],
     [{ limits: { max_body_bytes: 'big' } }, /limits\.max_body_bytes/],
     [{ limits: { speed: 1 } }, /limits\.speed: unknown field/],
+    [{ limits: { keep_alive_timeout_ms: 0 } }, /limits\.keep_alive_timeout_ms: must be a whole number >= 1/],
     [{ retry: { attempts: 0 } }, /retry\.attempts/],
     [{ retry: { jitter: 1 } }, /retry\.jitter: unknown field/],
     [{ builtin_catalog: 'no' }, /builtin_catalog: must be true or false/],

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { startTestGateway, anthropicHeaders, openaiHeaders } from '../helpers/gateway.ts';
+import { startTestGateway, anthropicHeaders, logLineOf, openaiHeaders } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { FIXTURES, fixture, respond } from '../helpers/fake-upstream.ts';
 import { assembleResponsesStream } from '../helpers/responses-stream.ts';
@@ -9,10 +9,6 @@ import { jsonWithLlmuxModel, withLlmuxModel } from '../helpers/model-names.ts';
 
 const messagesBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }], ...extra });
 const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'Hello' }], ...extra });
-
-async function settle(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 30));
-}
 
 describe('same-format pass-through', () => {
   let t: TestGateway;
@@ -122,17 +118,16 @@ describe('same-format pass-through', () => {
     assert.deepEqual(seen.body['stream_options'], { include_usage: true });
     assert.ok(!text.includes('"choices":[]'));
     assert.ok(text.endsWith('data: [DONE]\n\n'));
-    await settle();
-    const line = t.logs.at(-1) as Record<string, unknown>;
+    const line = await logLineOf(t, res);
     assert.ok((line['tokens_in'] as number) > 0, JSON.stringify(line));
     assert.ok((line['tokens_out'] as number) > 0);
   });
 
   it('reads usage from a streamed answer for the log and the limits', async () => {
     t.upstream.queue.push(respond.sse(fixture('anthropic-stream-tool-use.sse')));
-    await (await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody({ stream: true }) })).text();
-    await settle();
-    const line = t.logs.at(-1) as Record<string, unknown>;
+    const res = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: messagesBody({ stream: true }) });
+    await res.text();
+    const line = await logLineOf(t, res);
     assert.equal(line['provider'], 'fake-anthropic');
     assert.equal(line['stream'], true);
     assert.equal(line['translated'], false);

@@ -10,6 +10,7 @@ import type { Gateway, GatewayOptions, LogRecord } from '../../src/gateway/serve
 import { standardFeatures } from '../../src/gateway/features.ts';
 import { startFakeUpstream } from './fake-upstream.ts';
 import type { FakeUpstream } from './fake-upstream.ts';
+import { waitUntil } from './wait.ts';
 
 export interface TestGateway {
   url: string;
@@ -20,6 +21,11 @@ export interface TestGateway {
   key: string;
   adminKey: string;
   logs: Array<LogRecord | Record<string, unknown>>;
+  /**
+   * Resolves once every request the gateway has received has its log line: a line is written when
+   * the response has closed on the server, a moment after the client has read it.
+   */
+  allLogged(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -65,6 +71,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   };
   const gateway = createGateway(gatewayOptions);
   const { url } = await gateway.listen(0, '127.0.0.1');
+  let received = 0;
+  gateway.server?.on('request', () => { received += 1; });
   const key = (await gateway.keys.create({ name: 'test', tier: 'basic' })).key;
   const adminKey = (await gateway.keys.create({ name: 'admin', tier: 'pro', admin: true })).key;
   return {
@@ -75,12 +83,23 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     key,
     adminKey,
     logs,
+    allLogged: async () => {
+      await waitUntil(() => logs.filter((line) => 'request_id' in line).length >= received, 'a log line for every request received');
+    },
     close: async () => {
       await gateway.close();
       await upstream.close();
       rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/** The log line of the request `res` answers, once the gateway has written it (see `allLogged`). */
+export async function logLineOf(t: Pick<TestGateway, 'logs'>, res: Response): Promise<Record<string, unknown>> {
+  const id = res.headers.get('x-request-id');
+  const find = (): Record<string, unknown> | undefined => t.logs.find((line) => (line as Record<string, unknown>)['request_id'] === id) as Record<string, unknown> | undefined;
+  await waitUntil(() => find() !== undefined, `the log line of request ${String(id)}`);
+  return find() as Record<string, unknown>;
 }
 
 /** The headers an official Anthropic SDK sends. */

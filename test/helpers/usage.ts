@@ -6,6 +6,7 @@ import type { Responder } from './fake-upstream.ts';
 import { respond } from './fake-upstream.ts';
 import type { TestGateway } from './gateway.ts';
 import { anthropicHeaders, openaiHeaders } from './gateway.ts';
+import { waitUntil } from './wait.ts';
 
 /** gpt-test: $2 / $8 per million input / output tokens; claude-test: $3 / $15. */
 export const PRICED_MODELS = [
@@ -89,15 +90,12 @@ export function messages(t: TestGateway, key: string, model: string, extra: Reco
  * Waits (at most `timeoutMs`) until the ledger has counted `requests` requests in all: a request
  * is recorded when its response closes on the server, a moment after the client has read it.
  */
-export async function ledgerCounted(t: TestGateway, requests: number, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+export async function ledgerCounted(t: TestGateway, requests: number, timeoutMs = 10_000): Promise<void> {
   let counted = -1;
-  while (Date.now() < deadline) {
+  await waitUntil(async () => {
     const rows = await t.gateway.usage.query({ since: 0, until: 8.64e15, keyId: 'all', groupBy: 'key' });
     counted = rows.reduce((sum, row) => sum + row.requests, 0);
-    if (counted === requests) return;
-    if (counted > requests) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`the ledger counted ${counted} requests, not ${requests}`);
+    if (counted > requests) throw new Error(`the ledger counted ${counted} requests, not ${requests}`);
+    return counted === requests;
+  }, () => `the ledger counting ${requests} requests (it counted ${counted})`, { timeoutMs, pollMs: 10 });
 }

@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody, readBody } from '../../src/http/body.ts';
 import { createBodyBudget } from '../../src/http/body-budget.ts';
 import { GatewayError } from '../../src/common/errors.ts';
+import { createManualClock } from '../helpers/clock.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const nested = (depth: number, inner = '1'): string => `{"a":${'['.repeat(depth - 1)}${inner}${']'.repeat(depth - 1)}}`;
 
@@ -49,43 +51,78 @@ async function withServer(read: (req: http.IncomingMessage, res: http.ServerResp
   }
 }
 
-function rawExchange(port: number, head: string, bodyPieces: Array<{ afterMs: number; bytes: string }>): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let received = '';
-    socket.on('data', (c: Buffer) => { received += c.toString(); });
-    socket.on('close', () => resolve(received));
-    socket.on('error', () => {});
-    socket.write(head);
-    for (const piece of bodyPieces) setTimeout(() => { if (!socket.destroyed) socket.write(piece.bytes); }, piece.afterMs).unref();
-    setTimeout(() => socket.destroy(), 4_000).unref();
-  });
+/** A raw connection to `port` that has sent `head`: write more to it, and read what came back once the server closes it. */
+function connect(port: number, head: string): { write(bytes: string): void; answer: Promise<string> } {
+  const socket = net.connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (c: Buffer) => { received += c.toString(); });
+  socket.on('error', () => {});
+  const answer = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
+  socket.write(head);
+  // A bound on a server that never answers, so a failing test ends.
+  setTimeout(() => socket.destroy(), 10_000).unref();
+  return { write: (bytes) => { if (!socket.destroyed) socket.write(bytes); }, answer };
+}
+
+function rawExchange(port: number, head: string, body = ''): Promise<string> {
+  const exchange = connect(port, head);
+  if (body !== '') exchange.write(body);
+  return exchange.answer;
+}
+
+/**
+ * Reads bodies with `readBody` on a manual clock, counting the bytes it has been given, so a test
+ * sends a byte, waits until the reader has it, and moves the clock on: the idle bound is measured
+ * on the clock, not on how fast this machine moves bytes.
+ */
+function clockedReader(idleTimeoutMs: number) {
+  const clock = createManualClock();
+  const state = { received: 0, settled: false };
+  const read = (req: http.IncomingMessage): Promise<Buffer> => {
+    req.on('data', (chunk: Buffer) => { state.received += chunk.length; });
+    const reading = readBody(req, 1_000, { idleTimeoutMs, now: clock.now, timers: clock.timers });
+    reading.then(() => { state.settled = true; }, () => { state.settled = true; });
+    return reading;
+  };
+  /** Sends one byte, then waits until the reader has it. */
+  const drip = async (exchange: { write(bytes: string): void }, byte: string): Promise<void> => {
+    const had = state.received;
+    exchange.write(byte);
+    await waitUntil(() => state.received > had, `the reader getting ${JSON.stringify(byte)}`);
+  };
+  return { clock, state, read, drip };
 }
 
 describe('readBody', () => {
   it('answers a body that stops arriving for its idle bound with 408, however long the request may take', async () => {
     // Issue 14: a body dripped to /auth/device held its socket for the whole 300 s request timeout.
-    await withServer((req) => readBody(req, 1_000, { idleTimeoutMs: 200 }), async (port) => {
-      const started = Date.now();
-      const answer = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n', [
-        { afterMs: 0, bytes: 'a' },
-        { afterMs: 100, bytes: 'b' },
-        { afterMs: 200, bytes: 'c' },
-      ]);
-      assert.match(answer, /^HTTP\/1\.1 408 [\s\S]*request_timeout$/);
-      const ms = Date.now() - started;
-      assert.ok(ms >= 350 && ms < 1_500, `answered after ${ms} ms: each read re-arms the bound`);
+    const { clock, state, read, drip } = clockedReader(200);
+    await withServer(read, async (port) => {
+      const exchange = connect(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n');
+      await drip(exchange, 'a');
+      clock.advance(150);
+      await drip(exchange, 'b');
+      clock.advance(150);
+      await drip(exchange, 'c');
+      // Each read re-armed the bound: 199 ms after the last byte the body is still being read...
+      clock.advance(199);
+      await new Promise((r) => setImmediate(r));
+      assert.equal(state.settled, false, 'each read re-arms the bound');
+      // ...and at 200 ms it is answered, long before the request's 1,000 bytes could come.
+      clock.advance(1);
+      assert.match(await exchange.answer, /^HTTP\/1\.1 408 [\s\S]*request_timeout$/);
     });
   });
 
   it('reads a body that keeps arriving within its idle bound', async () => {
-    await withServer((req) => readBody(req, 1_000, { idleTimeoutMs: 300 }), async (port) => {
-      const answer = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\n', [
-        { afterMs: 150, bytes: 'a' },
-        { afterMs: 300, bytes: 'b' },
-        { afterMs: 450, bytes: 'c' },
-      ]);
-      assert.match(answer, /^HTTP\/1\.1 200 [\s\S]*ok 3$/);
+    const { clock, read, drip } = clockedReader(300);
+    await withServer(read, async (port) => {
+      const exchange = connect(port, 'POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\n');
+      for (const byte of ['a', 'b', 'c']) {
+        clock.advance(150);
+        await drip(exchange, byte);
+      }
+      assert.match(await exchange.answer, /^HTTP\/1\.1 200 [\s\S]*ok 3$/);
     });
   });
 
@@ -99,11 +136,11 @@ describe('readBody', () => {
       return readBody(req, 10_000, { claim });
     };
     await withServer(readClaimed, async (port) => {
-      const sameKey = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_a\r\nContent-Length: 200\r\n\r\n', []);
+      const sameKey = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_a\r\nContent-Length: 200\r\n\r\n');
       assert.match(sameKey, /^HTTP\/1\.1 429 [\s\S]*rate_limit_exceeded$/);
-      const other = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_b\r\nConnection: close\r\nContent-Length: 400\r\n\r\n', [{ afterMs: 0, bytes: 'x'.repeat(400) }]);
+      const other = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_b\r\nConnection: close\r\nContent-Length: 400\r\n\r\n', 'x'.repeat(400));
       assert.match(other, /^HTTP\/1\.1 200 [\s\S]*ok 400$/);
-      const chunked = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_c\r\nTransfer-Encoding: chunked\r\n\r\n', [{ afterMs: 0, bytes: `258\r\n${'y'.repeat(600)}\r\n` }]);
+      const chunked = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nx-key: key_c\r\nTransfer-Encoding: chunked\r\n\r\n', `258\r\n${'y'.repeat(600)}\r\n`);
       assert.match(chunked, /^HTTP\/1\.1 503 [\s\S]*server_busy$/, 'key_a holds 500 of the 1,000: 600 more do not fit');
     });
     held.release();

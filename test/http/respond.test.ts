@@ -10,22 +10,25 @@ describe('onClose', () => {
     const calls: string[] = [];
     let done!: () => void;
     const finished = new Promise<void>((r) => { done = r; });
+    let read!: () => void;
+    const bodyRead = new Promise<void>((r) => { read = r; });
     const server = http.createServer((req, res) => {
       onClose(res, () => calls.push('registered early'));
       req.resume();
-      req.on('end', () => {
-        // By now the client has gone: a plain once('close') here would never fire.
-        setTimeout(() => {
-          onClose(res, () => calls.push('registered late'));
-          done();
-        }, 100);
-      });
+      req.on('end', read);
+      // Registered once the client has gone and the response's close has been emitted: a plain
+      // once('close') here would never fire.
+      res.once('close', () => setImmediate(() => {
+        onClose(res, () => calls.push('registered late'));
+        done();
+      }));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     socket.end('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi');
-    setTimeout(() => socket.destroy(), 20);
+    await bodyRead;
+    socket.destroy();
     await finished;
     server.close();
     assert.deepEqual(calls, ['registered early', 'registered late']);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRedactor, credentialsOf, withLearnedSecrets } from '../../src/providers/redact.ts';
+import { MIN_RUN, createRedactor, credentialsOf, redactBytes } from '../../src/providers/redact.ts';
 import type { ProviderConfig } from '../../src/config/types.ts';
 
 const provider = (id: string, apiKey: string | undefined, headers: Record<string, string> = {}): ProviderConfig => ({
@@ -16,8 +16,13 @@ describe('redaction of provider credentials', () => {
   });
 
   it('replaces a credential that contains another one whole', () => {
-    const redact = createRedactor(['abc', 'xxabcxx']);
-    assert.equal(redact('[xxabcxx] [abc]'), '[[redacted]] [[redacted]]');
+    const redact = createRedactor(['abcdefgh', 'xxabcdefghxx']);
+    assert.equal(redact('[xxabcdefghxx] [abcdefgh]'), '[[redacted]] [[redacted]]');
+  });
+
+  it('leaves placeholders shorter than 8 characters (a local server\'s "ollama") in answers', () => {
+    const redact = createRedactor(['ollama', 'x', 'none']);
+    assert.equal(redact('run it with ollama, or none: x'), 'run it with ollama, or none: x');
   });
 
   it('collects resolved api keys and the values of credential headers, with and without Bearer', () => {
@@ -29,12 +34,77 @@ describe('redaction of provider credentials', () => {
     assert.deepEqual(values.sort(), ['Bearer tok-123', 'azure-456', 'resolved-a', 'tok-123']);
   });
 
-  it('also takes out the secrets learned while running, as they change', () => {
-    let learned = ['ya29.first-access-token'];
-    const redact = withLearnedSecrets(createRedactor(['sk-configured-key']), () => learned);
-    assert.equal(redact('sk-configured-key ya29.first-access-token'), '[redacted] [redacted]');
-    learned = ['ya29.second-access-token'];
-    assert.equal(redact('ya29.second-access-token%2F ya29.first-access-token'), '[redacted]%2F ya29.first-access-token');
-    assert.equal(redact(JSON.stringify({ message: 'token "ya29.second-access-token"' })), '{"message":"token \\"[redacted]\\""}');
+});
+
+describe('redaction in every encoding the client decodes', () => {
+  // Issue 25: each of these reached the client in plain text after decoding.
+  const KEY = 'sk-proj-Z3hQv9xTq2LmN8rWb4YcKd7Ue1FjAs6P';
+  const redact = createRedactor([KEY]);
+  const jsonEscaped = (text: string) => [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+  const urlEncoded = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+
+  const cases: Array<[string, string]> = [
+    ['plain', KEY],
+    ['JSON-escaped, every character', jsonEscaped(KEY)],
+    ['JSON-escaped, one character', `\\u0073${KEY.slice(1)}`],
+    ['URL-encoded, every character', urlEncoded(KEY)],
+    ['URL-encoded, the dashes', KEY.replaceAll('-', '%2D')],
+    ['URL-encoded and JSON-escaped mixed', `%73\\u006b${KEY.slice(2)}`],
+    ['cut by a character at its end', KEY.slice(0, -1)],
+    ['cut by a character at its start', KEY.slice(1)],
+    ['a long prefix', KEY.slice(0, 20)],
+    ['base64', Buffer.from(KEY).toString('base64')],
+    ['base64 inside base64 (Basic auth)', Buffer.from(`user:${KEY}`).toString('base64')],
+    ['base64 at the other alignment', Buffer.from(`ab${KEY}`).toString('base64')],
+    ['base64url', Buffer.from(`?>${KEY}`).toString('base64url')],
+    ['base64 of a cut credential', Buffer.from(KEY.slice(0, -3)).toString('base64')],
+  ];
+  for (const [encoding, written] of cases) {
+    it(`finds it ${encoding}, and replaces what was written`, () => {
+      const text = `{"error":{"message":"Incorrect API key provided: ${written} (see docs)"}}`;
+      const clean = redact(text);
+      assert.match(clean, /\[redacted\]/);
+      const decoded = decodeURIComponent(JSON.parse(clean.replace(/%(?![0-9A-F]{2})/g, '%25')).error.message);
+      assert.ok(!decoded.includes(KEY.slice(0, MIN_RUN)) && !decoded.includes(KEY.slice(-MIN_RUN)), decoded);
+      assert.ok(!Buffer.from(decoded.replace(/[^A-Za-z0-9+/=_-]/g, ' ').split(' ').join(''), 'base64').toString('latin1').includes(KEY.slice(8, 24)), 'no base64 of it left');
+      assert.match(clean, /^\{"error":\{"message":"Incorrect API key provided: .*\[redacted\].* \(see docs\)"\}\}$/);
+    });
+  }
+
+  it('leaves text that holds only a short piece of a credential, or none', () => {
+    assert.equal(redact('the key starts with sk-proj-Z3hQv9 and that is all'), 'the key starts with sk-proj-Z3hQv9 and that is all');
+    assert.equal(redact('caf\\u00e9 50% off \\/ no secrets'), 'caf\\u00e9 50% off \\/ no secrets');
+  });
+
+  it('redacts bytes as text, and gives the same Buffer back when there is nothing to take out', () => {
+    const clean = Buffer.from('data: {"delta":"nothing here"}\n\n');
+    assert.equal(redactBytes(redact, clean), clean);
+    assert.equal(redactBytes(redact, Buffer.from(`data: {"delta":"caf\u00e9 ${jsonEscaped(KEY)}"}\n\n`)).toString(), 'data: {"delta":"café [redacted]"}\n\n');
+  });
+
+  it('takes a string where bytes are expected (an in-process provider\'s body), short credentials included', () => {
+    const short = createRedactor(['short-secret']);
+    assert.equal(redactBytes(short, 'a short-secret b' as unknown as Buffer).toString(), 'a [redacted] b');
+    assert.equal(redactBytes(redact, `x ${KEY} y` as unknown as Buffer).toString(), 'x [redacted] y');
+  });
+
+  it('learns secrets at run time: cloud secret keys, session tokens, OAuth tokens and private keys', () => {
+    const cloud = createRedactor([]);
+    const secrets = [
+      'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+      'IQoJb3JpZ2luX2VjEHEaCXVzLWVhc3QtMSJGMEQCIHgdf2G5S5dkkRAQvAa/x0FS+TEST',
+      'ya29.a0AfB_byC5mXq7rTq3cIh2P2aU9vWq-test-token',
+      '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----',
+    ];
+    for (const secret of secrets) assert.equal(cloud(`x ${secret} y`), `x ${secret} y`, 'not yet known');
+    for (const secret of secrets) cloud.learn(secret);
+    for (const secret of secrets.slice(0, 3)) assert.equal(cloud(`x ${secret} y`), 'x [redacted] y');
+    // A private key is its long pieces: the lines of its base64 body, not its header.
+    assert.equal(cloud(`x ${secrets[3]} y`), 'x -----BEGIN PRIVATE KEY-----\n[redacted]\n-----END PRIVATE KEY----- y');
+    for (const secret of secrets) {
+      const hidden = secret.split('\n').sort((a, b) => b.length - a.length)[0] as string;
+      assert.match(cloud(JSON.stringify({ echoed: secret })), /^\{"echoed":"[^"]*\[redacted\][^"]*"\}$/);
+      assert.ok(!cloud(JSON.stringify({ echoed: secret })).includes(hidden.slice(-MIN_RUN)));
+    }
   });
 });

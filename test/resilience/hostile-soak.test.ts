@@ -121,7 +121,8 @@ describe('soak: hostile keys beside a well-behaved one', () => {
         ['/v1/chat/completions', Buffer.from(JSON.stringify({ model: 'gpt-test', max_tokens: 32, stream: true, messages: [{ role: 'user', content: 'to the upstream' }] }))],
       ] as const;
       const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-      // Give the attackers a second to build their bodies and start.
+      // Give the attackers a second to build their bodies and start (a soak runs on real time: the
+      // attack lasts ATTACK_MS of it, and the well-behaved key is measured while it does).
       await new Promise((r) => setTimeout(r, 1_000));
       let goodIndex = 0;
       await Promise.all(Array.from({ length: 2 }, async () => {

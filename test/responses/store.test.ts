@@ -99,6 +99,34 @@ describe('createMemoryResponseStore', () => {
     assert.ok(await store.get('key_a', 'resp_3'));
   });
 
+  it('gives each key its share: a key that floods the store evicts its own responses, not another key\'s', async () => {
+    // Issue 25: one shared LRU; a key storing ~1,000 large responses in seconds evicted everyone's.
+    const id = (i: number): string => `resp_${String(i).padStart(4, '0')}`;
+    const one = bytesOf(record(id(0)));
+    const store = createMemoryResponseStore({ maxBytes: one * 10 + 10 });
+    await store.put(record('resp_quie', 'key_b'));
+    for (let i = 0; i < 1_000; i++) await store.put(record(id(i), 'key_a'));
+    assert.ok(await store.get('key_b', 'resp_quie'), 'the quiet key\'s response survives');
+    assert.ok(await store.findItem('key_b', 'msg_resp_quie'));
+    assert.ok(await store.get('key_a', id(999)), 'the flooding key keeps its latest');
+    assert.equal(await store.get('key_a', id(0)), undefined);
+    let kept = 0;
+    for (let i = 0; i < 1_000; i++) if (await store.get('key_a', id(i))) kept++;
+    assert.equal(kept, 9, 'within the total: the store holds ten responses');
+  });
+
+  it('evicts from the key holding the most when the total is reached, so a key under its share keeps what it has', async () => {
+    const one = bytesOf(record('resp_key_a_0'));
+    const store = createMemoryResponseStore({ maxBytes: one * 6 + 10 });
+    for (const [key, n] of [['key_c', 1], ['key_b', 2], ['key_a', 3]] as const) {
+      for (let i = 0; i < n; i++) await store.put(record(`resp_${key}_${i}`, key));
+    }
+    await store.put(record('resp_key_c_1', 'key_c'));
+    assert.equal(await store.get('key_a', 'resp_key_a_0'), undefined, 'key_a held the most: its oldest went');
+    for (const id of ['resp_key_b_0', 'resp_key_b_1']) assert.ok(await store.get('key_b', id));
+    for (const id of ['resp_key_c_0', 'resp_key_c_1']) assert.ok(await store.get('key_c', id));
+  });
+
   it('refuses a response larger than the whole store, keeping what it has', async () => {
     const store = createMemoryResponseStore({ maxBytes: bytesOf(record('resp_1')) + 10 });
     await store.put(record('resp_1'));

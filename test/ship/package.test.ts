@@ -74,8 +74,9 @@ describe('the npm package', { timeout: 180_000 }, () => {
     // A bound against stray files, not a budget: 300 KiB until the Responses API (issue 12), the
     // shared-state backend (issue 16) and usage (issue 17) came; 341 KB with all of them, packed
     // from tsc's output alone. Packed by prepack's `npm run build` (issue 15), dist/cli.js is the
-    // bundled CLI the bin runs (610 KB, where tsc's was a small entry): 499 KiB.
-    assert.ok(packed.size < 600 * 1024, `tarball is ${packed.size} bytes`);
+    // bundled CLI the bin runs (610 KB, where tsc's was a small entry): 499 KiB. The platforms, the
+    // Gemini format, routing, doctor and the command table (issues 20-27) took it to 668 KiB.
+    assert.ok(packed.size < 1024 * 1024, `tarball is ${packed.size} bytes`);
   });
 
   test('installs globally into a prefix with a working llmux command', async () => {

@@ -11,6 +11,7 @@ import type { SharedLimiter } from '../../src/state/limiter.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const skip = redisSkip();
 const T0 = Date.UTC(2026, 2, 14, 10, 0, 0);
@@ -230,6 +231,7 @@ describe('the shared limiter on a real state server', { skip }, () => {
       const limits: LimitSet = { rpm: 2, tpm: Infinity, concurrency: Infinity };
       admitted(await p.limiter.admit('key_d', limits, 0));
       own.pause();
+      // Real time: the 200 ms timeout is a real socket's, against a paused real server.
       const started = performance.now();
       const during = await p.limiter.admit('key_d', limits, 0);
       assert.ok(performance.now() - started < 1200, 'no admission waits much longer than the timeout');
@@ -240,9 +242,7 @@ describe('the shared limiter on a real state server', { skip }, () => {
       assert.ok(performance.now() - fast < 50, 'while degraded, nothing waits for the server');
       refused(await p.limiter.admit('key_d', limits, 0));
       own.resume();
-      const deadline = Date.now() + 10_000;
-      while (p.health.degraded() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      assert.equal(p.health.degraded(), false, 'back without a restart');
+      await waitUntil(() => !p.health.degraded(), 'back without a restart', { pollMs: 20 });
       // The admission that timed out may still have run once the server woke (RESP cannot take a
       // command back): shared counts are never under, at worst over by what was in flight.
       admitted(await p.limiter.admit('key_e', limits, 0));
@@ -260,8 +260,7 @@ describe('the shared limiter on a real state server', { skip }, () => {
       const p = openProcess(freshPrefix(), { url: own.url, timeoutMs: 200, policy: 'closed' });
       admitted(await p.limiter.admit('key_x', LIMITS, 0));
       await own.stop();
-      const deadline = Date.now() + 10_000;
-      while (!p.health.degraded() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitUntil(() => p.health.degraded(), 'the process noticing the server gone', { pollMs: 20 });
       assert.throws(() => p.limiter.check('key_x', LIMITS, 'model'), (err: unknown) => err instanceof GatewayError && err.status === 503 && err.code === 'state_unavailable');
       await assert.rejects(p.limiter.admit('key_x', LIMITS, 0), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       assert.equal(p.limiter.check('key_x', LIMITS, 'unadmitted'), undefined, 'count_tokens is not a model request');

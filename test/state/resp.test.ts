@@ -11,12 +11,14 @@ import {
 import type { RespClient, RespClientOptions, RespStatus, StateUnavailableReason } from '../../src/state/resp.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis, TestRedisOptions } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const skip = redisSkip();
 // Generous for a shared, busy machine; what matters is that waiting is bounded.
 const WAIT_MS = 10_000;
 const TIMEOUT_MS = 250;
-// How late a rejection may come after its deadline on a loaded machine.
+// How late a rejection may come after its deadline on a loaded machine. The timeouts tested with
+// it are a real socket's, against a real server that stops answering: kept on real time.
 const SLACK_MS = 750;
 
 // The client must never leave a rejection unhandled, whatever the server does.
@@ -30,24 +32,12 @@ after(() => {
   assert.deepEqual(unhandled, []);
 });
 
-function waitFor(what: string, check: () => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = (): void => {
-      if (check()) resolve();
-      else if (Date.now() - started > WAIT_MS) reject(new Error(`timed out waiting for ${what}`));
-      else setTimeout(poll, 5);
-    };
-    poll();
-  });
+async function waitFor(what: string, check: () => boolean): Promise<void> {
+  await waitUntil(check, what, { timeoutMs: WAIT_MS });
 }
 
 async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > WAIT_MS) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await waitUntil(check, what, { timeoutMs: WAIT_MS, pollMs: 10 });
 }
 
 function waitForStatus(client: RespClient, status: RespStatus): Promise<void> {
@@ -484,6 +474,7 @@ describe('RESP client against a real server', { skip, timeout: 120_000 }, () => 
       client.subscribe('c', () => {}, { onSubscribed: () => (confirmations += 1) });
       await waitFor('the subscription', () => confirmations === 1);
       t.redis.pause();
+      // Real time: what is tested is the PING's own timeout on a real, silent connection.
       await new Promise((resolve) => setTimeout(resolve, 50 + TIMEOUT_MS + 200));
       t.redis.resume();
       await waitFor('the subscription again', () => confirmations === 2);

@@ -10,6 +10,7 @@ import { createSharedResponseStore, createSharedResponsesState, sharedSealSecret
 import { GatewayError } from '../../src/common/errors.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const skip = redisSkip();
 
@@ -77,9 +78,28 @@ describe('stored responses and the seal secret on a real state server', { skip }
     assert.equal(await store.put(record('resp_big', 'key_a', 'x'.repeat(5000))), false);
     assert.equal(await store.put(record('resp_short')), true);
     assert.ok(await store.get('key_a', 'resp_short'));
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    assert.equal(await store.get('key_a', 'resp_short'), undefined);
+    // The server's own clock expires it: waited for, not slept through.
+    await waitUntil(async () => (await store.get('key_a', 'resp_short')) === undefined, 'the response forgotten after its 150 ms');
     assert.equal(await store.findItem('key_a', 'msg_resp_short'), undefined);
+  });
+
+  it('gives each key its share of the total: a key that floods the store evicts its own responses, not another key\'s', async () => {
+    // Issue 25: the shared store had no total bound but the server's memory, and one LRU in memory.
+    const one = Buffer.byteLength(JSON.stringify(record('resp_0000', 'key_a')));
+    const prefix = freshPrefix();
+    const store = createSharedResponseStore({ client: client(), prefix, maxBytes: one * 10 + 10 });
+    const other = createSharedResponseStore({ client: client(), prefix, maxBytes: one * 10 + 10 });
+    assert.equal(await store.put(record('resp_quie', 'key_b')), true);
+    for (let i = 0; i < 300; i++) assert.equal(await other.put(record(`resp_${String(i).padStart(4, '0')}`, 'key_a')), true);
+    assert.ok(await store.get('key_b', 'resp_quie'), 'the quiet key\'s response survives');
+    assert.ok(await store.get('key_a', 'resp_0299'), 'the flooding key keeps its latest');
+    assert.equal(await store.get('key_a', 'resp_0000'), undefined);
+    let kept = 0;
+    for (let i = 0; i < 300; i++) if (await store.get('key_a', `resp_${String(i).padStart(4, '0')}`)) kept++;
+    assert.equal(kept, 9, 'within the total: the server holds ten responses');
+    assert.equal(await store.delete('key_b', 'resp_quie'), true);
+    assert.equal(await store.put(record('resp_next', 'key_a')), true);
+    assert.ok(await store.get('key_a', 'resp_0291'), 'a deleted response gives its bytes back');
   });
 
   it('makes one seal secret for every process: what one seals, another opens', async () => {
@@ -107,15 +127,9 @@ describe('stored responses and the seal secret on a real state server', { skip }
       await assert.rejects(state.store.get('key_a', 'resp_1'), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       await assert.rejects(state.sealer(), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       own.resume();
-      const deadline = Date.now() + 10_000;
-      let sealer;
-      while (sealer === undefined) {
-        sealer = await state.sealer().catch((error: unknown) => {
-          if (Date.now() > deadline) throw error;
-          return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50));
-        });
-      }
-      assert.ok(sealer.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v1.'));
+      let sealer: Awaited<ReturnType<typeof state.sealer>> | undefined;
+      await waitUntil(async () => (sealer = await state.sealer().catch(() => undefined)) !== undefined, 'a sealer once the server is back', { pollMs: 50 });
+      assert.ok(sealer?.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v1.'));
     } finally {
       own.resume();
       await own.stop();

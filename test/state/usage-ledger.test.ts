@@ -12,6 +12,7 @@ import { createSharedLedger } from '../../src/state/usage-ledger.ts';
 import type { SharedLedger } from '../../src/state/usage-ledger.ts';
 import { redisSkip, startRedis } from '../helpers/redis.ts';
 import type { TestRedis } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const skip = redisSkip();
 const T0 = Date.UTC(2026, 2, 14, 10, 30, 0);
@@ -127,16 +128,7 @@ describe('the shared usage ledger on a real state server', { skip }, () => {
       await assert.rejects(ledger.flush());
       ledger.record(entry('key_outage00000000', 'gpt-test', T0, 0.2));
       own.resume();
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        try {
-          await ledger.flush();
-          break;
-        } catch (error) {
-          if (Date.now() > deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
+      await waitUntil(() => ledger.flush().then(() => true, () => false), 'a flush once the server is back', { pollMs: 50 });
       await ledger.flush();
       const reader = openLedger(prefix, () => T0, own.url);
       const [row] = await reader.query({ since: T0 - HOUR, until: T0 + HOUR, groupBy: 'key' });

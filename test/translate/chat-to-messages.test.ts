@@ -444,9 +444,9 @@ describe('chatRequestToMessages: reasoning_effort', () => {
   it('maps low, medium and high to thinking budgets 1024, 4096 and 16384 for reasoning models', () => {
     const cases: Array<[string, number]> = [['low', 1024], ['medium', 4096], ['high', 16384]];
     for (const [effort, budget] of cases) {
-      const out = chatRequestToMessages(request({ reasoning_effort: effort, max_tokens: 20000 }), REASONING);
+      const out = chatRequestToMessages(request({ reasoning_effort: effort, max_tokens: 24000 }), REASONING);
       assert.deepEqual(out.thinking, { type: 'enabled', budget_tokens: budget }, effort);
-      assert.equal(out.max_tokens, 20000, effort);
+      assert.equal(out.max_tokens, 24000, effort);
     }
   });
 
@@ -456,10 +456,19 @@ describe('chatRequestToMessages: reasoning_effort', () => {
     assert.equal('thinking' in chatRequestToMessages(request({ reasoning_effort: 'constructor' }), REASONING), false);
   });
 
-  it('keeps the budget below a client max_tokens, and drops thinking when it cannot reach 1024', () => {
+  it('leaves the answer a quarter of max_tokens: max_tokens 16384 with high effort thinks with 12288, not 16383', () => {
+    // Issue 25: the budget was max_tokens - 1, one token left for the answer.
+    const out = chatRequestToMessages(request({ reasoning_effort: 'high', max_tokens: 16384 }), REASONING);
+    assert.equal(out.max_tokens, 16384);
+    assert.deepEqual(out.thinking, { type: 'enabled', budget_tokens: 12288 });
+  });
+
+  it('keeps the budget within three quarters of a client max_tokens, and drops thinking when it cannot reach 1024', () => {
     const lowered = chatRequestToMessages(request({ reasoning_effort: 'high', max_tokens: 5000 }), REASONING);
-    assert.deepEqual(lowered.thinking, { type: 'enabled', budget_tokens: 4999 });
+    assert.deepEqual(lowered.thinking, { type: 'enabled', budget_tokens: 3750 });
     assert.equal(lowered.max_tokens, 5000);
+    assert.equal('thinking' in chatRequestToMessages(request({ reasoning_effort: 'low', max_tokens: 1365 }), REASONING), false, 'three quarters of 1365 is under 1024');
+    assert.deepEqual(chatRequestToMessages(request({ reasoning_effort: 'low', max_tokens: 1366 }), REASONING).thinking, { type: 'enabled', budget_tokens: 1024 });
 
     const warnings: string[] = [];
     const tooSmall = chatRequestToMessages(request({ reasoning_effort: 'low', max_tokens: 1024 }), REASONING, { onWarning: (m) => warnings.push(m) });
@@ -470,12 +479,12 @@ describe('chatRequestToMessages: reasoning_effort', () => {
 
   it('raises a defaulted max_tokens above the budget, within the model maximum', () => {
     const unknown = chatRequestToMessages(request({ reasoning_effort: 'high' }), { ...REASONING, maxOutputTokens: 0 });
-    assert.equal(unknown.max_tokens, 16384 + 4096);
+    assert.equal(unknown.max_tokens, 21846, 'the budget and a third of it');
     assert.deepEqual(unknown.thinking, { type: 'enabled', budget_tokens: 16384 });
 
     const small = chatRequestToMessages(request({ reasoning_effort: 'high' }), { ...REASONING, maxOutputTokens: 8192 });
     assert.equal(small.max_tokens, 8192);
-    assert.deepEqual(small.thinking, { type: 'enabled', budget_tokens: 8191 });
+    assert.deepEqual(small.thinking, { type: 'enabled', budget_tokens: 6144 });
 
     const roomy = chatRequestToMessages(request({ reasoning_effort: 'high' }), REASONING);
     assert.equal(roomy.max_tokens, 32000);

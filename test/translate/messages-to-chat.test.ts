@@ -801,13 +801,14 @@ describe('messagesResponseToChat', () => {
     assert.equal(messagesResponseToChat(fixture('anthropic-nonstream-text.json'), { ...clock, model: 'llmux-id' }).model, 'llmux-id');
   });
 
-  it('gives every answer a fresh id and the current time by default', () => {
+  it('gives every answer a fresh id and the current time by default', (t) => {
     const resp = fixture('anthropic-nonstream-text.json');
-    const before = Math.floor(Date.now() / 1000);
+    // The system clock, held still: `created` is its second, whatever second this test runs in.
+    t.mock.method(Date, 'now', () => 1_773_482_405_999);
     const first = messagesResponseToChat(resp);
     const second = messagesResponseToChat(resp);
     assert.notEqual(first.id, second.id);
-    assert.ok(first.created >= before && first.created <= Math.floor(Date.now() / 1000));
+    assert.equal(first.created, 1_773_482_405);
   });
 });
 

@@ -157,9 +157,9 @@ describe('responsesRequestToMessages reasoning', () => {
   it('asks reasoning models to think with the budget of the effort, raising a default max_tokens to make room', () => {
     const { body } = translate({ input: 'x', reasoning: { effort: 'high' }, temperature: 0.5, top_p: 0.97 }, { reasoning: true });
     assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 16384 });
-    assert.equal(body.max_tokens, 16384 + 4096, 'the default 4096 is raised to the budget and some room to answer');
+    assert.equal(body.max_tokens, 21846, 'the default 4096 is raised to the budget and a third of it, room to answer');
     const capped = translate({ input: 'x', reasoning: { effort: 'high' } }, { reasoning: true, maxOutputTokens: 10000 }).body;
-    assert.deepEqual([capped.max_tokens, capped.thinking], [10000, { type: 'enabled', budget_tokens: 9999 }], 'never past the model\'s known limit');
+    assert.deepEqual([capped.max_tokens, capped.thinking], [10000, { type: 'enabled', budget_tokens: 7500 }], 'never past the model\'s known limit');
     assert.equal('temperature' in body, false);
     assert.equal(body.top_p, 0.97);
     assert.equal('thinking' in translate({ input: 'x', reasoning: { effort: 'high' } }).body, false, 'not for a model that does not reason');
@@ -167,7 +167,9 @@ describe('responsesRequestToMessages reasoning', () => {
   });
 
   it('keeps the budget below a client\'s max_output_tokens, or drops thinking when no minimum budget fits', () => {
-    assert.deepEqual(translate({ input: 'x', max_output_tokens: 5000, reasoning: { effort: 'xhigh' } }, { reasoning: true }).body.thinking, { type: 'enabled', budget_tokens: 4999 });
+    // Issue 25: a budget of max_output_tokens - 1 left the answer one token; it keeps a quarter.
+    assert.deepEqual(translate({ input: 'x', max_output_tokens: 5000, reasoning: { effort: 'xhigh' } }, { reasoning: true }).body.thinking, { type: 'enabled', budget_tokens: 3750 });
+    assert.deepEqual(translate({ input: 'x', max_output_tokens: 16384, reasoning: { effort: 'high' } }, { reasoning: true }).body.thinking, { type: 'enabled', budget_tokens: 12288 });
     const tight = translate({ input: 'x', max_output_tokens: 1000, reasoning: { effort: 'low' } }, { reasoning: true });
     assert.equal('thinking' in tight.body, false);
     assert.match(tight.warnings[0] ?? '', /no room for the minimum thinking budget/);

@@ -216,14 +216,15 @@ describe('createMessagesToChatStream chunks', () => {
     for (const chunk of chunks) assert.equal((chunk as Record<string, unknown>)['model'], 'llmux-id');
   });
 
-  it('gives a random chatcmpl- id and the current time when none are pinned', () => {
+  it('gives a random chatcmpl- id and the current time when none are pinned', (t) => {
     let output = '';
-    const before = Math.floor(Date.now() / 1000);
+    // The system clock, held still: `created` is its second, whatever second this test runs in.
+    t.mock.method(Date, 'now', () => 1_773_482_405_999);
     const translator = createMessagesToChatStream({ write: (text) => (output += text), includeUsage: false });
     translator.push({ event: 'message_start', data: JSON.stringify(messageStart()) });
     const [first] = clientChunks(output) as Array<Record<string, unknown>>;
     assert.match(String(first?.['id']), /^chatcmpl-[0-9a-f]{24}$/);
-    assert.ok(Number(first?.['created']) >= before && Number(first?.['created']) <= Math.ceil(Date.now() / 1000));
+    assert.equal(first?.['created'], 1_773_482_405);
   });
 
   it('writes each chunk as soon as its upstream event arrives', () => {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  BUDGET_REMAINING_HEADER, budgetExceededError, budgetExceededMessage, budgetRemainingHeader, budgetStatus, formatUsd, periodEndMs, periodStartMs,
+  BUDGET_REMAINING_HEADER, budgetExceededError, budgetExceededMessage, budgetRemainingHeader, budgetStatus, createBudgetHolds, formatUsd, periodEndMs, periodStartMs, worstCaseUsd,
 } from '../../src/usage/budget.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 
@@ -91,5 +91,30 @@ describe('budget exceeded answer', () => {
     assert.equal(formatUsd(1234.5), '$1,234.50');
     assert.equal(formatUsd(0), '$0.0000');
     assert.equal(formatUsd(0.1), '$0.1000');
+  });
+});
+
+describe('createBudgetHolds', () => {
+  const budget = { usd: 1, period: 'day' as const };
+  const nowMs = Date.UTC(2026, 2, 14, 12);
+
+  it('admits a worst case that fits beside the holds, one alone whatever it may cost, and refuses the rest with 429 budget_reserved', () => {
+    let spent = 0.5;
+    const holds = createBudgetHolds({ ledger: { spendCached: (keyId) => (keyId === 'k' ? spent : 0) }, now: () => nowMs });
+    const alone = holds.reserve('k', budget, 2);
+    assert.throws(() => holds.reserve('k', budget, 0.01), (err: unknown) => err instanceof GatewayError && err.status === 429 && err.code === 'budget_reserved');
+    alone.release();
+    const first = holds.reserve('k', budget, 0.3);
+    holds.reserve('k', budget, 0.2);
+    assert.throws(() => holds.reserve('k', budget, 0.01), /hold \$0\.5000 of the \$0\.5000 left/);
+    first.settle(0.1);
+    holds.reserve('k', budget, 0.2);
+    spent = 1;
+    assert.throws(() => holds.reserve('k', budget, 0), (err: unknown) => err instanceof GatewayError && err.status === 403 && err.code === 'budget_exceeded');
+    assert.doesNotThrow(() => holds.reserve('other', budget, 0.9), 'holds are per key');
+  });
+
+  it('prices the worst case at the model\'s input and output prices', () => {
+    assert.equal(worstCaseUsd({ input_tokens_cost_per_million: 2, output_tokens_cost_per_million: 8, currency: 'USD' }, 1000, 100), 0.0028);
   });
 });

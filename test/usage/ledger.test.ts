@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createFileLedger, createUsageSummary } from '../../src/usage/ledger.ts';
 import type { UsageEntry, UsageLedger } from '../../src/usage/ledger.ts';
+import { createManualClock } from '../helpers/clock.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -169,18 +171,22 @@ describe('usage ledger: files', () => {
     await second.close();
   });
 
-  it('writes on its own every flushIntervalMs, and compacts closed days in the background', { timeout: 10_000 }, async () => {
+  it('writes on its own every flushIntervalMs, and compacts closed days in the background', async () => {
     const dir = tempDir();
-    const c = clock();
-    const ledger = await createFileLedger({ dir, now: c.now, flushIntervalMs: 20 });
-    const until = async (done: () => boolean) => {
-      for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
-      assert.ok(done());
-    };
+    const c = createManualClock(T0 + 3 * HOUR);
+    const ledger = await createFileLedger({ dir, now: c.now, timers: c.timers, flushIntervalMs: 20 });
     ledger.record(entry('key_a', 'm1', T0, 1, 1, 0.5));
-    await until(() => readdirSync(dir).includes('2026-03-14.jsonl') && readFileSync(join(dir, '2026-03-14.jsonl'), 'utf8').endsWith('\n'));
-    c.set(Date.UTC(2026, 2, 15, 2));
-    await until(() => readdirSync(dir).join() === '2026-03-14.totals.json');
+    c.advance(19);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(readdirSync(dir), [], 'nothing written before the interval');
+    c.advance(1);
+    await waitUntil(() => readdirSync(dir).includes('2026-03-14.jsonl') && readFileSync(join(dir, '2026-03-14.jsonl'), 'utf8').endsWith('\n'), 'the flush 20 ms after the record');
+    c.jump(Date.UTC(2026, 2, 15, 2));
+    // A tick that finds the last one still at work skips; each look lets one more interval pass.
+    await waitUntil(() => {
+      c.advance(20);
+      return readdirSync(dir).join() === '2026-03-14.totals.json';
+    }, 'the compaction of the closed day');
     assert.deepEqual((await ledger.query({ ...RANGE, groupBy: 'key' })).map((r) => [r.requests, r.cost_usd]), [[1, 0.5]]);
     await ledger.close();
   });
@@ -456,9 +462,10 @@ describe('usage ledger: processes', () => {
       recorded.push({ i: i as number, at: at as number });
     });
     const exited = new Promise((resolve) => child.on('exit', resolve));
-    // Let it run for a while after its first record.
-    while (recorded.length === 0) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 1_500));
+    // A real process on real time: it runs until a few hundred of its records are older than what
+    // the assertion below lets a kill lose, and is then killed wherever it is.
+    const lossWindowMs = flushIntervalMs + 400;
+    await waitUntil(() => recorded.filter((r) => r.at < Date.now() - lossWindowMs).length > 300, 'the child recording for a while', { timeoutMs: 20_000, pollMs: 20 });
     const killedAt = Date.now();
     child.kill('SIGKILL');
     await exited;
@@ -467,7 +474,7 @@ describe('usage ledger: processes', () => {
     await ledger.close();
     const n = row?.requests ?? 0;
     // One flush interval, plus time for a flush in progress to reach the disk on a busy machine.
-    const mustHave = recorded.filter((r) => r.at < killedAt - flushIntervalMs - 400).length;
+    const mustHave = recorded.filter((r) => r.at < killedAt - lossWindowMs).length;
     assert.ok(mustHave > 100, `the child recorded for long enough (${mustHave})`);
     assert.ok(n >= mustHave, `kept ${n} records; ${mustHave} were recorded more than ${flushIntervalMs} ms before the kill`);
     assert.ok(n <= recorded.length + 1, `kept ${n}, more than the ${recorded.length} recorded`);

@@ -5,6 +5,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSpanExporter, parseTraceparent, unixNanos } from '../../src/usage/otlp.ts';
 import type { ModelRequestSpan } from '../../src/usage/otlp.ts';
+import { createManualClock } from '../helpers/clock.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 interface Received {
   path: string | undefined;
@@ -218,7 +220,7 @@ describe('OTLP span exporter: payload', () => {
     const collector = await startCollector();
     const exporter = createSpanExporter({ endpoint: collector.url, maxBatch: 10, flushIntervalMs: 60_000 });
     for (let i = 0; i < 25; i++) exporter.record(span());
-    for (let i = 0; i < 100 && exporter.stats().exported < 20; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitUntil(() => exporter.stats().exported >= 20, 'two full batches exported');
     assert.equal(exporter.stats().exported, 20, 'two full batches left without a flush');
     await exporter.close();
     await collector.close();
@@ -240,28 +242,44 @@ describe('OTLP span exporter: a collector that is slow, hung or down', () => {
   it('with a hung collector, record stays fast, the queue stays bounded and only one request is ever open', { timeout: 20_000 }, async () => {
     const collector = await startCollector(() => { /* never answers */ });
     const drops: Array<[number, string]> = [];
-    const exporter = createSpanExporter({ endpoint: collector.url, maxQueue: 100, maxBatch: 10, flushIntervalMs: 20, timeoutMs: 150, onDrop: (n, reason) => drops.push([n, reason]) });
-    const started = performance.now();
-    for (let i = 0; i < 20_000; i++) assert.equal(exporter.record(span()), undefined);
-    const elapsedMs = performance.now() - started;
-    assert.ok(elapsedMs < 2_000, `20 000 records took ${elapsedMs} ms`);
-    assert.ok(exporter.stats().queued <= 100);
-    await new Promise((r) => setTimeout(r, 400)); // a few timeouts
-    const waitedMs = performance.now() - started;
-    const stats = exporter.stats();
-    // One request at a time, each abandoned after 150 ms: no more requests than timeouts elapsed.
-    // (The collector may see two open for an instant: an aborted socket's close reaches it late.)
-    assert.ok(collector.received.length <= Math.floor(waitedMs / 150) + 1, `${collector.received.length} requests in ${waitedMs} ms`);
-    assert.ok(stats.failedRequests >= 1, 'the hung request was abandoned at its timeout');
-    assert.ok(stats.queued + stats.inFlight <= 110);
-    assert.equal(stats.exported, 0);
-    assert.ok(drops.some(([, reason]) => reason === 'queue_full'));
-    assert.ok(drops.some(([n, reason]) => reason === 'export_failed' && n === 10));
-    await exporter.close();
-    const final = exporter.stats();
-    assert.equal(final.queued + final.inFlight, 0, 'close gives up what the collector would not take');
-    assert.equal(final.dropped, 20_000, 'every span is accounted for');
-    await collector.close();
+    try {
+      const clock = createManualClock();
+      const exporter = createSpanExporter({ endpoint: collector.url, maxQueue: 100, maxBatch: 10, flushIntervalMs: 20, timeoutMs: 150, timers: clock.timers, onDrop: (n, reason) => drops.push([n, reason]) });
+      for (let i = 0; i < 20_000; i++) assert.equal(exporter.record(span()), undefined);
+      // Fast: no record waited on the collector; the first export goes out only after the last record.
+      assert.equal(exporter.stats().inFlight, 0, 'nothing was sent from inside record');
+      assert.ok(exporter.stats().queued <= 100);
+      await waitUntil(() => collector.received.length === 1, 'the first export reaching the collector');
+      // One request at a time, each abandoned after 150 ms: no more requests than timeouts elapsed.
+      // (The collector may see two open for an instant: an aborted socket's close reaches it late.)
+      for (let timeouts = 1; timeouts <= 3; timeouts++) {
+        clock.advance(149);
+        await new Promise((r) => setImmediate(r));
+        assert.equal(exporter.stats().failedRequests, timeouts - 1, 'a request is not abandoned before its timeout');
+        clock.advance(1);
+        await waitUntil(() => exporter.stats().failedRequests === timeouts, `request ${timeouts} abandoned at its timeout`);
+        await waitUntil(() => collector.received.length === timeouts + 1, `request ${timeouts + 1} sent once the last was abandoned`);
+      }
+      const stats = exporter.stats();
+      assert.equal(collector.received.length, 4, 'no more requests than timeouts elapsed');
+      assert.ok(stats.failedRequests >= 1, 'the hung request was abandoned at its timeout');
+      assert.ok(stats.queued + stats.inFlight <= 110);
+      assert.equal(stats.exported, 0);
+      assert.ok(drops.some(([, reason]) => reason === 'queue_full'));
+      assert.ok(drops.some(([n, reason]) => reason === 'export_failed' && n === 10));
+      let closed = false;
+      void exporter.close().then(() => { closed = true; });
+      // Each batch left is abandoned at its timeout in turn.
+      await waitUntil(() => {
+        clock.advance(150);
+        return closed;
+      }, 'close giving up the batches the collector would not take');
+      const final = exporter.stats();
+      assert.equal(final.queued + final.inFlight, 0, 'close gives up what the collector would not take');
+      assert.equal(final.dropped, 20_000, 'every span is accounted for');
+    } finally {
+      await collector.close(); // a failed assertion must not leave the hung request holding the process
+    }
   });
 
   it('with a collector that is down, flush resolves and the spans are counted as dropped', { timeout: 10_000 }, async () => {
