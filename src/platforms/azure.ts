@@ -39,7 +39,8 @@ export const azurePlatform: Platform = {
   name: 'azure',
   bind(provider, services): Carrier {
     const settings = provider.azure ?? {};
-    const apiVersion = settings.apiVersion === undefined ? undefined : `?api-version=${encodeURIComponent(settings.apiVersion)}`;
+    const versionParameter = settings.apiVersion === undefined ? undefined : `api-version=${encodeURIComponent(settings.apiVersion)}`;
+    const apiVersion = versionParameter === undefined ? undefined : `?${versionParameter}`;
     const adToken = settings.azureAdToken;
     const credentialSetting = adToken === undefined ? apiKeySetting(provider) : settingOf(provider, 'azure_ad_token', adToken);
     const credential = (): Record<string, string> | undefined => {
@@ -66,6 +67,11 @@ export const azurePlatform: Platform = {
         // The message names no value; the attempts answer 502 upstream_auth_failed naming the setting.
         if (headers === undefined) throw new Error('its credential is not set');
         Object.assign(request.headers, headers);
+        // A stored response read back for its client (src/providers/forward.ts: GET /responses/{id})
+        // is not one of the operations above, and the classic form needs its api-version there too.
+        if (versionParameter !== undefined && !/[?&]api-version=/.test(request.target)) {
+          request.target += `${request.target.includes('?') ? '&' : '?'}${versionParameter}`;
+        }
         return undefined;
       },
       events: (answer) => (String(answer.headers['content-type'] ?? '').includes('text/event-stream') ? answer : undefined),

@@ -40,6 +40,20 @@ describe('the azure platform', () => {
     assert.throws(() => carrier.target({ ...call('chat'), format: 'messages' }), /does not carry the messages format/);
   });
 
+  it('adds the api-version of the classic form to a stored response read back for its client, and nothing on the v1 surface', () => {
+    const classic = platforms.azure.bind(provider({ baseUrl: 'https://res.openai.azure.com/openai', azure: { apiVersion: '2025-03-01-preview' } }), services);
+    const read: OutgoingRequest = { call: call('responses'), target: '/responses/resp_1/input_items?after=item_2', body: '', headers: {} };
+    classic.authorise(read);
+    assert.equal(read.target, '/responses/resp_1/input_items?after=item_2&api-version=2025-03-01-preview');
+    const posted: OutgoingRequest = { call: call('responses'), target: classic.target(call('responses')), body: '{}', headers: {} };
+    classic.authorise(posted);
+    assert.equal(posted.target, '/responses?api-version=2025-03-01-preview', 'not twice');
+    const v1 = platforms.azure.bind(provider(), services);
+    const v1Read: OutgoingRequest = { call: call('responses'), target: '/responses/resp_1', body: '', headers: {} };
+    v1.authorise(v1Read);
+    assert.equal(v1Read.target, '/responses/resp_1');
+  });
+
   it('sends api_key as api-key, or an Entra token as a bearer', () => {
     assert.deepEqual(authorised(provider(), call('chat', true)), { accept: 'text/event-stream', 'api-key': 'azure-key-value' });
     assert.deepEqual(authorised(provider({ apiKey: undefined, azure: { azureAdToken: 'env:AZ_TOKEN' } }), call('chat')), { accept: 'application/json', authorization: 'Bearer entra-token-value' });
