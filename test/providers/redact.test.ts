@@ -33,7 +33,6 @@ describe('redaction of provider credentials', () => {
     const values = credentialsOf(providers, (p) => (p.id === 'a' ? 'resolved-a' : undefined));
     assert.deepEqual(values.sort(), ['Bearer tok-123', 'azure-456', 'resolved-a', 'tok-123']);
   });
-
 });
 
 describe('redaction in every encoding the client decodes', () => {
