@@ -31,8 +31,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts).
   'dialects/': ['formats/', 'translate/', 'passthrough/', 'responses/', 'common/'],
   // How a provider's requests are carried (URL, envelope, authorisation, stream framing), apart
-  // from their format: no dialect, no transport (the transport imports it).
-  'platforms/': ['config/types', 'formats/', 'common/'],
+  // from their format: no dialect, no transport (the transport imports it). Bedrock and Vertex use
+  // their clouds' leaf modules (SigV4, the event stream, AWS credentials; Google's OAuth tokens).
+  'platforms/': ['config/types', 'formats/', 'common/', 'platforms/aws/', 'platforms/google/'],
   // State and rules: they answer in numbers and records; http/ renders them.
   'limits/': ['config/types', 'common/'],
   'auth/': ['config/types', 'common/'],
@@ -87,7 +88,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'doctor/report': [],
   'doctor/': ['config/types', 'catalog/', 'auth/', 'state/', 'dialects/', 'providers/', 'platforms/', 'doctor/report'],
   // The CLI's command table and its commands, and their terminal helpers.
-  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/', 'doctor/', 'doctor/report'],
+  // platforms/: `llmux models` resolves platform credentials as the gateway does before it lists their models.
+  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/', 'doctor/', 'doctor/report', 'platforms/'],
   'cli': ['config/load', 'config/types', 'auth/', 'catalog/', 'commands/', 'common/', 'usage/', 'gateway/server', 'gateway/features'],
   'index': ['gateway/server', 'gateway/features', 'auth/', 'config/types', 'usage/', 'common/'],
 };

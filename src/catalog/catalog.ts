@@ -54,6 +54,12 @@ export interface CatalogOptions {
   /** false: only config models (+ echo). */
   builtinCatalog: boolean;
   env: Record<string, string | undefined>;
+  /**
+   * Whether a provider on a cloud platform (Bedrock, Vertex, Azure) can be used now: its credentials
+   * resolved at their last check (src/platforms/credential-watch.ts); undefined for one it does not
+   * know, which the catalog then judges by its configured key.
+   */
+  platformUsable?: (provider: ProviderConfig) => boolean | undefined;
 }
 
 /** Merges the catalog once; answers list/get against the providers usable at call time. */
@@ -78,7 +84,8 @@ export function createCatalog(options: CatalogOptions): Catalog {
     // The echo model answers inside llmux, so it has no upstream to be unusable.
     if (providerId === ECHO_MODEL.provider) return true;
     const provider = providerOf(providerId);
-    return provider !== undefined && isProviderUsable(provider, env);
+    if (provider === undefined) return false;
+    return options.platformUsable?.(provider) ?? isProviderUsable(provider, env);
   }
 
   return {

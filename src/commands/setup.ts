@@ -5,7 +5,9 @@
  * client key and prints the lines that point Claude Code and OpenAI-based tools at llmux.
  *
  * Every question has a flag, for scripts: `--provider openai,anthropic --openai-key-env VAR
- * --anthropic-key-env VAR --ollama-url URL --key-name N --tier T --yes`. With `--yes` or
+ * --anthropic-key-env VAR --ollama-url URL --key-name N --tier T --yes`. The cloud platforms
+ * (`bedrock`, `vertex`, `azure`) ask their own questions, each with a flag too, and add the model
+ * they serve (./setup-platforms.ts). With `--yes` or
  * `--non-interactive` nothing is asked and unanswered questions take their defaults (a provider's
  * key comes from its usual variable, e.g. `env:OPENAI_API_KEY`).
  *
@@ -29,6 +31,8 @@ import type { CliIo } from './io.ts';
 import type { ParsedArgs } from './args.ts';
 import { UsageError } from './args.ts';
 import { asRecord, isRecord } from '../common/json.ts';
+import { PLATFORM_SETUP, SetupQuestionError } from './setup-platforms.ts';
+import type { PlatformChoice } from './setup-platforms.ts';
 
 export const DEFAULT_LISTEN_URL = 'http://127.0.0.1:8686';
 /** Ollama at its usual address, written so that the catalog treats it as present (see providers.ts). */
@@ -153,11 +157,11 @@ function listenUrl(env: Record<string, string | undefined>): string {
 /** Runs `llmux setup`; resolves with the exit code (0 done, 1 failed or declined, 2 usage, 130 cancelled). */
 export async function runSetup(args: ParsedArgs, io: CliIo): Promise<number> {
   const known = builtinProviders(io.env);
-  const ids = Object.keys(known);
+  const ids = [...Object.keys(known), ...Object.keys(PLATFORM_SETUP)];
   const str = (name: string): string | undefined => args.text(name);
   const quiet = args.flag('yes') || args.flag('non-interactive') || io.stdin === undefined;
   const tier = str('tier') as TierName;
-  for (const id of ids) {
+  for (const id of Object.keys(known)) {
     const envName = known[id]?.keyless === true ? undefined : str(`${id}-key-env`);
     if (envName !== undefined && !ENV_NAME.test(envName)) throw new UsageError(`--${id}-key-env: "${envName}" is not an environment variable name`);
   }
@@ -213,7 +217,18 @@ export async function runSetup(args: ParsedArgs, io: CliIo): Promise<number> {
     }
 
     const choices: ProviderChoice[] = [];
+    const platformChoices: PlatformChoice[] = [];
     for (const id of chosen) {
+      const platform = PLATFORM_SETUP[id];
+      if (platform !== undefined) {
+        try {
+          platformChoices.push(await platform({ flag: str, prompter, env: io.env }));
+        } catch (err) {
+          if (err instanceof SetupQuestionError) throw new UsageError(err.message);
+          throw err;
+        }
+        continue;
+      }
       const builtin = known[id];
       if (builtin === undefined) continue;
       if (builtin.keyless) {
@@ -249,8 +264,15 @@ export async function runSetup(args: ParsedArgs, io: CliIo): Promise<number> {
     for (const c of choices) {
       providers[c.id] = c.apiKey === undefined ? { format: CONFIG_NAME_OF_FORMAT[c.format], base_url: c.baseUrl } : { format: CONFIG_NAME_OF_FORMAT[c.format], base_url: c.baseUrl, api_key: c.apiKey };
     }
+    for (const c of platformChoices) providers[c.model.provider] = c.provider;
     const next: Record<string, unknown> = { ...existing };
     if (Object.keys(providers).length > 0) next['providers'] = providers;
+    if (platformChoices.length > 0) {
+      // A platform's model replaces one of the same id; the file's other models stay.
+      const ids = new Set(platformChoices.map((c) => c.model.id));
+      const kept = (Array.isArray(existing['models']) ? existing['models'] : []).filter((m) => !(isRecord(m) && typeof m['id'] === 'string' && ids.has(m['id'])));
+      next['models'] = [...kept, ...platformChoices.map((c) => c.model)];
+    }
     try {
       loadConfig({ file: next, env: io.env, home });
     } catch (err) {
@@ -268,9 +290,12 @@ export async function runSetup(args: ParsedArgs, io: CliIo): Promise<number> {
 
     const url = (str('url') ?? listenUrl(io.env)).replace(/\/+$/, '');
     const lines: string[] = [];
-    lines.push(`Wrote ${configPath} (${choices.length === 0 ? 'no providers; llmux-echo still answers' : `providers: ${choices.map((c) => c.id).join(', ')}`}).`);
-    const unset = choices.filter((c) => c.apiKey?.startsWith('env:') === true && (io.env[c.apiKey.slice(4)] ?? '') === '');
+    const written = [...choices.map((c) => c.id), ...platformChoices.map((c) => `${c.model.provider} (model ${c.model.id})`)];
+    lines.push(`Wrote ${configPath} (${written.length === 0 ? 'no providers; llmux-echo still answers' : `providers: ${written.join(', ')}`}).`);
+    const keyed = [...choices.map((c) => ({ id: c.id, apiKey: c.apiKey })), ...platformChoices.map((c) => ({ id: c.model.provider, apiKey: c.provider['api_key'] as string | undefined }))];
+    const unset = keyed.filter((c) => c.apiKey?.startsWith('env:') === true && (io.env[c.apiKey.slice(4)] ?? '') === '');
     for (const c of unset) lines.push(`Note: ${c.id} reads its key from $${(c.apiKey as string).slice(4)}, which is not set here; set it where llmux serve runs.`);
+    if (platformChoices.some((c) => c.provider['platform'] !== 'azure')) lines.push('Note: `llmux doctor` says where the Bedrock and Vertex AI credentials come from, and whether they work.');
     lines.push('');
     lines.push(`Client key "${client.record.name}" (${client.record.id}, tier ${client.record.tier}); shown once, keep it safe:`);
     lines.push(`  ${client.key}`);

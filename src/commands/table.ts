@@ -9,6 +9,7 @@ import { UsageError, asksForHelp, commandHelp, groupHelp, indentUsage, orList, p
 import type { CommandSpec, Handler, OptionSpec } from './args.ts';
 import { TIER_NAMES } from '../config/types.ts';
 import { builtinProviders } from '../catalog/providers.ts';
+import { PLATFORM_SETUP, PLATFORM_SETUP_OPTIONS } from './setup-platforms.ts';
 import { VERSION } from '../common/version.ts';
 
 const home: OptionSpec = { name: 'home', kind: 'text', value: 'DIR', description: 'llmux\'s home: key store, usage and config.json', defaultNote: '$LLMUX_HOME, else ~/.llmux' };
@@ -110,11 +111,15 @@ export function commandTable(serve: Handler): readonly CommandSpec[] {
       path: ['setup'],
       summary: 'First-run setup: providers and their keys into $LLMUX_HOME/config.json, a client key, and the lines for tools.',
       usage: 'llmux setup [--provider NAME[,NAME…]]… [--NAME-key-env VAR]… [--ollama-url URL] [--key-name NAME]\n'
+        + '            [--bedrock-region R] [--bedrock-profile P] [--bedrock-model ID] [--vertex-project ID] [--vertex-location L]\n'
+        + '            [--vertex-credentials-file F] [--vertex-model ID] [--azure-url URL] [--azure-api-version V]\n'
+        + '            [--azure-key-env VAR] [--azure-deployment D]\n'
         + '            [--tier basic|pro|enterprise] [--url URL] [--home DIR] [--force] [--yes | --non-interactive]',
       options: [
-        { name: 'provider', kind: 'text', value: 'NAME', multiple: true, description: `enable a provider (repeat, or separate with commas): ${Object.keys(builtinProviders({})).join(', ')}` },
+        { name: 'provider', kind: 'text', value: 'NAME', multiple: true, description: `enable a provider (repeat, or separate with commas): ${[...Object.keys(builtinProviders({})), ...Object.keys(PLATFORM_SETUP)].join(', ')}` },
         { name: 'NAME-key-env', kind: 'text', value: 'VAR', family: KEYED_PROVIDERS.map((id) => `${id}-key-env`), description: 'read provider NAME\'s key from variable VAR when llmux runs', defaultNote: 'its usual variable, e.g. OPENAI_API_KEY' },
         { name: 'ollama-url', kind: 'text', value: 'URL', description: 'where Ollama listens', defaultNote: 'http://localhost:11434/v1' },
+        ...PLATFORM_SETUP_OPTIONS.map((option) => ({ kind: 'text' as const, ...option })),
         { name: 'key-name', kind: 'text', value: 'NAME', description: 'the client key\'s name', defaultNote: 'setup' },
         tier('the client key\'s tier'),
         { name: 'url', kind: 'text', value: 'URL', description: 'the address printed for tools', defaultNote: 'from $LLMUX_HOST and $LLMUX_PORT, else http://127.0.0.1:8686' },

@@ -18,6 +18,12 @@ export interface RefreshedValueOptions<T> {
 
 export interface RefreshedValue<T> {
   get(): Promise<T>;
+  /**
+   * Forgets the held value if it is `value` (the upstream refused it before it expired), so the next
+   * `get()` refreshes. A value already replaced is left alone: however many requests report the
+   * same refused value, one refresh follows.
+   */
+  drop(value: T): void;
 }
 
 /** Creates the holder; nothing is loaded until the first `get()`. */
@@ -25,6 +31,9 @@ export function createRefreshedValue<T>(options: RefreshedValueOptions<T>): Refr
   let held: T | undefined;
   let refreshing: Promise<T> | undefined;
   return {
+    drop(value) {
+      if (held === value) held = undefined;
+    },
     async get() {
       const current = held;
       if (current !== undefined && options.isFresh(current)) return current;

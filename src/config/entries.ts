@@ -19,8 +19,47 @@ export type Fail = (field: string, problem: string) => never;
 const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
 export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
 
+/** Formats the config names that llmux does not serve yet, and what to do meanwhile. */
+const NOT_YET_FORMATS: Readonly<Record<string, string>> = {
+  converse: '"converse" (Bedrock\'s Converse API, for Bedrock models other than Claude) is not served yet; Claude on Bedrock is "format": "anthropic"',
+  gemini: '"gemini" (Google\'s generateContent) is not served yet; Vertex AI\'s Gemini models are reachable through its OpenAI-compatible endpoint, "format": "openai"',
+};
+
+/** Which platforms each platform-only field belongs to. */
+const PLATFORM_OF_FIELD: Readonly<Record<string, readonly PlatformName[]>> = {
+  region: ['bedrock'],
+  credentials: ['bedrock'],
+  profile: ['bedrock'],
+  betas: ['bedrock', 'vertex'],
+  project: ['vertex'],
+  location: ['vertex'],
+  credentials_file: ['vertex'],
+  api_version: ['azure'],
+  azure_ad_token: ['azure'],
+};
+
+/** What each platform carries and how it is authorised, for the checks above. */
+const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly ProviderFormat[]; formatProblem: string; baseUrlRequired: boolean; apiKey: boolean; credentialHint: string }>> = {
+  http: { formats: ['chat', 'messages'], formatProblem: 'must be "openai" or "anthropic"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
+  bedrock: {
+    formats: ['messages'],
+    formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel); its other models need "converse", which is not served yet',
+    baseUrlRequired: false,
+    apiKey: false,
+    credentialHint: 'Bedrock requests are signed with AWS credentials: give credentials or profile, or let llmux find them (AWS_* variables, ~/.aws/credentials, the container or instance role)',
+  },
+  vertex: {
+    formats: ['messages', 'chat'],
+    formatProblem: 'Vertex AI carries "anthropic" (Claude through rawPredict) and "openai" (its OpenAI-compatible endpoint)',
+    baseUrlRequired: false,
+    apiKey: false,
+    credentialHint: 'Vertex AI takes OAuth access tokens: give credentials_file, or let llmux find them (GOOGLE_APPLICATION_CREDENTIALS, gcloud\'s file, the metadata server)',
+  },
+  azure: { formats: ['chat'], formatProblem: 'Azure OpenAI speaks "openai"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
+};
+
 /** The fields of a provider (`CONFIG_FIELDS` in load.ts lists every section's). */
-export const PROVIDER_FIELDS: readonly string[] = ['format', 'platform', 'base_url', 'api_key', 'headers', 'responses'];
+export const PROVIDER_FIELDS: readonly string[] = ['format', 'platform', 'base_url', 'api_key', 'headers', 'responses', ...Object.keys(PLATFORM_OF_FIELD)];
 
 export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
@@ -30,20 +69,32 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   for (const key of Object.keys(p)) {
     if (!PROVIDER_FIELDS.includes(key)) fail(`${at}.${key}`, `unknown field (${PROVIDER_FIELDS.join(', ')})`);
   }
-  const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
-  if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
   const platform = p['platform'] ?? 'http';
   if (!(PLATFORM_NAMES as readonly unknown[]).includes(platform)) {
-    fail(`${at}.platform`, `must be ${PLATFORM_NAMES.map((name) => `"${name}"`).join(' or ')}: how the provider's requests are carried (other platforms are not served yet)`);
+    fail(`${at}.platform`, `must be ${PLATFORM_NAMES.map((name) => `"${name}"`).join(', ')}: how the provider's requests are carried`);
   }
-  if (typeof p['base_url'] !== 'string') fail(`${at}.base_url`, 'must be an http(s) URL string');
-  let url: URL;
-  try {
-    url = new URL(p['base_url'] as string);
-  } catch {
-    return fail(`${at}.base_url`, `"${String(p['base_url'])}" is not a URL`);
+  const rules = PLATFORM_RULES[platform as PlatformName];
+  if (typeof p['format'] === 'string' && Object.hasOwn(NOT_YET_FORMATS, p['format'])) fail(`${at}.format`, NOT_YET_FORMATS[p['format']] as string);
+  const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
+  if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
+  if (!rules.formats.includes(format as ProviderFormat)) fail(`${at}.format`, rules.formatProblem);
+  for (const key of Object.keys(p)) {
+    const owner = PLATFORM_OF_FIELD[key];
+    if (owner !== undefined && !owner.includes(platform as PlatformName)) fail(`${at}.${key}`, `only a provider with "platform": ${owner.map((name) => `"${name}"`).join(' or ')} has ${key}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${at}.base_url`, 'must start with http:// or https://');
+  if (p['api_key'] !== undefined && !rules.apiKey) fail(`${at}.api_key`, rules.credentialHint);
+  let baseUrl: string | undefined;
+  if (p['base_url'] !== undefined || rules.baseUrlRequired) {
+    if (typeof p['base_url'] !== 'string') fail(`${at}.base_url`, 'must be an http(s) URL string');
+    let url: URL;
+    try {
+      url = new URL(p['base_url'] as string);
+    } catch {
+      return fail(`${at}.base_url`, `"${String(p['base_url'])}" is not a URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${at}.base_url`, 'must start with http:// or https://');
+    baseUrl = (p['base_url'] as string).replace(/\/+$/, '');
+  }
   if (p['api_key'] !== undefined && typeof p['api_key'] !== 'string') fail(`${at}.api_key`, 'must be a string: the key itself or "env:NAME"');
   const headers: Record<string, string> = {};
   if (p['headers'] !== undefined) {
@@ -56,17 +107,119 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   const serves = p['responses'];
   if (serves !== undefined && typeof serves !== 'boolean') fail(`${at}.responses`, 'must be true or false: whether base_url also serves POST /responses');
   if (serves === true && format !== 'chat') fail(`${at}.responses`, 'only an "openai" provider can serve /responses');
+  if (serves === true && platform === 'vertex') fail(`${at}.responses`, 'Vertex AI\'s OpenAI-compatible endpoint serves chat completions only');
   const apiKey = p['api_key'] as string | undefined;
+  const settings = parsePlatformSettings(platform as PlatformName, p, at, fail);
   return {
     id,
     format: format as ProviderFormat,
     platform: platform as PlatformName,
     ...(serves === true ? { serves: ['responses'] as const } : {}),
-    baseUrl: (p['base_url'] as string).replace(/\/+$/, ''),
+    baseUrl: settings.baseUrl(baseUrl),
     apiKey: apiKey === '' ? undefined : apiKey,
-    keyless: apiKey === undefined || apiKey === '',
+    keyless: platform === 'http' && (apiKey === undefined || apiKey === ''),
     headers,
+    ...settings.fields,
   };
+}
+
+const NAME_PART = /^[a-z0-9][a-z0-9-]*$/;
+const VERTEX_MULTI_REGIONS: ReadonlySet<string> = new Set(['us', 'eu']);
+
+/** A platform-only string field: absent, or a non-empty string (`pattern`: what it must look like). */
+function optionalText(p: Record<string, unknown>, key: string, at: string, fail: Fail, pattern?: { test: RegExp; says: string }): string | undefined {
+  const value = p[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.trim() === '') fail(`${at}.${key}`, `must be a non-empty string${pattern === undefined ? '' : `: ${pattern.says}`}`);
+  if (pattern !== undefined && !pattern.test.test(value as string)) fail(`${at}.${key}`, pattern.says);
+  return value as string;
+}
+
+function parseBetas(p: Record<string, unknown>, at: string, fail: Fail): readonly string[] | undefined {
+  const value = p['betas'];
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length > 64 || !value.every((beta) => typeof beta === 'string' && /^[A-Za-z0-9._-]+$/.test(beta))) {
+    fail(`${at}.betas`, 'must be an array of at most 64 anthropic-beta values, e.g. ["interleaved-thinking-2025-05-14"]');
+  }
+  return [...(value as string[])];
+}
+
+const CREDENTIAL_FIELDS = ['access_key_id', 'secret_access_key', 'session_token'] as const;
+/** The fields of a Bedrock provider's `credentials` (`CONFIG_FIELDS` in load.ts). */
+export const AWS_CREDENTIAL_FIELDS: readonly string[] = CREDENTIAL_FIELDS;
+
+/**
+ * A platform's own fields, and the endpoint it derives when `base_url` is not given (llmux.md
+ * section 8): Bedrock's from its region, Vertex's from its location (a `base_url` ending in `/v1`,
+ * as Claude Code's ANTHROPIC_VERTEX_BASE_URL is written, is taken without it), Azure's classic
+ * form under `/openai` when `base_url` is only the resource's address.
+ */
+function parsePlatformSettings(platform: PlatformName, p: Record<string, unknown>, at: string, fail: Fail): { fields: Partial<ProviderConfig>; baseUrl(given: string | undefined): string } {
+  const nameLike = { test: NAME_PART, says: 'lower-case letters, digits and "-", e.g. "us-east-1"' };
+  switch (platform) {
+    case 'http':
+      return { fields: {}, baseUrl: (given) => given as string };
+    case 'bedrock': {
+      const region = optionalText(p, 'region', at, fail, nameLike);
+      if (region === undefined) fail(`${at}.region`, 'a Bedrock provider needs its AWS region, e.g. "us-east-1"');
+      let credentials: NonNullable<ProviderConfig['bedrock']>['credentials'];
+      if (p['credentials'] !== undefined) {
+        if (!isRecord(p['credentials'])) fail(`${at}.credentials`, 'must be an object: {"access_key_id", "secret_access_key", "session_token"?}, each the value or "env:NAME"');
+        const written = p['credentials'] as Record<string, unknown>;
+        for (const key of Object.keys(written)) {
+          if (!(CREDENTIAL_FIELDS as readonly string[]).includes(key)) fail(`${at}.credentials.${key}`, `unknown field (${CREDENTIAL_FIELDS.join(', ')})`);
+        }
+        credentials = {};
+        for (const key of CREDENTIAL_FIELDS) {
+          const value = optionalText(written, key, `${at}.credentials`, fail);
+          if (value !== undefined) credentials[key] = value;
+        }
+        if (credentials.access_key_id === undefined || credentials.secret_access_key === undefined) {
+          fail(`${at}.credentials`, 'needs access_key_id and secret_access_key (each the value or "env:NAME"), and session_token for temporary credentials');
+        }
+      }
+      const profile = optionalText(p, 'profile', at, fail);
+      const betas = parseBetas(p, at, fail);
+      const bedrock = { region: region as string, ...(credentials === undefined ? {} : { credentials }), ...(profile === undefined ? {} : { profile }), ...(betas === undefined ? {} : { betas }) };
+      return { fields: { bedrock }, baseUrl: (given) => given ?? `https://bedrock-runtime.${bedrock.region}.amazonaws.com` };
+    }
+    case 'vertex': {
+      const project = optionalText(p, 'project', at, fail, { test: /^[A-Za-z0-9][A-Za-z0-9:._-]*$/, says: 'a Google Cloud project id, e.g. "my-project"' });
+      if (project === undefined) fail(`${at}.project`, 'a Vertex AI provider needs its Google Cloud project id');
+      const location = optionalText(p, 'location', at, fail, { test: NAME_PART, says: 'a Vertex AI location, e.g. "global" or "us-east5"' }) ?? 'global';
+      const credentialsFile = optionalText(p, 'credentials_file', at, fail);
+      const betas = parseBetas(p, at, fail);
+      const vertex = { project: project as string, location, ...(credentialsFile === undefined ? {} : { credentialsFile }), ...(betas === undefined ? {} : { betas }) };
+      return {
+        fields: { vertex },
+        baseUrl: (given) => {
+          if (given !== undefined) return given.replace(/\/v1$/, '');
+          if (location === 'global') return 'https://aiplatform.googleapis.com';
+          if (VERTEX_MULTI_REGIONS.has(location)) return `https://aiplatform.${location}.rep.googleapis.com`;
+          return `https://${location}-aiplatform.googleapis.com`;
+        },
+      };
+    }
+    case 'azure': {
+      const apiVersion = optionalText(p, 'api_version', at, fail, { test: /^[A-Za-z0-9._-]+$/, says: 'an Azure OpenAI API version, e.g. "2024-10-21"' });
+      const azureAdToken = optionalText(p, 'azure_ad_token', at, fail);
+      if (azureAdToken !== undefined && p['api_key'] !== undefined) fail(`${at}.azure_ad_token`, 'give api_key or azure_ad_token, not both');
+      if (azureAdToken === undefined && (typeof p['api_key'] !== 'string' || p['api_key'] === '')) {
+        fail(`${at}.api_key`, 'an Azure provider needs api_key (sent as api-key) or azure_ad_token (a Microsoft Entra token, sent as a bearer), each the value or "env:NAME"');
+      }
+      const v1 = /\/openai\/v1\/*$/.test(String(p['base_url']));
+      if (v1 && apiVersion !== undefined) fail(`${at}.api_version`, 'the v1 surface (a base_url ending in /openai/v1) takes no api-version: leave api_version out, or use the classic base_url https://NAME.openai.azure.com/openai');
+      if (!v1 && apiVersion === undefined) {
+        fail(`${at}.base_url`, 'an Azure base_url ends in /openai/v1 (the v1 surface, https://NAME.openai.azure.com/openai/v1); for classic deployments give api_version as well');
+      }
+      const azure = { ...(apiVersion === undefined ? {} : { apiVersion }), ...(azureAdToken === undefined ? {} : { azureAdToken }) };
+      return {
+        fields: { azure },
+        // The classic form lives under /openai: a base_url that is the resource's address alone gets it.
+        baseUrl: (given) => (apiVersion !== undefined && given !== undefined && new URL(given).pathname.replace(/\/+$/, '') === '' ? `${given}/openai` : given as string),
+      };
+    }
+  }
 }
 
 /** The fields of a model, of its capabilities and of its pricing. */

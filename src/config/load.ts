@@ -11,7 +11,7 @@ import { TIER_NAMES, isTierName } from './types.ts';
 import { builtinProviders } from '../catalog/providers.ts';
 import { BUILTIN_MODELS, ECHO_MODEL } from '../catalog/builtin-models.ts';
 import { isRecord } from '../common/json.ts';
-import { CAPABILITIES, MODEL_FIELDS, PRICING_FIELDS, PROVIDER_FIELDS, nonNegativeInt, positiveInt } from './entries.ts';
+import { AWS_CREDENTIAL_FIELDS, CAPABILITIES, MODEL_FIELDS, PRICING_FIELDS, PROVIDER_FIELDS, nonNegativeInt, positiveInt } from './entries.ts';
 import { CONDITION_FIELDS, DEPLOYMENT_FIELDS, MODEL_ROUTING_FIELDS, PROVIDER_ROUTING_FIELDS, ROUTE_FIELDS, parseRoutedModel, parseRoutedProvider, parseRouting } from './routing.ts';
 import type { Fail } from './entries.ts';
 
@@ -161,6 +161,7 @@ const STATE_FIELDS: readonly string[] = ['url', 'timeout_ms', 'on_failure', 'lea
 export const CONFIG_FIELDS: Readonly<Record<string, readonly string[]>> = {
   config: [...KNOWN_TOP],
   provider: [...PROVIDER_FIELDS, ...PROVIDER_ROUTING_FIELDS],
+  credentials: AWS_CREDENTIAL_FIELDS,
   model: [...MODEL_FIELDS, ...MODEL_ROUTING_FIELDS],
   capabilities: CAPABILITIES,
   pricing: PRICING_FIELDS,

@@ -9,9 +9,39 @@ import type { ProviderFormat, WireFormat } from '../formats/wire.ts';
  * path and its credential header. A new platform is a name here, its file in src/platforms/ and
  * its entry in that folder's table.
  */
-export type PlatformName = 'http';
+export type PlatformName = 'http' | 'bedrock' | 'vertex' | 'azure';
 /** The platforms a config may name. */
-export const PLATFORM_NAMES: readonly PlatformName[] = ['http'];
+export const PLATFORM_NAMES: readonly PlatformName[] = ['http', 'bedrock', 'vertex', 'azure'];
+
+/** A Bedrock provider's settings (llmux.md section 8); its endpoint is the provider's `baseUrl`. */
+export interface BedrockSettings {
+  region: string;
+  /** Config `credentials`, each field as written: a literal or `env:NAME`. */
+  credentials?: { access_key_id?: string; secret_access_key?: string; session_token?: string };
+  /** Config `profile`: a profile in the shared credentials file. */
+  profile?: string;
+  /** Config `betas`: the `anthropic-beta` values Bedrock is sent; absent: the platform's default list. */
+  betas?: readonly string[];
+}
+
+/** A Vertex AI provider's settings (llmux.md section 8); its endpoint (before `/v1/projects/…`) is the provider's `baseUrl`. */
+export interface VertexSettings {
+  project: string;
+  /** Config `location`; default `global`. */
+  location: string;
+  /** Config `credentials_file`; absent: GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, the metadata server. */
+  credentialsFile?: string;
+  /** Config `betas`: the `anthropic-beta` values Vertex is sent; absent: the platform's default list. */
+  betas?: readonly string[];
+}
+
+/** An Azure OpenAI provider's settings (llmux.md section 8); `api_key` is the provider's `apiKey`. */
+export interface AzureSettings {
+  /** Config `api_version`: the classic deployments form; absent: the v1 surface (`base_url` ends in `/openai/v1`). */
+  apiVersion?: string;
+  /** Config `azure_ad_token`: a Microsoft Entra token as written (a literal or `env:NAME`), sent as a bearer. */
+  azureAdToken?: string;
+}
 
 export interface ProviderConfig {
   /** The provider's name, the key in `providers`. */
@@ -40,6 +70,10 @@ export interface ProviderConfig {
   apiKeys?: readonly string[];
   /** Config `discover`: its models are read from `GET {base_url}/models` (src/routing/discovery.ts). */
   discover?: boolean;
+  /** The platform's own settings, present on that platform only. */
+  bedrock?: BedrockSettings;
+  vertex?: VertexSettings;
+  azure?: AzureSettings;
 }
 
 export interface ModelCapabilities {

@@ -79,7 +79,8 @@ async function providerChecks(config: Config, timeoutMs: number): Promise<CheckR
       idle.push(provider);
       continue;
     }
-    runs.push(checkProvider(provider, { env: config.env, timeoutMs, needed: models > 0 }).then((rows) => models > 0 ? rows : [
+    const upstreamIds = config.models.filter((m) => m.provider === provider.id).map((m) => m.upstream_id);
+    runs.push(checkProvider(provider, { env: config.env, timeoutMs, needed: models > 0, upstreamIds }).then((rows) => models > 0 ? rows : [
       { name: `provider ${provider.id}: models`, verdict: 'warn', detail: 'no model uses it', hint: `add a model with "provider": "${provider.id}", or remove the provider` },
       ...rows,
     ]));

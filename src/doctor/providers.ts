@@ -1,8 +1,9 @@
 /**
  * A provider's checks for `llmux doctor`: is its credential there, and does its endpoint accept it.
- * One check per platform (`PROVIDER_CHECKS`): a platform whose credentials come from a chain or a
- * token endpoint (Bedrock, Vertex, Azure AD) adds its own entry beside `http`, which is today's
- * providers: a base URL and a key sent the way the provider's wire format sends it.
+ * One check per platform (`PROVIDER_CHECKS`): `http` is a base URL and a key sent the way the
+ * provider's wire format sends it; Bedrock, Vertex AI and Azure OpenAI say where their credentials
+ * came from (their carrier's `credentials()`, never a value) and make the cheapest authenticated
+ * call each has (below).
  *
  * The `http` check calls `GET {base_url}/models` — listing models is the cheapest authenticated
  * call OpenAI- and Anthropic-format servers have — with the headers a model request would carry
@@ -13,10 +14,12 @@
  */
 import http from 'node:http';
 import type { ProviderConfig } from '../config/types.ts';
-import { resolveApiKey } from '../catalog/providers.ts';
+import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
 import { dialects } from '../dialects/index.ts';
 import { loadHttps } from '../providers/upstream.ts';
 import { httpCredentialHeaders } from '../platforms/http.ts';
+import { platforms } from '../platforms/index.ts';
+import type { Carrier, CredentialState, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
 import type { CheckResult, Verdict } from './report.ts';
 
 export interface ProviderCheckOptions {
@@ -25,6 +28,8 @@ export interface ProviderCheckOptions {
   timeoutMs: number;
   /** Whether a model uses the provider: when not, its problems are warnings, not failures. */
   needed: boolean;
+  /** The upstream ids of the models that use it, in config order (Bedrock's check calls the first). */
+  upstreamIds?: readonly string[];
 }
 
 /** The checks of one provider: rows named `provider ID: …`. */
@@ -66,13 +71,18 @@ function shownUrl(raw: string): string {
  * The status of `GET url`, over node:http(s) as the gateway reaches providers (no redirect
  * followed, the body not read); rejects with the socket's error, or a TimeoutError.
  */
-function statusOf(url: string, headers: Record<string, string>, timeoutMs: number): Promise<number> {
+async function statusOf(url: string, headers: Record<string, string>, timeoutMs: number): Promise<number> {
+  return (await answerOf(url, headers, timeoutMs)).status;
+}
+
+/** The status and headers of a request (GET, or POST with `body`), as {@link statusOf} makes it. */
+function answerOf(url: string, headers: Record<string, string>, timeoutMs: number, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
   const target = new URL(url);
   const lib = target.protocol === 'https:' ? loadHttps() : http;
   return new Promise((resolve, reject) => {
-    const req = lib.request(target, { method: 'GET', headers, agent: false }, (res) => {
+    const req = lib.request(target, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (res) => {
       clearTimeout(timer);
-      resolve(res.statusCode ?? 0);
+      resolve({ status: res.statusCode ?? 0, headers: res.headers });
       res.destroy();
     });
     const timer = setTimeout(() => {
@@ -84,7 +94,7 @@ function statusOf(url: string, headers: Record<string, string>, timeoutMs: numbe
       clearTimeout(timer);
       reject(error);
     });
-    req.end();
+    req.end(body);
   });
 }
 
@@ -140,23 +150,121 @@ export const checkHttpProvider: ProviderCheck = async (provider, options) => {
     return [credential.row, { name, verdict: bad, ...unreachable(error, provider, options.timeoutMs) }];
   }
   const took = `${status} in ${Math.round(performance.now() - startedMs)} ms`;
-  const row = ((): CheckResult => {
-    if (status >= 200 && status < 300) return { name, verdict: 'ok', detail: `${shown}: ${took}` };
-    if (status === 401 || status === 403) {
-      return provider.keyless
-        ? { name, verdict: bad, detail: `${shown}: ${took}: it wants a credential`, hint: `set providers.${provider.id}.api_key` }
-        : { name, verdict: bad, detail: `${shown}: ${took}: the credential was refused`, hint: `the provider refused the key in ${credentialSource(provider)}: check it` };
-    }
-    if (status === 404 || status === 405) return { name, verdict: 'warn', detail: `${shown}: ${took}: reachable, but it lists no models there, so the credential was not checked` };
-    if (status >= 300 && status < 400) return { name, verdict: 'warn', detail: `${shown}: ${took}: a redirect (not followed)`, hint: `check providers.${provider.id}.base_url` };
-    if (status === 429) return { name, verdict: 'warn', detail: `${shown}: ${took}: rate limited, so the credential was not confirmed` };
-    return { name, verdict: 'warn', detail: `${shown}: ${took}`, hint: 'the provider reports a problem; try again later' };
-  })();
-  return [credential.row, row];
+  const refused = provider.keyless
+    ? { detail: 'it wants a credential', hint: `set providers.${provider.id}.api_key` }
+    : { detail: 'the credential was refused', hint: `the provider refused the key in ${credentialSource(provider)}: check it` };
+  return [credential.row, modelListRow(provider, name, `${shown}: ${took}`, status, bad, refused)];
+};
+
+/** What a model list's status says: listed, the credential refused, or why it could not tell. */
+function modelListRow(provider: ProviderConfig, name: string, said: string, status: number, bad: Verdict, refused: { detail: string; hint: string }): CheckResult {
+  if (status >= 200 && status < 300) return { name, verdict: 'ok', detail: said };
+  if (status === 401 || status === 403) return { name, verdict: bad, detail: `${said}: ${refused.detail}`, hint: refused.hint };
+  if (status === 404 || status === 405) return { name, verdict: 'warn', detail: `${said}: reachable, but it lists no models there, so the credential was not checked` };
+  if (status >= 300 && status < 400) return { name, verdict: 'warn', detail: `${said}: a redirect (not followed)`, hint: `check providers.${provider.id}.base_url` };
+  if (status === 429) return { name, verdict: 'warn', detail: `${said}: rate limited, so the credential was not confirmed` };
+  return { name, verdict: 'warn', detail: `${said}`, hint: 'the provider reports a problem; try again later' };
+}
+
+/** A provider's carrier, bound as the gateway binds it, for a check to authorise a call the way a request is. */
+function carrierOf(provider: ProviderConfig, env: Record<string, string | undefined>): Carrier {
+  return platforms[provider.platform ?? 'http'].bind(provider, { secret: (written) => resolveSecret(written, env), env, now: Date.now });
+}
+
+/** The credential row of a cloud platform: where its credentials come from, or why there are none (bounded). */
+async function platformCredentialRow(provider: ProviderConfig, carrier: Carrier, options: ProviderCheckOptions, bad: Verdict, hint: string): Promise<CheckResult> {
+  const name = `provider ${provider.id}: credential`;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<CredentialState>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, reason: `not resolved within ${options.timeoutMs} ms` }), options.timeoutMs);
+  });
+  const state = await Promise.race([carrier.credentials?.() ?? Promise.resolve<CredentialState>({ ok: false, reason: 'no credential check' }), late]);
+  clearTimeout(timer);
+  return state.ok ? { name, verdict: 'ok', detail: state.detail } : { name, verdict: bad, detail: state.reason, hint };
+}
+
+/**
+ * Bedrock: its credential chain, then a call the runtime endpoint answers without running a model —
+ * InvokeModel of the provider's first model with an empty body, signed as a request is: Bedrock checks
+ * the signature and the IAM permission first, then refuses the body (400 ValidationException).
+ * That 400 confirms both; a 403 names what was refused.
+ */
+export const checkBedrockProvider: ProviderCheck = async (provider, options) => {
+  const bad: Verdict = options.needed ? 'fail' : 'warn';
+  const carrier = carrierOf(provider, options.env);
+  const credential = await platformCredentialRow(provider, carrier, options, bad, `set ${carrier.credentialSetting}`);
+  const name = `provider ${provider.id}: endpoint`;
+  if (credential.verdict !== 'ok') return [credential, { name, verdict: 'off', detail: 'not tried without credentials' }];
+  const upstreamId = options.upstreamIds?.[0] ?? 'llmux-doctor-probe';
+  const call: UpstreamCall = { upstreamId, format: 'messages', stream: false, formatHeaders: {} };
+  const outgoing: OutgoingRequest = { call, target: carrier.target(call), body: '{}', headers: carrier.headers(call) };
+  const shown = `InvokeModel ${upstreamId} (an empty body: no model runs)`;
+  let answer: { status: number; headers: http.IncomingHttpHeaders };
+  const startedMs = performance.now();
+  try {
+    await carrier.authorise(outgoing);
+  } catch (error) {
+    return [credential, { name, verdict: bad, detail: `the request could not be signed: ${error instanceof Error ? error.message : String(error)}` }];
+  }
+  try {
+    answer = await answerOf(`${carrier.endpoint.replace(/\/+$/, '')}${outgoing.target}`, { ...outgoing.headers, 'content-type': 'application/json' }, options.timeoutMs, '{}');
+  } catch (error) {
+    return [credential, { name, verdict: bad, ...unreachable(error, provider, options.timeoutMs) }];
+  }
+  const type = String(answer.headers['x-amzn-errortype'] ?? '').split(':')[0] ?? '';
+  const said = `${shown}: ${answer.status}${type === '' ? '' : ` ${type}`} in ${Math.round(performance.now() - startedMs)} ms`;
+  if (answer.status === 400) return [credential, { name, verdict: 'ok', detail: `${said}: the signature and the permission were accepted` }];
+  if (answer.status === 403 && type === 'AccessDeniedException') {
+    return [credential, { name, verdict: bad, detail: `${said}: the credentials are good but may not invoke this model`, hint: 'allow bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on it, and enable the model in the Bedrock console' }];
+  }
+  if (answer.status === 401 || answer.status === 403) return [credential, { name, verdict: bad, detail: `${said}: the credentials were refused`, hint: `check ${carrier.credentialSetting}, and this machine's clock` }];
+  if (answer.status === 404) return [credential, { name, verdict: 'warn', detail: `${said}: no such model in ${provider.bedrock?.region ?? 'this region'}`, hint: `check the model's upstream_id (an inference profile such as us.anthropic.… may be needed)` }];
+  return [credential, { name, verdict: 'warn', detail: said, hint: 'Bedrock reports a problem; try again later' }];
+};
+
+/** Vertex AI: its credentials, proven by fetching an access token; no call is made to the endpoint itself. */
+export const checkVertexProvider: ProviderCheck = async (provider, options) => {
+  const bad: Verdict = options.needed ? 'fail' : 'warn';
+  const carrier = carrierOf(provider, options.env);
+  const credential = await platformCredentialRow(provider, carrier, options, bad, `check ${carrier.credentialSetting}`);
+  return [credential, {
+    name: `provider ${provider.id}: endpoint`,
+    verdict: 'off',
+    detail: `${carrier.endpoint}: not called (Vertex AI has no call cheaper than a prediction); the access token above is what requests send`,
+  }];
+};
+
+/** Azure OpenAI: its credential, then the resource's model list with it (`GET {base_url}/models`, with api-version on the classic form). */
+export const checkAzureProvider: ProviderCheck = async (provider, options) => {
+  const bad: Verdict = options.needed ? 'fail' : 'warn';
+  const carrier = carrierOf(provider, options.env);
+  const credential = await platformCredentialRow(provider, carrier, options, bad, `set ${carrier.credentialSetting}`);
+  const name = `provider ${provider.id}: endpoint`;
+  if (credential.verdict !== 'ok') return [credential, { name, verdict: 'off', detail: 'not tried without a credential' }];
+  const call: UpstreamCall = { upstreamId: '', format: 'chat', stream: false, formatHeaders: {} };
+  const outgoing: OutgoingRequest = { call, target: '/models', body: '', headers: { ...provider.headers, accept: 'application/json' } };
+  await carrier.authorise(outgoing);
+  const version = provider.azure?.apiVersion;
+  const query = version === undefined ? '' : `?api-version=${encodeURIComponent(version)}`;
+  const shown = `GET ${shownUrl(provider.baseUrl)}/models${query}`;
+  const startedMs = performance.now();
+  let status: number;
+  try {
+    status = await statusOf(`${provider.baseUrl}/models${query}`, outgoing.headers, options.timeoutMs);
+  } catch (error) {
+    return [credential, { name, verdict: bad, ...unreachable(error, provider, options.timeoutMs) }];
+  }
+  const refused = { detail: 'the credential was refused', hint: `check ${carrier.credentialSetting}` };
+  return [credential, modelListRow(provider, name, `${shown}: ${status} in ${Math.round(performance.now() - startedMs)} ms`, status, bad, refused)];
 };
 
 /** The check of each platform; a platform module adds its own. */
-export const PROVIDER_CHECKS: Readonly<Record<string, ProviderCheck>> = { http: checkHttpProvider };
+export const PROVIDER_CHECKS: Readonly<Record<string, ProviderCheck>> = {
+  http: checkHttpProvider,
+  bedrock: checkBedrockProvider,
+  vertex: checkVertexProvider,
+  azure: checkAzureProvider,
+};
 
 /** The checks of `provider`, by its platform. */
 export async function checkProvider(provider: ProviderConfig, options: ProviderCheckOptions): Promise<CheckResult[]> {

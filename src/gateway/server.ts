@@ -22,6 +22,7 @@ import type { Limiter } from '../limits/limiter.ts';
 import { createUpstreamClient } from '../providers/upstream.ts';
 import { sleepUnlessCancelled } from '../providers/attempts.ts';
 import { createCarriers } from '../platforms/index.ts';
+import { createCredentialWatch } from '../platforms/credential-watch.ts';
 import { ECHO_PROVIDER, createEchoTransport } from '../providers/echo.ts';
 import { createRedactor, credentialsOf } from '../providers/redact.ts';
 import { forwardToProvider } from '../providers/forward.ts';
@@ -101,6 +102,8 @@ export interface Gateway {
   readonly server: Server | undefined;
 }
 
+/** How long listening waits for the first check of platform providers' credentials (it goes on after). */
+const PLATFORM_CREDENTIALS_WAIT_MS = 3_000;
 /** How long shutdown waits for the last spans to reach a collector. */
 const SPAN_FLUSH_ON_CLOSE_MS = 2_000;
 /** At most one warning this often while spans are being dropped. */
@@ -109,11 +112,22 @@ const SPAN_DROP_WARNING_MS = 60_000;
 export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
-  const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: config.builtinCatalog, env: config.env });
   // Every credential, those configured and those platforms learn at run time, out of what clients and the log see.
   const redactor = createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env)));
   const logger: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const log: Logger = (line) => logger(redactLine(line, redactor));
+  const carriers = createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now, learn: (secret) => redactor.learn(secret) });
+  // Platform providers' credentials are resolved beside start-up (bounded) and again now and then;
+  // the catalog lists their models only when they resolve.
+  const credentialWatch = createCredentialWatch({ providers: Object.values(config.providers), carriers });
+  const credentialsChecked = credentialWatch.start(PLATFORM_CREDENTIALS_WAIT_MS);
+  const catalog = createCatalog({
+    providers: config.providers,
+    models: config.models,
+    builtinCatalog: config.builtinCatalog,
+    env: config.env,
+    platformUsable: (provider) => credentialWatch.usable(provider),
+  });
   // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
   // key's refused or count_tokens bodies may total four of the largest a minute.
   const { maxBodyBytes } = config.limits;
@@ -163,7 +177,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     attempts: {
       model: (id) => catalog.get(id),
       provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
-      carriers: createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now }),
+      carriers,
       redact: redactor,
       transport: upstream,
       retry: config.retry,
@@ -298,6 +312,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // Shared keys: served from a replica, read once before the first request (or given up on, a
     // few seconds in, with the server away: the gateway starts degraded and reads them when it is back).
     await shared?.ready;
+    await credentialsChecked;
     keys.watch((message) => log(logMessage('warn', message)));
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);
@@ -324,6 +339,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   async function shutDown(graceMs: number): Promise<void> {
     closing = true;
     keys.close();
+    credentialWatch.stop();
     const srv = server;
     if (srv !== undefined) {
       const allClosed = new Promise<void>((resolve) => srv.close(() => resolve()));

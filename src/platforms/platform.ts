@@ -48,6 +48,9 @@ export interface UpstreamCall {
   formatHeaders: Readonly<Record<string, string>>;
 }
 
+/** Whether a provider's credentials can be had now: where they come from, or why not (never a value). */
+export type CredentialState = { ok: true; detail: string } | { ok: false; reason: string };
+
 /** A request ready to go but for its authorisation: what a signature covers. */
 export interface OutgoingRequest {
   call: UpstreamCall;
@@ -123,6 +126,23 @@ export interface Carrier {
    * exception in `x-amzn-errortype`) and its body's text (already redacted; '' when unreadable).
    */
   readError(status: number, headers: IncomingHttpHeaders, text: string): UpstreamErrorWords;
+  /**
+   * Whether the provider's credentials can be had now, and where from: resolves them if need be
+   * (an AWS credential chain, a token endpoint) and never rejects. Absent on `http`, whose key the
+   * catalog reads from the config at once.
+   */
+  credentials?(): Promise<CredentialState>;
+  /**
+   * The secret values in play now (a secret access key, a session token, an access token, a
+   * private key, an assertion), for the redactor: none of them may reach an answer or a log line.
+   */
+  secrets?(): readonly string[];
+  /**
+   * Called with an error answer's status: true when it says the credential sent went stale (Vertex:
+   * a 401 on an access token). The carrier has then dropped it, and one more attempt, authorised
+   * afresh, is worth making. Asked at most once per request and candidate.
+   */
+  renew?(status: number, request: OutgoingRequest): boolean;
 }
 
 /** What a platform may use when it is bound. */
@@ -136,6 +156,12 @@ export interface PlatformServices {
   env: Readonly<Record<string, string | undefined>>;
   /** Milliseconds since the epoch, like `Date.now` (signatures, token expiry). */
   now(): number;
+  /**
+   * Tells the redactor a secret a carrier came to hold at run time (an access token, temporary AWS
+   * credentials, an assertion): from then on it is kept out of answers and the log. ./index.ts
+   * hands it each carrier's `secrets` once they are in play.
+   */
+  learn?(secret: string): void;
 }
 
 /** One platform: binds a provider of its kind to a {@link Carrier}. */

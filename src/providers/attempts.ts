@@ -173,13 +173,15 @@ export async function sendWithFallbacks<F extends WireFormat>(
       continue;
     }
     const { format, call, target, body, translated, client } = prepared;
+    // A stale credential (src/platforms/platform.ts `renew`) earns one more attempt per candidate.
+    let renewed = false;
     for (let attempt = 1; attempt <= retry.attempts; attempt++) {
       if (cancellation.cancelled) throw new ClientClosedError();
       const started = ctx.now();
       let response: UpstreamResponse;
+      // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
+      const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call) };
       try {
-        // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
-        const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call) };
         const pending = authorise(ctx, carrier, outgoing);
         if (pending !== undefined) await pending;
         response = await ctx.transport.send({
@@ -208,6 +210,12 @@ export async function sendWithFallbacks<F extends WireFormat>(
       }
       const status = response.statusCode ?? 502;
       options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
+      if (status >= 400 && !renewed && carrier.renew?.(status, outgoing) === true) {
+        renewed = true;
+        response.resume();
+        attempt -= 1;
+        continue;
+      }
       if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, carrier, format, translated };
       const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
       lastError = await upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact);

@@ -108,6 +108,35 @@ describe('createCatalog: which models are usable', () => {
       assert.equal(catalog.provider(id), undefined);
     }
   });
+
+  it('lists a cloud platform provider\'s models as its credential check says, judging others by their key', () => {
+    const bedrock: ProviderConfig = {
+      id: 'bedrock', format: 'messages', platform: 'bedrock', baseUrl: 'https://bedrock-runtime.us-east-1.amazonaws.com', apiKey: undefined, keyless: false, headers: {},
+      bedrock: { region: 'us-east-1' },
+    };
+    let resolved = false;
+    const catalog = createCatalog({
+      providers: { ...builtinProviders({}), bedrock, local: LOCAL },
+      models: [entry({ id: 'claude-bedrock', provider: 'bedrock' }), entry({ id: 'local-model', provider: 'local' })],
+      builtinCatalog: false,
+      env: {},
+      platformUsable: (provider) => (provider.platform === 'bedrock' ? resolved : undefined),
+    });
+    assert.deepEqual(ids(catalog.list()), ['llmux-echo', 'local-model']);
+    assert.equal(catalog.get('claude-bedrock'), undefined);
+    resolved = true;
+    assert.deepEqual(ids(catalog.list()), ['llmux-echo', 'claude-bedrock', 'local-model']);
+    assert.equal(catalog.get('claude-bedrock')?.provider, 'bedrock');
+  });
+
+  it('never lists a cloud platform provider\'s models without a credential check', () => {
+    const vertex: ProviderConfig = {
+      id: 'vertex', format: 'messages', platform: 'vertex', baseUrl: 'https://aiplatform.googleapis.com', apiKey: undefined, keyless: false, headers: {},
+      vertex: { project: 'p', location: 'global' },
+    };
+    const catalog = createCatalog({ providers: { vertex }, models: [entry({ id: 'claude-vertex', provider: 'vertex' })], builtinCatalog: false, env: {} });
+    assert.deepEqual(ids(catalog.list()), ['llmux-echo']);
+  });
 });
 
 describe('createCatalog: config-file models', () => {

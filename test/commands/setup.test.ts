@@ -141,6 +141,57 @@ test('setup answers questions from piped stdin, storing a typed key without ever
   }
 });
 
+test('setup offers Bedrock, Vertex AI and Azure: each question by its flag, each provider written with the model it serves', async () => {
+  const home = tempHome();
+  try {
+    const r = run({ LLMUX_HOME: home, AWS_REGION: 'eu-central-1', GOOGLE_CLOUD_PROJECT: 'my-gcp' });
+    const code = await main([
+      'setup', '--provider', 'bedrock,vertex,azure', '--bedrock-profile', 'prod', '--vertex-location', 'us-east5',
+      '--azure-url', 'https://res.openai.azure.com/openai/v1/', '--azure-deployment', 'gpt-4o-prod', '--yes',
+    ], r.io);
+    assert.equal(code, 0, r.err());
+    const written = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'));
+    assert.deepEqual(written.providers.bedrock, { format: 'anthropic', platform: 'bedrock', region: 'eu-central-1', profile: 'prod' });
+    assert.deepEqual(written.providers.vertex, { format: 'anthropic', platform: 'vertex', project: 'my-gcp', location: 'us-east5' });
+    assert.deepEqual(written.providers.azure, { format: 'openai', platform: 'azure', base_url: 'https://res.openai.azure.com/openai/v1', api_key: 'env:AZURE_OPENAI_API_KEY', responses: true });
+    assert.deepEqual(written.models, [
+      { id: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0', provider: 'bedrock', upstream_id: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' },
+      { id: 'claude-sonnet-4-5@20250929', provider: 'vertex', upstream_id: 'claude-sonnet-4-5@20250929' },
+      { id: 'gpt-4o-prod', provider: 'azure', upstream_id: 'gpt-4o-prod' },
+    ]);
+    assert.match(r.out(), /azure reads its key from \$AZURE_OPENAI_API_KEY, which is not set here/);
+    const config = loadConfig({ home, env: {} });
+    assert.equal(config.providers['vertex']?.baseUrl, 'https://us-east5-aiplatform.googleapis.com');
+
+    // Asked again for a classic Azure resource, typed at the prompts: its model replaces none of the others.
+    const stdin = new PassThrough();
+    stdin.end('azure\nhttps://res.openai.azure.com/openai\n2025-03-01-preview\nMY_AZ_KEY\nmini-prod\n\n');
+    const again = run({ LLMUX_HOME: home }, stdin);
+    assert.equal(await main(['setup', '--force'], again.io), 0, again.err());
+    const rewritten = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'));
+    assert.deepEqual(rewritten.providers.azure, { format: 'openai', platform: 'azure', base_url: 'https://res.openai.azure.com/openai', api_version: '2025-03-01-preview', api_key: 'env:MY_AZ_KEY', responses: true });
+    assert.deepEqual(rewritten.models.map((m: { id: string }) => m.id), ['us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'claude-sonnet-4-5@20250929', 'gpt-4o-prod', 'mini-prod']);
+    assert.match(again.err(), /Azure OpenAI: API version of the classic deployments\?/);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('setup with --yes names the flag a platform question needs and writes nothing', async () => {
+  const home = tempHome();
+  try {
+    const r = run({ LLMUX_HOME: home });
+    assert.equal(await main(['setup', '--provider', 'vertex', '--yes'], r.io), 2);
+    assert.match(r.err(), /--vertex-project is needed: Vertex AI: Google Cloud project id/);
+    const bad = run({ LLMUX_HOME: home });
+    assert.equal(await main(['setup', '--provider', 'bedrock', '--bedrock-region', 'EU West', '--yes'], bad.io), 2);
+    assert.match(bad.err(), /--bedrock-region: "EU West" is not an AWS region/);
+    assert.throws(() => readFileSync(join(home, 'config.json')), /ENOENT/);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
 test('on a terminal the key is read in raw mode, with backspace handled and nothing echoed', async () => {
   const home = tempHome();
   try {

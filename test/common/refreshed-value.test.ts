@@ -52,3 +52,20 @@ test('a failed refresh hands out the held value while it works, then throws to e
   fail = false;
   assert.ok((await value.get()).n > 1);
 });
+
+test('a dropped value is refreshed by the next get, once however many drop it, and a replaced one is not dropped', async () => {
+  const clock = { now: 0 };
+  let loads = 0;
+  const value = holder(async () => {
+    await new Promise((r) => setImmediate(r));
+    return { n: ++loads, freshUntil: 100, usableUntil: 200 };
+  }, clock);
+  const first = await value.get();
+  value.drop(first);
+  value.drop(first);
+  const after = await Promise.all(Array.from({ length: 10 }, () => value.get()));
+  assert.ok(after.every((v) => v.n === 2));
+  value.drop(first);
+  assert.equal((await value.get()).n, 2, 'the old value was already replaced: nothing is refreshed');
+  assert.equal(loads, 2);
+});

@@ -116,7 +116,7 @@ describe('config', () => {
     [{ state: { url: 'redis://127.0.0.1', lease_ms: 500 } }, /state\.lease_ms: must be at least 1000/],
     [{ state: { url: 'redis://127.0.0.1', prefix: 'x' } }, /state\.prefix: unknown field \(url, timeout_ms, on_failure, lease_ms\)/],
     [{ validation: 'lenient' }, /validation: must be "compatible" \(the default\) or "strict"/],
-    [{ providers: { x: { format: 'anthropic', platform: 'bedrock', base_url: 'http://a' } } }, /providers\.x\.platform: must be "http"/],
+    [{ providers: { x: { format: 'anthropic', platform: 'gcp', base_url: 'http://a' } } }, /providers\.x\.platform: must be "http", "bedrock", "vertex", "azure"/],
     [{ providers: { x: { format: 'openai', platform: 7, base_url: 'http://a' } } }, /providers\.x\.platform: must be "http"/],
   ];
   for (const [file, message] of bad) {

@@ -45,10 +45,26 @@ function schemaAccepts(file: unknown): true | string {
   return validate(file) ? true : JSON.stringify(validate.errors);
 }
 
+/** A provider's fields that belong to one platform, each beside what that platform requires. */
+const BEDROCK: Json = { format: 'anthropic', platform: 'bedrock', region: 'us-east-1' };
+const VERTEX: Json = { format: 'anthropic', platform: 'vertex', project: 'my-project' };
+const PROVIDER_ON: Record<string, Json> = {
+  region: BEDROCK,
+  credentials: BEDROCK,
+  profile: BEDROCK,
+  betas: BEDROCK,
+  project: VERTEX,
+  location: VERTEX,
+  credentials_file: VERTEX,
+  api_version: { format: 'openai', platform: 'azure', base_url: 'https://res.openai.azure.com/openai', api_key: 'env:AZURE_OPENAI_API_KEY' },
+  azure_ad_token: { format: 'openai', platform: 'azure', base_url: 'https://res.openai.azure.com/openai/v1' },
+};
+
 /** Where a field of each section sits in a config file, beside what makes the rest of it valid. */
 const PLACE: Record<string, (field: string, value: unknown) => Json> = {
   config: (f, v) => ({ [f]: v }),
-  provider: (f, v) => ({ providers: { p: { format: 'openai', base_url: 'http://127.0.0.1:11434/v1', [f]: v } } }),
+  provider: (f, v) => ({ providers: { p: { ...(PROVIDER_ON[f] ?? { format: 'openai', base_url: 'http://127.0.0.1:11434/v1' }), [f]: v } } }),
+  credentials: (f, v) => ({ providers: { p: { ...BEDROCK, credentials: { access_key_id: 'env:KEY_ID', secret_access_key: 'env:SECRET', [f]: v } } } }),
   model: (f, v) => ({ models: [f === 'deployments' ? { id: 'm', [f]: v } : { id: 'm', provider: 'llmux', [f]: v }] }),
   capabilities: (f, v) => ({ models: [{ id: 'm', provider: 'llmux', capabilities: { [f]: v } }] }),
   pricing: (f, v) => ({ models: [{ id: 'm', provider: 'llmux', pricing: { [f]: v } }] }),
@@ -71,6 +87,7 @@ const PLACE: Record<string, (field: string, value: unknown) => Json> = {
 const VALID: Record<string, unknown> = {
   'config.state': { url: 'redis://127.0.0.1:6379/2' },
   'model.provider': 'llmux',
+  'provider.credentials': { access_key_id: 'env:BEDROCK_ACCESS_KEY_ID', secret_access_key: 'env:BEDROCK_SECRET_ACCESS_KEY' },
   'model.fallbacks': ['gpt-5'],
   'model.deployments': [{ provider: 'anthropic', upstream_id: 'claude-sonnet-4-5' }],
   'deployment.provider': 'p',
@@ -141,8 +158,8 @@ describe('schema/config.schema.json', () => {
       for (const [key, child] of Object.entries(node)) walk(child, `${path}/${key}`);
     };
     walk(SCHEMA, '');
-    // The root, a section of $defs, or a condition (if/then, dependentSchemas) on a section's own fields.
-    assert.deepEqual(withFields.filter((path) => !/^(\/\$defs\/[a-z]+(\/(if|then|dependentSchemas\/[a-z_]+))?)?$/.test(path)), []);
+    // The root, a section of $defs, or a condition (if/then, one of allOf's, dependentSchemas) on a section's own fields.
+    assert.deepEqual(withFields.filter((path) => !/^(\/\$defs\/[a-z]+(\/(if|then|allOf\/\d+\/(if|then|else)|dependentSchemas\/[a-z_]+))?)?$/.test(path)), []);
   });
 
   for (const [section, fields] of Object.entries(CONFIG_FIELDS)) {
@@ -196,6 +213,27 @@ describe('schema/config.schema.json', () => {
     { name: 'a lease under a second', config: { state: { url: 'redis://h:1', lease_ms: 500 } }, valid: false },
     { name: 'telemetry headers that are not strings', config: { telemetry: { headers: { authorization: 5 } } }, valid: false },
     { name: 'validation loose', config: { validation: 'loose' }, valid: false },
+    { name: 'a Bedrock provider with its region and nothing else', config: { providers: { b: BEDROCK } }, valid: true },
+    { name: 'a Bedrock provider without a region', config: { providers: { b: { format: 'anthropic', platform: 'bedrock' } } }, valid: false },
+    { name: 'a Bedrock provider of format openai', config: { providers: { b: { ...BEDROCK, format: 'openai' } } }, valid: false },
+    { name: 'a Bedrock provider of format converse (not served yet)', config: { providers: { b: { ...BEDROCK, format: 'converse' } } }, valid: false },
+    { name: 'a Bedrock provider with an api_key', config: { providers: { b: { ...BEDROCK, api_key: 'k' } } }, valid: false },
+    { name: 'Bedrock credentials without the secret', config: { providers: { b: { ...BEDROCK, credentials: { access_key_id: 'AKID' } } } }, valid: false },
+    { name: 'a region on an http provider', config: { providers: { p: { format: 'anthropic', base_url: 'https://x/v1', region: 'us-east-1' } } }, valid: false },
+    { name: 'a Vertex provider with its project', config: { providers: { v: { ...VERTEX, location: 'us-east5', base_url: 'https://proxy.example/v1' } } }, valid: true },
+    { name: 'a Vertex openai provider', config: { providers: { v: { ...VERTEX, format: 'openai' } } }, valid: true },
+    { name: 'a Vertex provider without a project', config: { providers: { v: { format: 'anthropic', platform: 'vertex' } } }, valid: false },
+    { name: 'a Vertex provider of format gemini (not served yet)', config: { providers: { v: { ...VERTEX, format: 'gemini' } } }, valid: false },
+    { name: 'a Vertex openai provider serving responses', config: { providers: { v: { ...VERTEX, format: 'openai', responses: true } } }, valid: false },
+    { name: 'betas on an Azure provider', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'k', betas: ['x'] } } }, valid: false },
+    { name: 'an Azure v1 provider with a key', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'env:AZURE_OPENAI_API_KEY', responses: true } } }, valid: true },
+    { name: 'an Azure v1 provider with an api_version', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'k', api_version: '2024-10-21' } } }, valid: false },
+    { name: 'an Azure classic provider without an api_version', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai', api_key: 'k' } } }, valid: false },
+    { name: 'an Azure classic provider with an Entra token', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai', api_version: '2025-03-01-preview', azure_ad_token: 'env:AZ_TOKEN' } } }, valid: true },
+    { name: 'an Azure provider with no credential', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1' } } }, valid: false },
+    { name: 'an Azure provider with both credentials', config: { providers: { a: { format: 'openai', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'k', azure_ad_token: 't' } } }, valid: false },
+    { name: 'an Azure provider of format anthropic', config: { providers: { a: { format: 'anthropic', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'k' } } }, valid: false },
+    { name: 'an Azure provider without base_url', config: { providers: { a: { format: 'openai', platform: 'azure', api_key: 'k' } } }, valid: false },
   ];
 
   for (const { name, config, valid } of CASES) {

@@ -13,9 +13,9 @@
  *   (403 without it), answered with the same header.
  *
  * It counts token requests (a test shows one refresh for many concurrent requests), can fail the
- * next requests with a status, and knows which access tokens it issued (`isIssued`) so a fake Vertex
- * can check a bearer. Service-account keys are generated at test time (`createServiceAccount`):
- * no private key is kept in the repository.
+ * next requests with a status, and knows which access tokens it issued and when they expire
+ * (`isIssued`, `revoke`) so a fake Vertex can check a bearer. Service-account keys are generated at
+ * test time (`createServiceAccount`): no private key is kept in the repository.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -86,8 +86,10 @@ export interface FakeGoogleOAuth {
   refusals: string[];
   /** Answer the next `count` token requests with `status` instead. */
   failNext(count: number, status: number): void;
-  /** Whether `token` is an access token this fake issued. */
+  /** Whether `token` is an access token this fake issued, unexpired (by the fake's clock) and not revoked. */
   isIssued(token: string): boolean;
+  /** Revokes an access token before its expiry, as an administrator (or a rotated key) would. */
+  revoke(token: string): void;
   expiresInSeconds: number;
   close(): Promise<void>;
 }
@@ -111,14 +113,15 @@ export async function startFakeGoogleOAuth(options: FakeGoogleOAuthOptions = {})
   const assertions: SeenAssertion[] = [];
   const bodies: string[] = [];
   const refusals: string[] = [];
-  const issued = new Set<string>();
+  /** Access token -> when it expires (epoch ms, the fake's clock). */
+  const issued = new Map<string, number>();
   const failures: number[] = [];
   let tokenUrl = '';
   const state = { expiresInSeconds: options.expiresInSeconds ?? 3599 };
 
   const issue = (res: http.ServerResponse, headers: Record<string, string> = {}): void => {
     const token = `ya29.fake-${randomBytes(12).toString('hex')}`;
-    issued.add(token);
+    issued.set(token, now() + state.expiresInSeconds * 1000);
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', ...headers });
     res.end(JSON.stringify({ access_token: token, expires_in: state.expiresInSeconds, token_type: 'Bearer' }));
   };
@@ -201,7 +204,10 @@ export async function startFakeGoogleOAuth(options: FakeGoogleOAuthOptions = {})
     failNext(count, status) {
       for (let i = 0; i < count; i += 1) failures.push(status);
     },
-    isIssued: (token) => issued.has(token),
+    isIssued: (token) => (issued.get(token) ?? 0) > now(),
+    revoke: (token) => {
+      issued.delete(token);
+    },
     get expiresInSeconds() {
       return state.expiresInSeconds;
     },

@@ -121,6 +121,36 @@ describe('the attempts', () => {
     assert.equal(answered.carrier.provider, OPENAI);
   });
 
+  it('make one more attempt, not counted, when the platform says the credential went stale; once only', async () => {
+    const transport = scripted([response(401, '{"error":{"message":"expired"}}'), response(200, '{}')]);
+    const renewals: Array<[number, string | undefined]> = [];
+    let token = 0;
+    const ctx = context({
+      transport,
+      carrier: (carrier) => ({
+        ...carrier,
+        authorise: (request) => {
+          request.headers['authorization'] = `Bearer token-${++token}`;
+          return undefined;
+        },
+        renew: (status, request) => {
+          renewals.push([status, request.headers['authorization']]);
+          return status === 401;
+        },
+      }),
+    });
+    ctx.retry = { ...ctx.retry, attempts: 1 };
+    const answered = await sendWithFallbacks(ctx, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options());
+    assert.equal(answered.response.statusCode, 200, 'a stale credential gets its attempt even with one attempt configured');
+    assert.deepEqual(renewals, [[401, 'Bearer token-1']]);
+    assert.deepEqual(transport.sent.map((r) => r.headers['authorization']), ['Bearer token-1', 'Bearer token-2']);
+
+    const again = scripted([response(401, '{}'), response(401, '{}'), response(200, '{}')]);
+    const refused = await sendWithFallbacks({ ...ctx, transport: again }, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options());
+    assert.equal(refused.response.statusCode, 401, 'a second refusal is answered, not renewed again');
+    assert.equal(again.sent.length, 2);
+  });
+
   it('wait for an authorisation that must wait (a token being fetched), before each attempt', async () => {
     const transport = scripted([response(500, '{}'), response(200, '{}')]);
     let tokens = 0;

@@ -38,8 +38,8 @@ export interface SigV4Request {
    * when it is not the scheme's default). A repeated header is an array of its values in order.
    */
   headers: Readonly<Record<string, string | readonly string[]>>;
-  /** The exact body bytes that will be sent ('' for none). */
-  body: Uint8Array | string;
+  /** The exact body bytes that will be sent ('' for none), or its parts in the order they are sent. */
+  body: Uint8Array | string | readonly Uint8Array[];
 }
 
 export interface SigV4Options {
@@ -100,8 +100,11 @@ function decodeComponent(text: string): string {
   }
 }
 
-function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
+function sha256Hex(data: Uint8Array | string | readonly Uint8Array[]): string {
+  const hash = createHash('sha256');
+  if (typeof data === 'string' || data instanceof Uint8Array) hash.update(data);
+  else for (const part of data) hash.update(part);
+  return hash.digest('hex');
 }
 
 function hmac(key: Uint8Array | string, data: string): Buffer {

@@ -66,6 +66,12 @@ export interface GoogleTokenSource {
    * and logs.
    */
   secrets(): string[];
+  /**
+   * The upstream refused `accessToken` (a 401 before its expiry: revoked, or the clock is off): it is
+   * forgotten, so the next request gets a new one. Many requests refused with the same token make
+   * one refresh.
+   */
+  invalidate(accessToken: string): void;
 }
 
 const FIVE_MINUTES_MS = 5 * 60 * 1000;
@@ -238,9 +244,12 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
     isUsable: (token) => token.expiresAtMs > now(),
   });
 
+  /** The token last handed out, to tell a refused one from a renewed one. */
+  let current: HeldToken | undefined;
   const obtain = async (): Promise<HeldToken> => {
     try {
-      return await held.get();
+      current = await held.get();
+      return current;
     } catch (err) {
       throw authError(err);
     }
@@ -248,6 +257,9 @@ export function createGoogleTokenSource(options: GoogleTokenSourceOptions): Goog
 
   return {
     secrets,
+    invalidate(accessToken) {
+      if (current?.accessToken === accessToken) held.drop(current);
+    },
     async token() {
       return (await obtain()).accessToken;
     },
