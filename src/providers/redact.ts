@@ -310,21 +310,37 @@ function secretsIn(raw: string): string[] {
   return secret.split(/\s+/).filter((piece) => piece.length >= MIN_RUN);
 }
 
+/**
+ * Secrets learned at run time that are kept: tokens and temporary credentials are renewed (an
+ * access token every hour, a container credential every few), so what a platform learns is bounded
+ * by dropping the least recently told. A secret that drops out has long expired; a configured
+ * credential is never dropped.
+ */
+const MAX_LEARNED_SECRETS = 64;
+
 /** Makes the one redactor from credential values (empty ones are ignored). */
 export function createRedactor(credentials: Iterable<string>): Redactor {
-  const secrets = new Set<string>();
+  const configured = new Set<string>();
+  /** Learned secrets, least recently told first. */
+  const learned = new Map<string, true>();
   let index: Index | undefined;
+  for (const credential of credentials) for (const secret of secretsIn(credential)) configured.add(secret);
   const learn = (raw: string): void => {
     for (const secret of secretsIn(raw)) {
-      if (secrets.has(secret)) continue;
-      secrets.add(secret);
+      if (configured.has(secret)) continue;
+      if (learned.delete(secret)) {
+        learned.set(secret, true);
+        continue;
+      }
+      learned.set(secret, true);
+      if (learned.size > MAX_LEARNED_SECRETS) learned.delete(learned.keys().next().value as string);
       index = undefined;
     }
   };
-  for (const credential of credentials) learn(credential);
+  const secrets = (): Set<string> => new Set([...configured, ...learned.keys()]);
   const current = (): Index | undefined => {
-    if (secrets.size === 0) return undefined;
-    index ??= buildIndex(secrets);
+    if (configured.size === 0 && learned.size === 0) return undefined;
+    index ??= buildIndex(secrets());
     return index;
   };
   const bytes = (data: Buffer): Buffer => {

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { MIN_RUN, createRedactor, credentialsOf, redactBytes } from '../../src/providers/redact.ts';
 import type { ProviderConfig } from '../../src/config/types.ts';
 
@@ -105,5 +106,23 @@ describe('redaction in every encoding the client decodes', () => {
       assert.match(cloud(JSON.stringify({ echoed: secret })), /^\{"echoed":"[^"]*\[redacted\][^"]*"\}$/);
       assert.ok(!cloud(JSON.stringify({ echoed: secret })).includes(hidden.slice(-MIN_RUN)));
     }
+  });
+
+  it('keeps the secrets it learns bounded, dropping the least recently told, never a configured one', () => {
+    // Platforms tell it every renewed token (one an hour per provider): it must not grow for ever.
+    const configured = 'configured-provider-key-0123456789';
+    const redact = createRedactor([configured]);
+    // Each token unlike the others (a shared run of 16 characters would itself be redacted).
+    const token = (i: number): string => `ya29.${createHash('sha256').update(String(i)).digest('base64url')}`;
+    redact.learn(token(0));
+    for (let i = 1; i <= 500; i++) {
+      redact.learn(token(i));
+      // The one a platform keeps using is told again at every authorisation, so it stays.
+      redact.learn(token(0));
+    }
+    assert.equal(redact(`x ${token(0)} y`), 'x [redacted] y', 'the token told again and again stays');
+    assert.equal(redact(`x ${token(500)} y`), 'x [redacted] y', 'the latest token is known');
+    assert.equal(redact(`x ${token(1)} y`), `x ${token(1)} y`, 'a token long renewed away is forgotten');
+    assert.equal(redact(`x ${configured} y`), 'x [redacted] y', 'a configured credential is never forgotten');
   });
 });
