@@ -1,0 +1,24 @@
+/**
+ * Which members of a request body llmux reads lazily (issue 26): the members whose string values
+ * are text a model reads and llmux only passes on — message and block text, tool results,
+ * thinking and its signature, tool descriptions, tool-call arguments and outputs, instructions. A
+ * body's long values of these members are left as the client's bytes, and what is parsed holds
+ * references to them (src/common/json-lazy.ts). So no rule over a request body (validation, the
+ * estimate, traits, the conversation key, the translators) may read the characters of such a
+ * value: it may check that it is a string, pass it on, or join it with other text; anything more
+ * takes `realText` (or `textUnits` for its length) first.
+ *
+ * Objects under the opaque members are taken whole (a tool's `input`, serialised into `arguments`;
+ * schemas, reshaped for some upstreams; metadata, whose values are checked for length): nothing in
+ * them is left as bytes.
+ */
+import type { LazyMembers } from '../common/json-bytes.ts';
+import { LAZY_TEXT_BYTES } from '../common/json-lazy.ts';
+
+export const LAZY_REQUEST_MEMBERS: LazyMembers = {
+  text: new Set([
+    'text', 'content', 'thinking', 'signature', 'description', 'arguments', 'output', 'instructions', 'input', 'system', 'reasoning_content',
+  ]),
+  opaque: new Set(['input', 'input_schema', 'parameters', 'schema', 'metadata']),
+  minBytes: LAZY_TEXT_BYTES,
+};
