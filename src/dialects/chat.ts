@@ -6,6 +6,8 @@ import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../formats/usage.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { chatTraits } from '../formats/traits.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
 import { chatUserId } from '../translate/chat-user.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
@@ -28,7 +30,9 @@ export const chatDialect: Dialect<'chat'> = {
     return { format: 'chat', body, model: body.model, stream: body.stream === true };
   },
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
-  estimate: (body) => estimateTokens([body.messages, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.messages, body.tools], texts),
+  traits: chatTraits,
+  conversationKey: chatConversationKey,
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   beginTurn: statelessTurn,
 

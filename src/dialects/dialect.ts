@@ -24,9 +24,11 @@ import type { StreamErrorInfo } from '../formats/frames.ts';
 import type { TurnOf } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import type { CredentialSource } from '../common/credentials.ts';
+import type { RequestTraits } from '../formats/traits.ts';
 import type { GatewayError } from '../common/errors.ts';
-import { withMembers } from '../common/json-bytes.ts';
+import { serializeJson, withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
@@ -55,6 +57,28 @@ export interface Arrival {
   params: Readonly<Record<string, string>>;
   /** The request target's query, without the `?` ('' when none). */
   query: string;
+}
+
+/**
+ * What the pipeline and routing read of a request besides the request itself (issue 26), from the
+ * body as it arrived (read lazily: src/dialects/read.ts), so nothing parses or walks it again.
+ * Each is computed when first asked, then kept; until then the facts hold the body.
+ */
+export interface RequestFacts {
+  /** The output cap the request gives (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), if any. */
+  readonly maxTokens: number | undefined;
+  /** llmux's estimate of the input tokens of the body as sent (src/formats/estimate.ts): `routes`' `input_tokens_over`, admission. */
+  inputTokens(): number;
+  /** What `routes` may ask of the body: thinking, images, tools (src/formats/traits.ts). */
+  traits(): RequestTraits;
+  /** The conversation the request belongs to, for `sticky` routing (src/formats/conversation-key.ts), not yet scoped by key. */
+  conversation(): string | undefined;
+}
+
+/** A request read from its bytes, and its facts. */
+export interface ReadRequest<F extends WireFormat> {
+  request: ClientRequestOf<F>;
+  facts: RequestFacts;
 }
 
 /** The gateway's state a format's requests may build on (only Responses keeps any). */
@@ -118,9 +142,13 @@ export interface Dialect<F extends WireFormat> {
   /**
    * Input tokens estimated from what a model reads in this format's body (src/formats/estimate.ts:
    * never under a quarter of their compact JSON): the context check, the tokens/min reservation,
-   * `count_tokens` and the echo model's usage.
+   * `count_tokens` and the echo model's usage. `texts`: those of a body read lazily.
    */
-  estimate(body: RequestOf[F]): number;
+  estimate(body: RequestOf[F], texts?: LazyTexts): number;
+  /** What `routes` may ask of the body (src/formats/traits.ts). */
+  traits(body: RequestOf[F]): RequestTraits;
+  /** The conversation the body belongs to (src/formats/conversation-key.ts); `texts`: those of a body read lazily. */
+  conversationKey(body: RequestOf[F], texts?: LazyTexts): string | undefined;
   /** Whether a streamed answer should end with a usage report the client asked for. */
   wantsStreamUsage(body: RequestOf[F]): boolean;
   /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
@@ -180,18 +208,20 @@ export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObj
 /**
  * A same-format upstream body: the client's bytes with `edits` (member -> JSON text) and the
  * platform's `envelope` spliced in when they can be passed on (see {@link bytesOf}), else `copy`
- * (the body with the same edits made) with the envelope, serialised.
+ * (the body with the same edits made) with the envelope, serialised (with the texts of a body read
+ * lazily written from its bytes).
  */
 export function passedOn(
   body: object,
-  copy: object,
+  copy: Record<string, unknown>,
   raw: JsonObjectBytes | undefined,
   edits: Map<string, string | undefined>,
   envelope: MemberChanges | undefined,
 ): string | readonly Buffer[] {
   const bytes = bytesOf(body, raw);
-  if (bytes === undefined) return JSON.stringify(envelope === undefined ? copy : changedObject(copy, envelope));
-  return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  if (bytes !== undefined) return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  const changed = envelope === undefined ? copy : changedObject(copy, envelope);
+  return raw?.texts === undefined ? JSON.stringify(changed) : serializeJson(changed, raw.texts);
 }
 
 /** The format's headers of a format that has none. */

@@ -8,7 +8,7 @@ import { chatDialect } from './chat.ts';
 import { messagesDialect } from './messages.ts';
 import { responsesDialect } from './responses.ts';
 
-export type { Arrival, Dialect, DialectServices, ForwardedHeaders, TextAnswer, Turn, TurnScope } from './dialect.ts';
+export type { Arrival, Dialect, DialectServices, ForwardedHeaders, ReadRequest, RequestFacts, TextAnswer, Turn, TurnScope } from './dialect.ts';
 
 export const dialects: { readonly [F in WireFormat]: Dialect<F> } = {
   chat: chatDialect,

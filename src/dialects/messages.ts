@@ -8,6 +8,8 @@ import { validateMessagesRequest } from '../formats/messages.ts';
 import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
 import { fromMessagesUsage } from '../formats/usage.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { messagesTraits } from '../formats/traits.ts';
+import { messagesConversationKey } from '../formats/conversation-key.ts';
 import { errorObject, invalidParameters } from '../common/errors.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
@@ -51,7 +53,9 @@ export const messagesDialect: Dialect<'messages'> = {
     return { format: 'messages', body, model: body.model, stream: body.stream === true, version: forwarded.version, beta: forwarded.beta };
   },
   maxTokens: (body) => body.max_tokens,
-  estimate: (body) => estimateTokens([body.system, body.messages, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.system, body.messages, body.tools], texts),
+  traits: messagesTraits,
+  conversationKey: messagesConversationKey,
   wantsStreamUsage: () => true,
   beginTurn: statelessTurn,
 

@@ -32,7 +32,10 @@ import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { responsesTraits } from '../formats/traits.ts';
+import { responsesConversationKey } from '../formats/conversation-key.ts';
 import { asRecord, isRecord } from '../common/json.ts';
+import { realValue } from '../common/json-lazy.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
@@ -71,7 +74,9 @@ export const responsesDialect: Dialect<'responses'> = {
     return { format: 'responses', body, model: body.model, stream: body.stream === true };
   },
   maxTokens: (body) => body.max_output_tokens,
-  estimate: (body) => estimateTokens([body.instructions, body.input, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.instructions, body.input, body.tools], texts),
+  traits: responsesTraits,
+  conversationKey: responsesConversationKey,
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
@@ -82,8 +87,8 @@ export const responsesDialect: Dialect<'responses'> = {
     const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
     if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
       copy.input = body.input.filter((item) => !isSealedByUs(item));
-      // The input changed: the client's bytes no longer say it.
-      return passedOn(body, copy, undefined, edits, envelope);
+      // The input changed: the client's bytes no longer say it (only its texts are still theirs).
+      return passedOn(copy, copy, raw, edits, envelope);
     }
     return passedOn(body, copy, raw, edits, envelope);
   },
@@ -127,6 +132,7 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const { store } = scope.services.responses;
   const sealer = await scope.services.responses.sealer();
   const body = request.body;
+  const texts = request.raw?.texts;
   const previousId = body.previous_response_id;
   const previous = previousId === undefined ? undefined : await store.get(keyId, previousId);
   const providerHolds = passThrough && previous?.provider !== undefined;
@@ -154,7 +160,8 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
     translation: turn,
     async keep(answer) {
       if (body.store === false || !isFinalResponse(answer)) return;
-      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(input), response: withSealedReasoning(answer, thinking, sealer) })) return;
+      // Stored as the client sent it: the texts of a body read lazily are decoded now.
+      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(realValue(input, texts)), response: withSealedReasoning(answer, thinking, sealer) })) return;
       // A pass-through answer not kept whole: its ids are kept, for its provider to resolve for this key only.
       if (passThrough && scope.providerId !== undefined) await store.put(recordOfProviderHeld(answer, keyId, scope.providerId));
     },

@@ -30,7 +30,8 @@ import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import type { Admission, Limiter } from '../limits/limiter.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
-import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
+import type { Dialect, DialectServices, RequestFacts, Turn } from '../dialects/index.ts';
+import { readClientRequest } from '../dialects/read.ts';
 import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus, worstCaseUsd } from '../usage/budget.ts';
@@ -220,6 +221,8 @@ async function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResp
 interface Admitted<F extends WireFormat> {
   /** The request as it goes on: what it builds on resolved by its turn. */
   request: ClientRequestOf<F>;
+  /** What routing reads of the request as it arrived (src/dialects/read.ts). */
+  facts: RequestFacts;
   turn: Turn<F>;
   model: ModelEntry;
   /** Input tokens estimated before any upstream counted them. */
@@ -247,10 +250,13 @@ async function readAndAdmit<F extends WireFormat>(
   const limits = limitsFor(key, ctx.config.tiers);
   const { bytes, claim, refused } = await readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits }, 'model');
   try {
-    const parsed = readJsonObject(bytes);
-    const arrived = dialect.readRequest(parsed.value, { forwarded, strict: ctx.config.validation === 'strict', params: target.params, query: target.query });
-    // The client's bytes go on with the request: a same-format upstream is sent them, its model spliced in.
-    arrived.raw = parsed;
+    // Its long texts stay bytes; what routing and admission read of it are its facts (src/dialects/read.ts).
+    const { request: arrived, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy), {
+      forwarded,
+      strict: ctx.config.validation === 'strict',
+      params: target.params,
+      query: target.query,
+    });
     record.model = arrived.model;
     record.stream = arrived.stream;
     const model = ctx.catalog.get(arrived.model);
@@ -266,7 +272,8 @@ async function readAndAdmit<F extends WireFormat>(
       now: ctx.now,
     });
     const request = turn.request;
-    const estimate = dialect.estimate(request.body);
+    // A turn that resolved what the request builds on (Responses) has more input than arrived.
+    const estimate = request === arrived ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     // One round trip to the state server when the limits are shared; immediate otherwise.
     const output = outputReservation(dialect.maxTokens(request.body), model);
@@ -278,7 +285,7 @@ async function readAndAdmit<F extends WireFormat>(
       admission.release();
       throw err;
     });
-    return { request, turn, model, estimate, admission, claim };
+    return { request, facts, turn, model, estimate, admission, claim };
   } catch (err) {
     refused();
     throw err;

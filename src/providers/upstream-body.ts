@@ -10,6 +10,7 @@ import { translationFor } from '../translate/index.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../common/errors.ts';
 import { serializeJson } from '../common/json-bytes.ts';
+import { NotLazyError, realValue } from '../common/json-lazy.ts';
 import { changedObject } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
@@ -40,6 +41,11 @@ export function upstreamModelOf(model: ModelEntry): UpstreamModel {
  * The upstream request body for this model, translated when the formats differ, in `envelope`
  * (the platform's; undefined: none). A body nested so deep that serialising it overflows the stack
  * is the client's error, not ours.
+ *
+ * A body read lazily (src/common/json-lazy.ts) is translated as it is, its texts written from the
+ * client's bytes into the translated body. Should a translator have serialised a text into another
+ * string (which only a decoded text can be), the request is decoded whole and translated again;
+ * the warnings are told once, from the translation that is sent.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -52,12 +58,28 @@ export function buildUpstreamBody<F extends WireFormat>(
   try {
     const translation = translationFor(request.format, upstreamFormat);
     if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope), translated: undefined };
-    const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
-    const body = translated.body as Record<string, unknown>;
+    const context = { modelId: model.id, model: upstreamModelOf(model), onWarning, turn };
+    const texts = request.raw?.texts;
+    if (texts !== undefined) {
+      const warnings: string[] = [];
+      try {
+        const translated = translation.request(request.body, { ...context, onWarning: (message) => warnings.push(message), texts });
+        const body = serializeJson(enveloped(translated.body as Record<string, unknown>, envelope), texts);
+        for (const warning of warnings) onWarning(warning);
+        return { body, translated: { answer: translated.answer, stream: translated.stream } };
+      } catch (err) {
+        if (!(err instanceof NotLazyError)) throw err;
+      }
+    }
+    const translated = translation.request(realValue(request.body, texts), context);
     // Only what translates the answer back is kept: the translated body is let go once it is sent.
-    return { body: serializeJson(envelope === undefined ? body : changedObject(body, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
+    return { body: serializeJson(enveloped(translated.body as Record<string, unknown>, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;
   }
+}
+
+function enveloped(body: Record<string, unknown>, envelope: MemberChanges | undefined): Record<string, unknown> {
+  return envelope === undefined ? body : changedObject(body, envelope);
 }

@@ -23,6 +23,8 @@ import { createMessagesToResponsesStream } from './stream-messages-to-responses.
 import type { ResponsesStreamTranslator } from './responses-events.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho } from './responses-output.ts';
+import { realValue } from '../common/json-lazy.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
 import type { ToolNames } from './responses-tools.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
@@ -63,6 +65,8 @@ export interface TranslationContext<C extends WireFormat> {
   /** Told about input that was repaired or dropped rather than refused (for the request log). */
   onWarning(message: string): void;
   turn: TurnOf[C];
+  /** The texts of a body read lazily, which its references name (src/common/json-lazy.ts). */
+  texts?: LazyTexts | undefined;
 }
 
 /** What a stream translator is given, whichever direction it runs. */
@@ -106,6 +110,7 @@ export interface Translation<C extends WireFormat, U extends WireFormat> {
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
+  // Joined and passed on as they are, its texts need no decoding: the translator is not told them.
   request: (body, { modelId, model, onWarning }) => ({
     body: messagesRequestToChat(body, model, { onWarning }),
     answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning }),
@@ -114,14 +119,14 @@ const messagesToChat: Translation<'messages', 'chat'> = {
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: chatRequestToMessages(body, model, { onWarning }),
+  request: (body, { modelId, model, onWarning, texts }) => ({
+    body: chatRequestToMessages(body, model, { onWarning, texts }),
     answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
     stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage, model: modelId }),
   }),
 };
 
-/** The answer options of a Responses translation, from its request and turn. */
+/** The answer options of a Responses translation, from its request (see {@link echoed}) and turn. */
 function responsesAnswerOptions(body: RequestOf['responses'], context: TranslationContext<'responses'>, toolNames: ToolNames, estimatedInputTokens: number): ResponsesAnswerOptions {
   const { turn } = context;
   const echo = responseEcho(body);
@@ -144,24 +149,42 @@ function answering(translator: ResponsesStreamTranslator): AnsweringStreamTransl
   return Object.assign(translator, { answer: () => translator.response() });
 }
 
+/**
+ * The request as its answer echoes it (`instructions`, `tools`, …: src/translate/responses-output.ts
+ * `responseEcho`), with the texts of a body read lazily decoded, since the answer carries them to
+ * the client; the answer keeps this, not the client's bytes.
+ */
+function echoed(body: RequestOf['responses'], texts: LazyTexts | undefined): RequestOf['responses'] {
+  if (texts === undefined) return body;
+  const real: RequestOf['responses'] = { ...body };
+  if (body.instructions !== undefined) real.instructions = realValue(body.instructions, texts);
+  if (body.tools !== undefined) real.tools = realValue(body.tools, texts);
+  return real;
+}
+
 const responsesToChat: Translation<'responses', 'chat'> = {
   request(body, context) {
-    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning, texts: context.texts });
+    const echo = echoed(body, context.texts);
+    // The answer, perhaps a stream open for minutes, does not hold the client's bytes.
+    const answerContext = { ...context, texts: undefined };
     return {
       body: chat,
-      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer as AnswerOf['chat'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
-      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createChatToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
+      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer as AnswerOf['chat'], responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens)),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createChatToResponsesStream({ ...responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
 };
 
 const responsesToMessages: Translation<'responses', 'messages'> = {
   request(body, context) {
-    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning, texts: context.texts });
+    const echo = echoed(body, context.texts);
+    const answerContext = { ...context, texts: undefined };
     return {
       body: messages,
-      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer as AnswerOf['messages'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
-      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createMessagesToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
+      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer as AnswerOf['messages'], responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens)),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createMessagesToResponsesStream({ ...responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
 };

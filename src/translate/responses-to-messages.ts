@@ -58,6 +58,7 @@ import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from '.
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;
@@ -133,7 +134,7 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
         warn(`${path}: ${type} items cannot be sent to a messages upstream; dropped`);
     }
   });
-  finishTurns(turns);
+  finishTurns(turns, context.texts);
 
   const body: MessagesRequest = { model: model.upstreamId, messages: turns.map(toMessage), max_tokens: 0 };
   const instruction = formatInstruction(asRecord(request.text)?.['format']);
@@ -253,12 +254,12 @@ function toolResult(callId: string, output: unknown): MessagesToolResultBlock {
   return { type: 'tool_result', tool_use_id: callId, content: toolResultBlocks(output) };
 }
 
-function finishTurns(turns: Turn[]): void {
+function finishTurns(turns: Turn[], texts: LazyTexts | undefined): void {
   for (const turn of turns) {
     if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
     else frontFirst(turn, (block) => block.type === 'thinking' || block.type === 'redacted_thinking');
   }
-  closeTurns(turns);
+  closeTurns(turns, texts);
 }
 
 /** Whether the request answers tool calls of an assistant turn that does not start with thinking. */
