@@ -42,10 +42,11 @@ export function upstreamModelOf(model: ModelEntry): UpstreamModel {
  * (the platform's; undefined: none). A body nested so deep that serialising it overflows the stack
  * is the client's error, not ours.
  *
- * A body read lazily (src/common/json-lazy.ts) is translated as it is, its texts written from the
- * client's bytes into the translated body. Should a translator have serialised a text into another
- * string (which only a decoded text can be), the request is decoded whole and translated again;
- * the warnings are told once, from the translation that is sent.
+ * A body read lazily (src/common/json-lazy.ts) is translated as it is when its translator reads
+ * lazily (`readsLazily`), its texts written from the client's bytes into the translated body;
+ * should it have serialised a text into another string (which only a decoded text can be), the
+ * request is decoded whole and translated again; the warnings are told once, from the translation
+ * that is sent. Any other translator is given the body decoded whole.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -60,10 +61,10 @@ export function buildUpstreamBody<F extends WireFormat>(
     if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope), translated: undefined };
     const context = { modelId: model.id, model: upstreamModelOf(model), onWarning, turn };
     const texts = request.raw?.texts;
-    if (texts !== undefined) {
+    if (texts !== undefined && translation.readsLazily === true) {
       const warnings: string[] = [];
       try {
-        const translated = translation.request(request.body, { ...context, onWarning: (message) => warnings.push(message), texts });
+        const translated = translation.request(request.body, { ...context, onWarning: (message) => warnings.push(message) });
         const body = serializeJson(enveloped(translated.body as Record<string, unknown>, envelope), texts);
         for (const warning of warnings) onWarning(warning);
         return { body, translated: { answer: translated.answer, stream: translated.stream } };

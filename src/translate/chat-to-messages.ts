@@ -61,15 +61,12 @@ import { fromChatUsage, toMessagesUsage } from '../formats/usage.ts';
 import { asRecord, records } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
   /** Told about input that was repaired rather than refused, e.g. unparsable tool arguments (for the request log). */
   onWarning?: (message: string) => void;
-  /** The texts of a body read lazily, which its references name (src/common/json-lazy.ts). */
-  texts?: LazyTexts | undefined;
 }
 
 /** Top-level fields this translator reads, or drops on purpose as documented above. */
@@ -152,7 +149,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
         addTurn(turns, 'user', userBlocks(message['content']));
     }
   }
-  finishTurns(turns, options.texts);
+  finishTurns(turns);
 
   const out: MessagesRequest = {
     model: model.upstreamId,
@@ -405,9 +402,9 @@ function toolResult(toolUseId: string, content: unknown): MessagesToolResultBloc
   return { type: 'tool_result', tool_use_id: toolUseId, content: blocks };
 }
 
-function finishTurns(turns: Turn[], texts: LazyTexts | undefined): void {
+function finishTurns(turns: Turn[]): void {
   for (const turn of turns) if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
-  closeTurns(turns, texts);
+  closeTurns(turns);
 }
 
 /** Whether the request answers tool calls, i.e. continues an assistant turn rather than starting one. */

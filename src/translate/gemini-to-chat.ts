@@ -30,7 +30,6 @@ import type { ChatContentPart, ChatMessage, ChatRequest, ChatTool, ChatToolCall 
 import type { GeminiRequest } from '../formats/gemini-types.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import { type GeminiMedia, type HistoryTurn, functionResponseText, readGeminiHistory } from './gemini-history.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 import {
   type GeminiThinking,
   geminiFunctionTools,
@@ -47,8 +46,6 @@ export interface GeminiRequestTranslateOptions {
   onWarning?: (message: string) => void;
   /** The client called `:streamGenerateContent`: the body says nothing of streaming. */
   stream?: boolean;
-  /** The texts of a body read lazily, which its references name (src/common/json-lazy.ts). */
-  texts?: LazyTexts | undefined;
 }
 
 const TARGET = 'a chat-completions upstream';

@@ -101,7 +101,7 @@ export function geminiRequestToMessages(req: GeminiRequest, model: UpstreamModel
     if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
     else frontFirst(turn, (block) => block.type === 'thinking' || block.type === 'redacted_thinking');
   }
-  closeTurns(turns, options.texts);
+  closeTurns(turns);
 
   const out: MessagesRequest = { model: model.upstreamId, messages: turns.map(turnToMessage), max_tokens: 0 };
   const systemParts = [history.system];

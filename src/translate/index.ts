@@ -23,8 +23,6 @@ import { createMessagesToResponsesStream } from './stream-messages-to-responses.
 import type { ResponsesStreamTranslator } from './responses-events.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho } from './responses-output.ts';
-import { realValue } from '../common/json-lazy.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 import type { ToolNames } from './responses-tools.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
@@ -65,8 +63,6 @@ export interface TranslationContext<C extends WireFormat> {
   /** Told about input that was repaired or dropped rather than refused (for the request log). */
   onWarning(message: string): void;
   turn: TurnOf[C];
-  /** The texts of a body read lazily, which its references name (src/common/json-lazy.ts). */
-  texts?: LazyTexts | undefined;
 }
 
 /** What a stream translator is given, whichever direction it runs. */
@@ -107,10 +103,20 @@ export type AnswerTranslation<C extends WireFormat> = Pick<TranslatedRequest<C, 
 /** Translates one client format to one upstream format, request by request. */
 export interface Translation<C extends WireFormat, U extends WireFormat> {
   request(body: RequestOf[C], context: TranslationContext<C>): TranslatedRequest<C, U>;
+  /**
+   * The request translator was read for what it does with text members' strings
+   * (src/formats/text-members.ts) and only checks they are strings, passes them on, joins them or
+   * compares them with '': it may be given a body read lazily, its references unresolved
+   * (src/common/json-lazy.ts). Without this, a lazily read body is decoded whole first
+   * (src/providers/upstream-body.ts): a translator that parses tool arguments or trims text would
+   * read a reference's characters instead.
+   */
+  readonly readsLazily?: true;
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
-  // Joined and passed on as they are, its texts need no decoding: the translator is not told them.
+  // Joined and passed on as they are: its texts need no decoding.
+  readsLazily: true,
   request: (body, { modelId, model, onWarning }) => ({
     body: messagesRequestToChat(body, model, { onWarning }),
     answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning }),
@@ -119,14 +125,14 @@ const messagesToChat: Translation<'messages', 'chat'> = {
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
-  request: (body, { modelId, model, onWarning, texts }) => ({
-    body: chatRequestToMessages(body, model, { onWarning, texts }),
+  request: (body, { modelId, model, onWarning }) => ({
+    body: chatRequestToMessages(body, model, { onWarning }),
     answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
     stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage, model: modelId }),
   }),
 };
 
-/** The answer options of a Responses translation, from its request (see {@link echoed}) and turn. */
+/** The answer options of a Responses translation, from its request and turn. */
 function responsesAnswerOptions(body: RequestOf['responses'], context: TranslationContext<'responses'>, toolNames: ToolNames, estimatedInputTokens: number): ResponsesAnswerOptions {
   const { turn } = context;
   const echo = responseEcho(body);
@@ -149,42 +155,24 @@ function answering(translator: ResponsesStreamTranslator): AnsweringStreamTransl
   return Object.assign(translator, { answer: () => translator.response() });
 }
 
-/**
- * The request as its answer echoes it (`instructions`, `tools`, …: src/translate/responses-output.ts
- * `responseEcho`), with the texts of a body read lazily decoded, since the answer carries them to
- * the client; the answer keeps this, not the client's bytes.
- */
-function echoed(body: RequestOf['responses'], texts: LazyTexts | undefined): RequestOf['responses'] {
-  if (texts === undefined) return body;
-  const real: RequestOf['responses'] = { ...body };
-  if (body.instructions !== undefined) real.instructions = realValue(body.instructions, texts);
-  if (body.tools !== undefined) real.tools = realValue(body.tools, texts);
-  return real;
-}
-
 const responsesToChat: Translation<'responses', 'chat'> = {
   request(body, context) {
-    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning, texts: context.texts });
-    const echo = echoed(body, context.texts);
-    // The answer, perhaps a stream open for minutes, does not hold the client's bytes.
-    const answerContext = { ...context, texts: undefined };
+    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
     return {
       body: chat,
-      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer as AnswerOf['chat'], responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens)),
-      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createChatToResponsesStream({ ...responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens), write, onWarning })),
+      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer as AnswerOf['chat'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createChatToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
 };
 
 const responsesToMessages: Translation<'responses', 'messages'> = {
   request(body, context) {
-    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning, texts: context.texts });
-    const echo = echoed(body, context.texts);
-    const answerContext = { ...context, texts: undefined };
+    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
     return {
       body: messages,
-      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer as AnswerOf['messages'], responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens)),
-      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createMessagesToResponsesStream({ ...responsesAnswerOptions(echo, answerContext, toolNames, estimatedInputTokens), write, onWarning })),
+      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer as AnswerOf['messages'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(createMessagesToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
 };

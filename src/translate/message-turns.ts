@@ -5,8 +5,6 @@
  * turn first (translation.md).
  */
 import type { MessagesContentBlock, MessagesMessage } from '../formats/wire.ts';
-import { realText } from '../common/json-lazy.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 
 export interface Turn<B> { role: 'user' | 'assistant'; blocks: B[] }
 
@@ -36,15 +34,14 @@ function isText(block: { type: string }): block is TextBlock {
 
 /**
  * The last assistant turn's closing text without trailing whitespace (the API refuses it) and
- * dropped when that empties it; a user turn first. `texts`: those of a body read lazily (the
- * closing text is read, so it is decoded).
+ * dropped when that empties it; a user turn first.
  */
-export function closeTurns<B extends { type: string }>(turns: Array<Turn<B | TextBlock>>, texts?: LazyTexts): void {
+export function closeTurns<B extends { type: string }>(turns: Array<Turn<B | TextBlock>>): void {
   const last = turns[turns.length - 1];
   if (last?.role === 'assistant') {
     const final = last.blocks[last.blocks.length - 1];
     if (final !== undefined && isText(final)) {
-      final.text = realText(final.text, texts).trimEnd();
+      final.text = final.text.trimEnd();
       if (final.text === '') last.blocks.pop();
     }
     if (last.blocks.length === 0) turns.pop();

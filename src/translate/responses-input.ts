@@ -9,7 +9,6 @@ import type { UpstreamModel } from './messages-to-chat.ts';
 import type { SealableBlock } from '../formats/wire.ts';
 import { isLlmuxSeal } from '../formats/responses.ts';
 import { asRecord, isRecord, records } from '../common/json.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 
 /** What a request translator needs besides the request. */
 export interface ResponsesRequestContext {
@@ -19,8 +18,6 @@ export interface ResponsesRequestContext {
   openSealed: (encrypted: string) => SealableBlock | undefined;
   /** Told about everything dropped or repaired: hosted tools, unknown fields, seals that do not open. */
   warn: (message: string) => void;
-  /** The texts of a body read lazily, which its references name (src/common/json-lazy.ts). */
-  texts?: LazyTexts | undefined;
 }
 
 export const PARAGRAPH = '\n\n';

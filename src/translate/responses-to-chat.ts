@@ -40,8 +40,6 @@ import {
 } from './responses-input.ts';
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, type ToolNames, type UpstreamToolChoice, prepareTools, upstreamCallName } from './responses-tools.ts';
 import { asRecord, records } from '../common/json.ts';
-import { realText } from '../common/json-lazy.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 
 /** A translated request: the upstream body, and the tool names the answer translators need. */
 export interface TranslatedRequest<Body> {
@@ -93,7 +91,7 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
       case 'custom_tool_call':
       case 'local_shell_call':
         turn ??= { texts: [], calls: [], reasoning: [] };
-        turn.calls.push(replayedCall(item, type, context.texts));
+        turn.calls.push(replayedCall(item, type));
         break;
       case 'function_call_output':
       case 'custom_tool_call_output':
@@ -167,12 +165,11 @@ function assistantMessage(turn: AssistantTurn): ChatMessage {
   return message;
 }
 
-function replayedCall(item: Record<string, unknown>, type: string, texts: LazyTexts | undefined): ChatToolCall {
+function replayedCall(item: Record<string, unknown>, type: string): ChatToolCall {
   const id = callIdOf(item);
   if (type === 'local_shell_call') return { id, type: 'function', function: { name: LOCAL_SHELL, arguments: localShellArguments(item['action']) } };
   const name = upstreamCallName(text(item['name']), item['namespace']);
-  // A custom call's input is serialised into the arguments' text: it is read, so decoded.
-  const args = type === 'custom_tool_call' ? JSON.stringify({ input: realText(text(item['input']), texts) }) : text(item['arguments']);
+  const args = type === 'custom_tool_call' ? JSON.stringify({ input: text(item['input']) }) : text(item['arguments']);
   return { id, type: 'function', function: { name, arguments: args } };
 }
 

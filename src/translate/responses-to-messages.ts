@@ -58,7 +58,6 @@ import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from '.
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
-import type { LazyTexts } from '../common/json-lazy.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;
@@ -134,7 +133,7 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
         warn(`${path}: ${type} items cannot be sent to a messages upstream; dropped`);
     }
   });
-  finishTurns(turns, context.texts);
+  finishTurns(turns);
 
   const body: MessagesRequest = { model: model.upstreamId, messages: turns.map(toMessage), max_tokens: 0 };
   const instruction = formatInstruction(asRecord(request.text)?.['format']);
@@ -254,12 +253,12 @@ function toolResult(callId: string, output: unknown): MessagesToolResultBlock {
   return { type: 'tool_result', tool_use_id: callId, content: toolResultBlocks(output) };
 }
 
-function finishTurns(turns: Turn[], texts: LazyTexts | undefined): void {
+function finishTurns(turns: Turn[]): void {
   for (const turn of turns) {
     if (turn.role === 'user') frontFirst(turn, (block) => block.type === 'tool_result');
     else frontFirst(turn, (block) => block.type === 'thinking' || block.type === 'redacted_thinking');
   }
-  closeTurns(turns, texts);
+  closeTurns(turns);
 }
 
 /** Whether the request answers tool calls of an assistant turn that does not start with thinking. */
