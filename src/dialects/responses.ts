@@ -131,9 +131,12 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const { keyId, passThrough } = scope;
   const { store } = scope.services.responses;
   const sealer = await scope.services.responses.sealer();
-  const body = request.body;
-  const texts = request.raw?.texts;
-  const previousId = body.previous_response_id;
+  const previousId = request.body.previous_response_id;
+  const resolves = previousId !== undefined || (Array.isArray(request.body.input) && request.body.input.some(isReference));
+  // What it builds on joins stored text to the client's: a body read lazily is decoded first, so
+  // no stored text that looks like a reference is taken for one (src/common/json-lazy.ts).
+  const texts = resolves ? undefined : request.raw?.texts;
+  const body = resolves ? realValue(request.body, request.raw?.texts) : request.body;
   const previous = previousId === undefined ? undefined : await store.get(keyId, previousId);
   const providerHolds = passThrough && previous?.provider !== undefined;
   const storing = body.store !== false && !providerHolds;
@@ -146,13 +149,13 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   // Throws 404 for what llmux neither stores nor recorded for this key: never left for a provider.
   const input = await resolveInput(body, keyId, store, { passThrough });
   let answered = request;
-  if (previousId !== undefined || (Array.isArray(body.input) && body.input.some(isReference))) {
+  if (resolves) {
     const resolved: ResponsesRequest = { ...body, input };
     if (!providerHolds) {
       delete resolved.previous_response_id;
       if (previousId !== undefined) turn.previousResponseId = previousId;
     }
-    answered = { ...request, body: resolved };
+    answered = { ...request, body: resolved, raw: undefined };
   }
 
   return {
