@@ -29,8 +29,8 @@ export function sseEvents(bytes: Buffer | string): SseEvent[] {
 export interface IncompleteInput { incomplete: string }
 
 /**
- * A messages-format stream as one messages answer (`MessageStream.finalMessage()`), or undefined
- * when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
+ * A messages-format stream as one messages answer (`MessageStream.finalMessage()`, with the
+ * `stop_details` of a refusal), or undefined when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
  * `{}` when there was none, or `{incomplete: text}` when it does not parse (a call cut by max_tokens).
  */
 export function assembleMessagesStream(bytes: Buffer | string): Json | undefined {
@@ -64,6 +64,7 @@ export function assembleMessagesStream(bytes: Buffer | string): Json | undefined
         const delta = data['delta'] as Json;
         message['stop_reason'] = delta['stop_reason'];
         message['stop_sequence'] = delta['stop_sequence'] ?? null;
+        if (delta['stop_details'] !== undefined) message['stop_details'] = delta['stop_details'];
         message['usage'] = { ...(message['usage'] as Json), ...(data['usage'] as Json) };
         break;
       }
