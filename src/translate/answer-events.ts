@@ -132,21 +132,39 @@ export interface AnswerEvents {
   fail(message: string, type?: string): void;
 }
 
-/** An encoder: the events written in a client format (or, without `write`, assembled into its whole answer). */
+/**
+ * An encoder: the events written in a client format (or, without `write`, assembled into its whole
+ * answer). After `end` or `fail` it writes nothing more.
+ */
 export interface AnswerEncoder<Answer> extends AnswerEvents {
-  /** Terminal output written (the end, or an error); later events do nothing. */
-  readonly finished: boolean;
-  readonly failed: boolean;
-  /** The client's whole answer as assembled so far: final once `finished`. */
+  /** The client's whole answer as assembled so far: final once the answer has ended. */
   answer(): Answer;
 }
 
-/** A stream decoder: one upstream format's events, read into `AnswerEvents`. */
+/**
+ * A stream decoder: one upstream format's events, read into `AnswerEvents` as they come. Once it has
+ * told the answer's `end` or `fail`, it reads nothing more.
+ */
 export interface StreamDecoder {
+  /** Whether the answer is still being read, or has been told its end, or its failure. */
+  state(): 'reading' | 'ended' | 'failed';
   /** One parsed upstream event. */
   push(event: SseEvent): void;
   /** The upstream body ended: the answer ends, or fails when the upstream had not finished it. */
   end(): void;
+  /** The upstream failed outside its events (cut off, silent too long, unreadable): the answer fails. */
+  fail(message: string, type?: string): void;
   /** What the upstream reported so far, if anything. */
   reported(): AnswerUsage | undefined;
+}
+
+/** What a stream decoder is given besides its sink. */
+export interface DecoderOptions {
+  /** Told about upstream output that cannot be passed on (for the request log). */
+  onWarning?: ((message: string) => void) | undefined;
+}
+
+/** For the events an encoder has no place for: one function for all, made once. */
+export function ignoreEvent(): void {
+  // Nothing to write.
 }

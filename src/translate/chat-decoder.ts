@@ -34,7 +34,7 @@
  * - An `error` chunk (a string, or `{message, type}`) mid-stream fails the answer; so do data that is
  *   not a JSON object and a body that ends before `finish_reason` or `[DONE]`.
  */
-import type { AnswerEvents, AnswerUsage, StreamDecoder } from './answer-events.ts';
+import type { AnswerEvents, AnswerUsage, DecoderOptions, StreamDecoder } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { chatUsageObject, fromChatUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -42,11 +42,6 @@ import { chatContentText, firstChoice } from './chat-choice.ts';
 import { createJsonProgress, type JsonProgress } from './json-progress.ts';
 import { fromFinishReason } from './stop-reasons.ts';
 import { eventObject } from './stream-event.ts';
-
-export interface ChatDecoderOptions {
-  /** Told about upstream output that cannot be passed on (for the request log). */
-  onWarning?: (message: string) => void;
-}
 
 /** The key of the legacy `function_call`: below any index a server gives. */
 const LEGACY_CALL_KEY = -1;
@@ -93,7 +88,8 @@ function stopOf(finishReason: string | undefined, matched: string | undefined, c
 }
 
 /** Tells `sink` a chat stream, one parsed upstream event at a time. */
-export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoderOptions = {}): StreamDecoder {
+export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
+  let state: 'reading' | 'ended' | 'failed' = 'reading';
   let started = false;
   let stopped = false;
   let sawDone = false;
@@ -101,9 +97,10 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
   let matched: string | undefined;
   let reported: AnswerUsage | undefined;
 
-  // Every tool call by its key, the one streaming live, the held ones in key order, and the last
-  // one a fragment went to (for fragments without an index).
-  const calls = new Map<number, ToolCall>();
+  // Every tool call by its key (made at the first call: most answers have none), the one streaming
+  // live, the held ones in key order, and the last one a fragment went to (for fragments without
+  // an index).
+  let calls: Map<number, ToolCall> | undefined;
   let live: ToolCall | undefined;
   const held: ToolCall[] = [];
   let lastCall: ToolCall | undefined;
@@ -182,6 +179,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
     const id = nonEmptyString(fragment['id']);
     let key: number | undefined = typeof fragment['index'] === 'number' ? fragment['index'] : undefined;
     if (key === undefined && lastCall !== undefined && (id === undefined || id === lastCall.id)) key = lastCall.key;
+    calls ??= new Map();
     let call = key === undefined ? undefined : calls.get(key);
     if (call === undefined || (id !== undefined && call.id !== undefined && call.id !== id)) {
       if (key === undefined || calls.has(key)) {
@@ -211,12 +209,19 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
   function stop(): void {
     stopped = true;
     flushCalls();
-    sink.stop(stopOf(finishReason, matched, calls.size > 0));
+    sink.stop(stopOf(finishReason, matched, calls !== undefined));
   }
 
   function finish(): void {
     if (!stopped) stop();
+    state = 'ended';
     sink.end();
+  }
+
+  function fail(message: string, type?: string): void {
+    if (state !== 'reading') return;
+    state = 'failed';
+    sink.fail(message, type);
   }
 
   function readChoice(choice: Record<string, unknown>): void {
@@ -244,11 +249,12 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
   function upstreamError(error: unknown): void {
     const record = asRecord(error);
     const message = typeof error === 'string' && error !== '' ? error : (nonEmptyString(record?.['message']) ?? 'upstream reported an error');
-    sink.fail(message, nonEmptyString(record?.['type']));
+    fail(message, nonEmptyString(record?.['type']));
   }
 
   return {
     push(event: SseEvent) {
+      if (state !== 'reading') return;
       const data = event.data;
       if (data === '[DONE]') {
         sawDone = true;
@@ -257,7 +263,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
       }
       const chunk = eventObject(data);
       if (typeof chunk === 'string') {
-        sink.fail(chunk);
+        fail(chunk);
         return;
       }
       const error = chunk['error'];
@@ -279,9 +285,12 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: ChatDecoder
       readChoice(choice);
     },
     end() {
+      if (state !== 'reading') return;
       if (sawDone || finishReason !== undefined) finish();
-      else sink.fail('upstream stream ended before the answer was complete');
+      else fail('upstream stream ended before the answer was complete');
     },
+    fail,
+    state: () => state,
     reported: () => reported,
   };
 }

@@ -26,7 +26,7 @@
  * templates keep JSON.stringify's key order and spacing.
  */
 import type { ChatResponse, ChatToolCall } from '../formats/wire.ts';
-import type { AnswerEncoder, AnswerUsage, CallStart, StopReason } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerUsage, type CallStart, type StopReason, ignoreEvent } from './answer-events.ts';
 import { chatErrorFrame } from '../formats/frames.ts';
 import { toChatUsage, ZERO_USAGE } from '../formats/usage.ts';
 import { newId } from '../common/ids.ts';
@@ -55,7 +55,6 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
 
   let started = false;
   let finished = false;
-  let failed = false;
   let created = 0;
   let model = '';
   let reported: AnswerUsage | undefined;
@@ -127,9 +126,8 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
       if (silent) reasoning += delta;
       else emitDelta(`{"reasoning_content":${JSON.stringify(delta)}}`);
     },
-    reasoningEnd() {
-      // The chat format has no place for reasoning's opaque state (OpenRouter's reasoning_details would be one: issue 23).
-    },
+    // The chat format has no place for reasoning's opaque state (OpenRouter's reasoning_details would be one: issue 23).
+    reasoningEnd: ignoreEvent,
     callStart(call: CallStart) {
       endCall();
       const k = calls;
@@ -146,9 +144,8 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
       emitArguments(openCall, fragment);
     },
     callEnd: endCall,
-    annotate() {
-      // Nothing in chat content carries opaque state.
-    },
+    // Nothing in chat content carries opaque state.
+    annotate: ignoreEvent,
     usage(usage) {
       reported = usage;
     },
@@ -170,14 +167,7 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
     fail(message, type) {
       if (finished) return;
       finished = true;
-      failed = true;
       write?.(chatErrorFrame({ message, type: type ?? 'api_error' }));
-    },
-    get finished() {
-      return finished;
-    },
-    get failed() {
-      return failed;
     },
     answer(): ChatResponse {
       if (!started) start(undefined);

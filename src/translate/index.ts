@@ -16,7 +16,7 @@ import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestO
 import type { ResponsesResponse } from '../formats/responses.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { ZERO_USAGE } from '../formats/usage.ts';
-import type { AnswerEncoder, AnswerEvents, StreamDecoder } from './answer-events.ts';
+import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
 import { createChatStreamDecoder, decodeChatAnswer } from './chat-decoder.ts';
 import { createMessagesStreamDecoder, decodeMessagesAnswer } from './messages-decoder.ts';
 import { createChatEncoder, type ChatEncoderOptions } from './chat-encoder.ts';
@@ -133,11 +133,6 @@ export interface Translation<C extends WireFormat, U extends WireFormat> {
 
 // ---------- answers: an upstream format's decoder into a client format's encoder ----------
 
-/** Options of a decoder: where it reports upstream output it cannot pass on. */
-interface DecoderOptions {
-  onWarning?: ((message: string) => void) | undefined;
-}
-
 /** One upstream format's decoders, streamed and whole (./answer-events.ts). */
 export interface Decoder {
   stream(sink: AnswerEvents, options: DecoderOptions): StreamDecoder;
@@ -146,34 +141,26 @@ export interface Decoder {
 
 /** The decoder of every format a provider speaks: a new upstream format (Gemini, Converse) is a row here. */
 export const DECODERS: { readonly [U in ProviderFormat]: Decoder } = {
-  chat: { stream: (sink, options) => createChatStreamDecoder(sink, withWarning(options)), whole: decodeChatAnswer },
-  messages: { stream: (sink, options) => createMessagesStreamDecoder(sink, withWarning(options)), whole: decodeMessagesAnswer },
+  chat: { stream: createChatStreamDecoder, whole: decodeChatAnswer },
+  messages: { stream: createMessagesStreamDecoder, whole: decodeMessagesAnswer },
 };
-
-function withWarning(options: DecoderOptions): { onWarning?: (message: string) => void } {
-  return options.onWarning === undefined ? {} : { onWarning: options.onWarning };
-}
 
 /**
  * The stream translator of `decode`'s decoder reading the upstream into `encoder`: every upstream
- * event is decoded and encoded at once, and nothing is read after the encoder has written its end.
+ * event is decoded and encoded at once (the decoder reads nothing after the answer's end).
  * `estimatedInputTokens` is the input `usage()` counts until the upstream reports usage.
  */
 export function translateStream(encoder: AnswerEncoder<unknown>, decode: (sink: AnswerEvents) => StreamDecoder, estimatedInputTokens: number | undefined): StreamTranslator {
   const decoder = decode(encoder);
   return {
-    push(event) {
-      if (!encoder.finished) decoder.push(event);
-    },
-    end() {
-      if (!encoder.finished) decoder.end();
-    },
-    fail: (message, type) => encoder.fail(message, type),
+    push: decoder.push,
+    end: decoder.end,
+    fail: decoder.fail,
     get finished() {
-      return encoder.finished;
+      return decoder.state() !== 'reading';
     },
     get failed() {
-      return encoder.failed;
+      return decoder.state() === 'failed';
     },
     usage(): TokenUsage {
       const reported = decoder.reported();

@@ -21,17 +21,12 @@
  *   pattern-matched. Data that is not a JSON object, an `error` event, or a body that ends before
  *   `message_delta` fails the answer.
  */
-import type { AnswerEvents, AnswerUsage, StreamDecoder } from './answer-events.ts';
+import type { AnswerEvents, AnswerUsage, DecoderOptions, StreamDecoder } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { foldMessagesUsage, fromMessagesUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
 import { fromMessagesStopReason } from './stop-reasons.ts';
 import { eventObject } from './stream-event.ts';
-
-export interface MessagesDecoderOptions {
-  /** Told about upstream output that cannot be passed on (for the request log). */
-  onWarning?: (message: string) => void;
-}
 
 /** Reasoning tokens a messages usage object reports, or `known` when it reports none. */
 function thinkingTokens(raw: Record<string, unknown>, known: number): number {
@@ -50,7 +45,8 @@ function stopOf(body: Record<string, unknown>): ReturnType<typeof fromMessagesSt
 }
 
 /** Tells `sink` a messages stream, one parsed upstream event at a time. */
-export function createMessagesStreamDecoder(sink: AnswerEvents, options: MessagesDecoderOptions = {}): StreamDecoder {
+export function createMessagesStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
+  let state: 'reading' | 'ended' | 'failed' = 'reading';
   let started = false;
   let sawMessageDelta = false;
   let reported: AnswerUsage | undefined;
@@ -134,6 +130,17 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Message
     }
   }
 
+  function finish(): void {
+    state = 'ended';
+    sink.end();
+  }
+
+  function fail(message: string, type?: string): void {
+    if (state !== 'reading') return;
+    state = 'failed';
+    sink.fail(message, type);
+  }
+
   function messageDelta(payload: Record<string, unknown>): void {
     if (sawMessageDelta) return;
     sawMessageDelta = true;
@@ -143,9 +150,10 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Message
 
   return {
     push(event: SseEvent) {
+      if (state !== 'reading') return;
       const payload = eventObject(event.data);
       if (typeof payload === 'string') {
-        sink.fail(payload);
+        fail(payload);
         return;
       }
       const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;
@@ -173,11 +181,11 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Message
           break;
         case 'message_stop':
           if (!sawMessageDelta) messageDelta({});
-          sink.end();
+          finish();
           break;
         case 'error': {
           const error = asRecord(payload['error']) ?? {};
-          sink.fail(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
+          fail(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
           break;
         }
         default:
@@ -185,9 +193,12 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Message
       }
     },
     end() {
-      if (sawMessageDelta) sink.end();
-      else sink.fail('upstream stream ended before the answer was complete');
+      if (state !== 'reading') return;
+      if (sawMessageDelta) finish();
+      else fail('upstream stream ended before the answer was complete');
     },
+    fail,
+    state: () => state,
     reported: () => reported,
   };
 }

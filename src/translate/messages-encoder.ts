@@ -26,7 +26,7 @@
  * JSON.stringify's key order and spacing.
  */
 import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason } from '../formats/wire.ts';
-import type { AnswerEncoder, AnswerStop, AnswerUsage, CallStart } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, ignoreEvent } from './answer-events.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { toMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
 import { asRecord } from '../common/json.ts';
@@ -63,6 +63,20 @@ type BlockKind = 'thinking' | 'text' | 'refusal' | 'tool_use';
 const THINKING_BLOCK_JSON = '{"type":"thinking","thinking":"","signature":""}';
 const TEXT_BLOCK_JSON = '{"type":"text","text":""}';
 
+/** A whole answer's call arguments as `input`: a JSON object, else `{}` and a warning naming where they were. */
+function inputOf(args: string, path: string | undefined, warn: ((message: string) => void) | undefined): Record<string, unknown> {
+  if (args.trim() === '') return {};
+  const where = path ?? 'tool call arguments';
+  try {
+    const record = asRecord(JSON.parse(args));
+    if (record !== undefined) return record;
+    warn?.(`${where}: JSON but not an object; sent upstream as {}`);
+  } catch {
+    warn?.(`${where}: not valid JSON; sent upstream as {}`);
+  }
+  return {};
+}
+
 /** Creates the messages encoder; with `options.write`, every event is written as soon as it exists. */
 export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEncoder<MessagesResponse> {
   const write = options.write;
@@ -74,7 +88,6 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
 
   let started = false;
   let finished = false;
-  let failed = false;
   let refused = false;
   let model = '';
   let stop: AnswerStop | undefined;
@@ -103,7 +116,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   function closeBlock(): void {
     if (openKind === undefined) return;
     if (silent) {
-      if (openBlock?.type === 'tool_use') openBlock.input = inputOf(callArgs, callPath);
+      if (openBlock?.type === 'tool_use') openBlock.input = inputOf(callArgs, callPath, options.onWarning);
       if (openBlock !== undefined) content.push(openBlock);
       openBlock = undefined;
     } else {
@@ -133,20 +146,6 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     if (openKind !== kind) open(kind, { type: 'text', text: '' }, TEXT_BLOCK_JSON);
     if (silent) (openBlock as { text: string }).text += delta;
     else emitDelta(`{"type":"text_delta","text":${JSON.stringify(delta)}}`);
-  }
-
-  /** A whole answer's call arguments as `input`: a JSON object, else `{}` and a warning. */
-  function inputOf(args: string, path: string | undefined): Record<string, unknown> {
-    if (args.trim() === '') return {};
-    const where = path ?? 'tool call arguments';
-    try {
-      const record = asRecord(JSON.parse(args));
-      if (record !== undefined) return record;
-      options.onWarning?.(`${where}: JSON but not an object; sent upstream as {}`);
-    } catch {
-      options.onWarning?.(`${where}: not valid JSON; sent upstream as {}`);
-    }
-    return {};
   }
 
   function stopReason(): { stopReason: MessagesStopReason; stopSequence: string | null } {
@@ -188,9 +187,8 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     callEnd() {
       if (openKind === 'tool_use') closeBlock();
     },
-    annotate() {
-      // Nothing in a messages text block carries opaque state.
-    },
+    // Nothing in a messages text block carries opaque state.
+    annotate: ignoreEvent,
     usage(usage) {
       reported = usage;
     },
@@ -216,14 +214,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     fail(message, type) {
       if (finished) return;
       finished = true;
-      failed = true;
       write?.(messagesErrorFrame({ message, type: type !== undefined && MESSAGES_ERROR_TYPES.has(type) ? type : 'api_error' }));
-    },
-    get finished() {
-      return finished;
-    },
-    get failed() {
-      return failed;
     },
     answer(): MessagesResponse {
       const { stopReason: reason, stopSequence } = stopReason();

@@ -14,7 +14,7 @@
  *   `response.failed` with `error {code, message}` (./responses-output.ts `failureCode`).
  */
 import type { ResponsesResponse } from '../formats/responses.ts';
-import type { AnswerEncoder, AnswerUsage } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerUsage, ignoreEvent } from './answer-events.ts';
 import { createResponsesEmitter, type ResponsesEmitterOptions } from './responses-events.ts';
 import { answerUsage, failureCode } from './responses-output.ts';
 import { toResponsesStop } from './stop-reasons.ts';
@@ -23,33 +23,30 @@ import { toResponsesStop } from './stop-reasons.ts';
 export function createResponsesEncoder(options: ResponsesEmitterOptions): AnswerEncoder<ResponsesResponse> {
   const emitter = createResponsesEmitter(options);
   let reported: AnswerUsage | undefined;
+  // Refusal text before the stop (after it, the emitter takes none) makes the answer a refusal.
+  let refused = false;
 
   return {
     start: () => emitter.start(),
     text: emitter.text,
-    refusal: emitter.refusal,
+    refusal(delta) {
+      if (delta !== '') refused = true;
+      emitter.refusal(delta);
+    },
     reasoning: emitter.reasoning,
     reasoningEnd: (state) => emitter.endReasoning(state),
     callStart: (call) => emitter.openCall(call.id, call.name),
     callArguments: emitter.callArguments,
-    callEnd() {
-      // The item stays open: see the file's notes.
-    },
-    annotate() {
-      // A message's text part has no place for opaque state.
-    },
+    // The item stays open: see the file's notes.
+    callEnd: ignoreEvent,
+    // A message's text part has no place for opaque state.
+    annotate: ignoreEvent,
     usage(usage) {
       reported = usage;
     },
-    stop: (stop) => emitter.settle(toResponsesStop(stop, emitter.refused)),
+    stop: (stop) => emitter.settle(toResponsesStop(stop, refused)),
     end: () => emitter.complete(answerUsage(reported, options)),
     fail: (message, type) => emitter.fail(failureCode(type), message, answerUsage(reported, options)),
-    get finished() {
-      return emitter.finished;
-    },
-    get failed() {
-      return emitter.failed;
-    },
     answer: () => emitter.response(),
   };
 }

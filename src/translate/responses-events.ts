@@ -74,8 +74,6 @@ export interface ResponsesEmitter {
   readonly finished: boolean;
   /** Ended by `fail`. */
   readonly failed: boolean;
-  /** A refusal part was written. */
-  readonly refused: boolean;
   /** The response object: in progress until the terminal event, then final (what to store). */
   response(): ResponsesResponse;
 }
@@ -371,9 +369,6 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     },
     get failed() {
       return response.status === 'failed';
-    },
-    get refused() {
-      return refused;
     },
     response: () => response,
   };

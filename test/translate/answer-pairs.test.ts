@@ -326,7 +326,6 @@ for (const upstream of UPSTREAMS) {
           let output = '';
           const encoder = client.encoder((text) => (output += text));
           upstream.decoder.whole(answer, encoder);
-          assert.equal(encoder.finished, true);
           assert.deepEqual(client.gist(client.assemble(output, false)), client.gist(translated));
         });
       }
