@@ -168,3 +168,29 @@ export interface DecoderOptions {
 export function ignoreEvent(): void {
   // Nothing to write.
 }
+
+/** How far a decoder has told the answer: still reading, or told its end, or its failure (once). */
+export interface AnswerEnding {
+  state: 'reading' | 'ended' | 'failed';
+  /** Tells `sink` the answer's end. */
+  end(): void;
+  /** Tells `sink` the answer's failure, unless it has ended already. */
+  fail(message: string, type?: string): void;
+}
+
+/** The ending of the answer a stream decoder tells `sink`; decoders read nothing once it is not `reading`. */
+export function answerEnding(sink: AnswerEvents): AnswerEnding {
+  const ending: AnswerEnding = {
+    state: 'reading',
+    end() {
+      ending.state = 'ended';
+      sink.end();
+    },
+    fail(message, type) {
+      if (ending.state !== 'reading') return;
+      ending.state = 'failed';
+      sink.fail(message, type);
+    },
+  };
+  return ending;
+}

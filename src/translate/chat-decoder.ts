@@ -34,7 +34,7 @@
  * - An `error` chunk (a string, or `{message, type}`) mid-stream fails the answer; so do data that is
  *   not a JSON object and a body that ends before `finish_reason` or `[DONE]`.
  */
-import type { AnswerEvents, AnswerUsage, DecoderOptions, StreamDecoder } from './answer-events.ts';
+import { type AnswerEvents, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { chatUsageObject, fromChatUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -89,7 +89,7 @@ function stopOf(finishReason: string | undefined, matched: string | undefined, c
 
 /** Tells `sink` a chat stream, one parsed upstream event at a time. */
 export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
-  let state: 'reading' | 'ended' | 'failed' = 'reading';
+  const ending = answerEnding(sink);
   let started = false;
   let stopped = false;
   let sawDone = false;
@@ -214,14 +214,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
 
   function finish(): void {
     if (!stopped) stop();
-    state = 'ended';
-    sink.end();
-  }
-
-  function fail(message: string, type?: string): void {
-    if (state !== 'reading') return;
-    state = 'failed';
-    sink.fail(message, type);
+    ending.end();
   }
 
   function readChoice(choice: Record<string, unknown>): void {
@@ -249,12 +242,12 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
   function upstreamError(error: unknown): void {
     const record = asRecord(error);
     const message = typeof error === 'string' && error !== '' ? error : (nonEmptyString(record?.['message']) ?? 'upstream reported an error');
-    fail(message, nonEmptyString(record?.['type']));
+    ending.fail(message, nonEmptyString(record?.['type']));
   }
 
   return {
     push(event: SseEvent) {
-      if (state !== 'reading') return;
+      if (ending.state !== 'reading') return;
       const data = event.data;
       if (data === '[DONE]') {
         sawDone = true;
@@ -263,7 +256,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
       }
       const chunk = eventObject(data);
       if (typeof chunk === 'string') {
-        fail(chunk);
+        ending.fail(chunk);
         return;
       }
       const error = chunk['error'];
@@ -285,12 +278,12 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
       readChoice(choice);
     },
     end() {
-      if (state !== 'reading') return;
+      if (ending.state !== 'reading') return;
       if (sawDone || finishReason !== undefined) finish();
-      else fail('upstream stream ended before the answer was complete');
+      else ending.fail('upstream stream ended before the answer was complete');
     },
-    fail,
-    state: () => state,
+    fail: ending.fail,
+    state: () => ending.state,
     reported: () => reported,
   };
 }

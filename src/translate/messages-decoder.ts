@@ -21,7 +21,7 @@
  *   pattern-matched. Data that is not a JSON object, an `error` event, or a body that ends before
  *   `message_delta` fails the answer.
  */
-import type { AnswerEvents, AnswerUsage, DecoderOptions, StreamDecoder } from './answer-events.ts';
+import { type AnswerEvents, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { foldMessagesUsage, fromMessagesUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -46,7 +46,7 @@ function stopOf(body: Record<string, unknown>): ReturnType<typeof fromMessagesSt
 
 /** Tells `sink` a messages stream, one parsed upstream event at a time. */
 export function createMessagesStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
-  let state: 'reading' | 'ended' | 'failed' = 'reading';
+  const ending = answerEnding(sink);
   let started = false;
   let sawMessageDelta = false;
   let reported: AnswerUsage | undefined;
@@ -130,17 +130,6 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
     }
   }
 
-  function finish(): void {
-    state = 'ended';
-    sink.end();
-  }
-
-  function fail(message: string, type?: string): void {
-    if (state !== 'reading') return;
-    state = 'failed';
-    sink.fail(message, type);
-  }
-
   function messageDelta(payload: Record<string, unknown>): void {
     if (sawMessageDelta) return;
     sawMessageDelta = true;
@@ -150,10 +139,10 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
 
   return {
     push(event: SseEvent) {
-      if (state !== 'reading') return;
+      if (ending.state !== 'reading') return;
       const payload = eventObject(event.data);
       if (typeof payload === 'string') {
-        fail(payload);
+        ending.fail(payload);
         return;
       }
       const type = typeof payload['type'] === 'string' ? payload['type'] : event.event;
@@ -181,11 +170,11 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
           break;
         case 'message_stop':
           if (!sawMessageDelta) messageDelta({});
-          finish();
+          ending.end();
           break;
         case 'error': {
           const error = asRecord(payload['error']) ?? {};
-          fail(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
+          ending.fail(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
           break;
         }
         default:
@@ -193,12 +182,12 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
       }
     },
     end() {
-      if (state !== 'reading') return;
-      if (sawMessageDelta) finish();
-      else fail('upstream stream ended before the answer was complete');
+      if (ending.state !== 'reading') return;
+      if (sawMessageDelta) ending.end();
+      else ending.fail('upstream stream ended before the answer was complete');
     },
-    fail,
-    state: () => state,
+    fail: ending.fail,
+    state: () => ending.state,
     reported: () => reported,
   };
 }
