@@ -20,16 +20,17 @@
  *    message (its text and refusal parts), `reasoning` to a reasoning item that `reasoningEnd` ends
  *    (anything else arriving ends it too), each call to its own item: `callStart`, `callArguments`*,
  *    `callEnd`. Calls never interleave: a decoder whose upstream interleaves them (chat's held
- *    calls) serialises them first. A delta may be '' only in a whole answer (an empty text block);
+ *    calls) serialises them first. A delta may be '' only in a whole answer (an empty block);
  *    encoders skip it.
- * 3. `usage` whenever the upstream reports it (each report replaces the one before), then `stop`
- *    once, then `end`: the answer is complete. Or, at any point, `fail`: the answer ends here with
- *    the format's in-stream error, and nothing after it counts.
+ * 3. `usage` whenever the upstream reports it (each report replaces the one before), `stop` once
+ *    (content an upstream still sends after its stop is passed on as it comes), then `end`: the
+ *    answer is complete. Or, at any point, `fail`: the answer ends here with the format's in-stream
+ *    error, and nothing after it counts.
  *
  * Opaque state (issue 23): what an upstream attaches to a piece of its answer and needs back
  * unread on a later turn travels with the event of that piece (`reasoningEnd`, `callStart`, or
- * `annotate` for the open text), so an encoder whose format has a place for it can carry it.
- * Encoders that have none ignore it.
+ * `annotate` for the open item), so an encoder whose format has a place for it can carry it.
+ * Encoders that have none ignore it (today only the Responses encoder seals Anthropic's thinking).
  */
 import type { TokenUsage } from '../formats/wire.ts';
 import type { SseEvent } from '../sse/parser.ts';
@@ -123,7 +124,7 @@ export interface AnswerEvents {
   callArguments(fragment: string): void;
   /** The open call's arguments are complete. */
   callEnd(): void;
-  /** Opaque state for the open text (Gemini's `thoughtSignature` on a text part). */
+  /** Opaque state for the open item that came apart from the event opening it (Gemini's `thoughtSignature` on a text part). */
   annotate(state: OpaqueState): void;
   usage(usage: AnswerUsage): void;
   stop(stop: AnswerStop): void;

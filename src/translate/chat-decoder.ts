@@ -21,6 +21,8 @@
  *   tool_choice, older Ollama and vLLM) stop as `tool_use`, so clients run them.
  * - The legacy `delta.function_call` / `message.function_call`: one more tool call, without an id
  *   (a made-up one is `call_…`).
+ * - Gemini's OpenAI layer puts a call's thought signature in `extra_content.google.thought_signature`:
+ *   the call's opaque state (issue 23). OpenRouter's `reasoning_details` are not read yet.
  * - Tool calls without `index`, or repeating index 0 for every call: a new id is a new call.
  * - Interleaved tool calls (index 0, 1, 0, 1 …: vLLM, some routers; translation.md Streams rule 5):
  *   the first call streams live; a call that starts while the live one's arguments are not yet a
@@ -34,7 +36,7 @@
  * - An `error` chunk (a string, or `{message, type}`) mid-stream fails the answer; so do data that is
  *   not a JSON object and a body that ends before `finish_reason` or `[DONE]`.
  */
-import { type AnswerEvents, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
+import { type AnswerEvents, type AnswerUsage, type CallStart, type DecoderOptions, type OpaqueState, type StreamDecoder, answerEnding } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { chatUsageObject, fromChatUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -57,6 +59,7 @@ interface ToolCall {
   id: string | undefined;
   name: string;
   legacy: boolean;
+  state: OpaqueState | undefined;
   /** Fragments of a held call, not passed on yet. */
   held: string[];
   /** Held back, streaming live, or ended. */
@@ -73,6 +76,13 @@ function chatUsage(body: Record<string, unknown>): AnswerUsage | undefined {
   const details = raw['completion_tokens_details'];
   const reasoning = isRecord(details) ? details['reasoning_tokens'] : undefined;
   return { ...fromChatUsage(raw), reasoningTokens: typeof reasoning === 'number' && Number.isFinite(reasoning) && reasoning > 0 ? Math.floor(reasoning) : 0 };
+}
+
+/** Gemini's thought signature on a chat tool call (`extra_content.google.thought_signature`), as opaque state. */
+function thoughtSignature(call: Record<string, unknown>): OpaqueState | undefined {
+  const google = asRecord(asRecord(call['extra_content'])?.['google']);
+  const signature = nonEmptyString(google?.['thought_signature']);
+  return signature === undefined ? undefined : { kind: 'thought-signature', signature };
 }
 
 /** The stop string vLLM (`stop_reason`) or SGLang (`matched_stop`) says matched. */
@@ -144,7 +154,9 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
     endLive();
     call.phase = 'live';
     live = call;
-    sink.callStart(call.legacy ? { id: undefined, name: call.name, madeUpIdPrefix: LEGACY_ID_PREFIX } : { id: call.id, name: call.name });
+    const start: CallStart = call.legacy ? { id: undefined, name: call.name, madeUpIdPrefix: LEGACY_ID_PREFIX } : { id: call.id, name: call.name };
+    if (call.state !== undefined) start.state = call.state;
+    sink.callStart(start);
     if (call.held.length > 0) {
       sink.callArguments(call.held.join(''));
       call.held = [];
@@ -186,7 +198,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
         key = UNINDEXED_BASE + unindexed;
         unindexed += 1;
       }
-      call = { key, id, name: typeof fn['name'] === 'string' ? fn['name'] : '', legacy, held: [], phase: 'held', json: createJsonProgress() };
+      call = { key, id, name: typeof fn['name'] === 'string' ? fn['name'] : '', legacy, state: thoughtSignature(fragment), held: [], phase: 'held', json: createJsonProgress() };
       calls.set(key, call);
       if (held.length === 0 && (live === undefined || live.json.complete)) goLive(call);
       else hold(call);
@@ -306,7 +318,10 @@ export function decodeChatAnswer(answer: unknown, sink: AnswerEvents): void {
   records(message['tool_calls']).forEach((call, k) => {
     const fn = asRecord(call['function']) ?? {};
     // A whole answer's call keeps the id it has, even an empty one.
-    sink.callStart({ id: typeof call['id'] === 'string' ? call['id'] : '', name: typeof fn['name'] === 'string' ? fn['name'] : '', path: `choices.0.message.tool_calls.${k}.function.arguments` });
+    const start: CallStart = { id: typeof call['id'] === 'string' ? call['id'] : '', name: typeof fn['name'] === 'string' ? fn['name'] : '', path: `choices.0.message.tool_calls.${k}.function.arguments` };
+    const state = thoughtSignature(call);
+    if (state !== undefined) start.state = state;
+    sink.callStart(start);
     if (typeof fn['arguments'] === 'string' && fn['arguments'] !== '') sink.callArguments(fn['arguments']);
     sink.callEnd();
     calls += 1;
