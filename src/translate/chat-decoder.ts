@@ -36,7 +36,7 @@
  * - An `error` chunk (a string, or `{message, type}`) mid-stream fails the answer; so do data that is
  *   not a JSON object and a body that ends before `finish_reason` or `[DONE]`.
  */
-import { type AnswerEvents, type AnswerUsage, type CallStart, type DecoderOptions, type OpaqueState, type StreamDecoder, answerEnding } from './answer-events.ts';
+import { type AnswerEvents, type AnswerStop, type AnswerUsage, type CallStart, type DecoderOptions, type OpaqueState, type StreamDecoder, answerEnding } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { chatUsageObject, fromChatUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -92,7 +92,7 @@ function matchedStop(choice: Record<string, unknown> | undefined): string | unde
 }
 
 /** How the answer stopped: tool calls under `stop` (or no finish reason) are `tool_use`. */
-function stopOf(finishReason: string | undefined, matched: string | undefined, calledTools: boolean): ReturnType<typeof fromFinishReason> {
+function stopOf(finishReason: string | undefined, matched: string | undefined, calledTools: boolean): AnswerStop {
   if (calledTools && (finishReason === undefined || finishReason === 'stop')) return { reason: 'tool_use' };
   return fromFinishReason(finishReason, matched);
 }

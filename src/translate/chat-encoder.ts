@@ -13,8 +13,9 @@
  *   (a tool without parameters) gets `"{}"` when it ends, as OpenAI sends it: chat clients
  *   JSON.parse the concatenated arguments, and "" does not parse. A call without an id gets a
  *   made-up `call_…` one.
- * - `stop` writes the finish chunk (`delta: {}` and the finish reason, ./stop-reasons.ts) and, with
- *   `includeUsage`, a chunk with empty `choices` and the usage; `end` writes `[DONE]`.
+ * - `stop` writes the finish chunk (`delta: {}` and the finish reason, ./stop-reasons.ts); `end`
+ *   writes, with `includeUsage`, a chunk with empty `choices` and the usage (an upstream may report
+ *   it after its stop: Converse's metadata follows messageStop), then `[DONE]`.
  * - `fail` writes an error chunk (the error's type, `api_error` without one, and the code a
  *   pass-through failure gets: formats/frames.ts) and no `[DONE]`.
  * - The whole answer's message: its text pieces joined with "", exactly as the stream's deltas
@@ -157,12 +158,14 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
       stopReason = stop.reason;
       if (silent) return;
       write(`data: ${chunkHead},"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"${toFinishReason(stop.reason)}"}]${usageTail}\n\n`);
-      if (includeUsage) write(`data: ${chunkHead},"choices":[],"usage":${JSON.stringify(toChatUsage(reported ?? ZERO_USAGE))}}\n\n`);
     },
     end() {
       if (finished) return;
       finished = true;
-      write?.('data: [DONE]\n\n');
+      if (silent) return;
+      if (!started) start(undefined);
+      if (includeUsage) write(`data: ${chunkHead},"choices":[],"usage":${JSON.stringify(toChatUsage(reported ?? ZERO_USAGE))}}\n\n`);
+      write('data: [DONE]\n\n');
     },
     fail(message, type) {
       if (finished) return;

@@ -21,7 +21,7 @@
  *   pattern-matched. Data that is not a JSON object, an `error` event, or a body that ends before
  *   `message_delta` fails the answer.
  */
-import { type AnswerEvents, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
+import { type AnswerEvents, type AnswerStop, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { foldMessagesUsage, fromMessagesUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -40,7 +40,7 @@ function text(value: unknown): string {
 }
 
 /** The stop of a `message_delta`'s `delta` or a whole answer. */
-function stopOf(body: Record<string, unknown>): ReturnType<typeof fromMessagesStopReason> {
+function stopOf(body: Record<string, unknown>): AnswerStop {
   return fromMessagesStopReason(body['stop_reason'], body['stop_sequence'], asRecord(body['stop_details'])?.['explanation']);
 }
 
