@@ -147,8 +147,6 @@ export interface AnswerEncoder<Answer> extends AnswerEvents {
  * told the answer's `end` or `fail`, it reads nothing more.
  */
 export interface StreamDecoder {
-  /** Whether the answer is still being read, or has been told its end, or its failure. */
-  state(): 'reading' | 'ended' | 'failed';
   /** One parsed upstream event. */
   push(event: SseEvent): void;
   /** The upstream body ended: the answer ends, or fails when the upstream had not finished it. */
@@ -163,6 +161,8 @@ export interface StreamDecoder {
 export interface DecoderOptions {
   /** Told about upstream output that cannot be passed on (for the request log). */
   onWarning?: ((message: string) => void) | undefined;
+  /** Told once the decoder has told the answer's end (`failed` false) or its failure. */
+  onEnded?: ((failed: boolean) => void) | undefined;
 }
 
 /** For the events an encoder has no place for: one function for all, made once. */
@@ -179,18 +179,23 @@ export interface AnswerEnding {
   fail(message: string, type?: string): void;
 }
 
-/** The ending of the answer a stream decoder tells `sink`; decoders read nothing once it is not `reading`. */
-export function answerEnding(sink: AnswerEvents): AnswerEnding {
+/**
+ * The ending of the answer a stream decoder tells `sink`, told on to `onEnded` too; decoders read
+ * nothing once it is not `reading`.
+ */
+export function answerEnding(sink: AnswerEvents, onEnded: DecoderOptions['onEnded']): AnswerEnding {
   const ending: AnswerEnding = {
     state: 'reading',
     end() {
       ending.state = 'ended';
       sink.end();
+      onEnded?.(false);
     },
     fail(message, type) {
       if (ending.state !== 'reading') return;
       ending.state = 'failed';
       sink.fail(message, type);
+      onEnded?.(true);
     },
   };
   return ending;

@@ -99,7 +99,7 @@ function stopOf(finishReason: string | undefined, matched: string | undefined, c
 
 /** Tells `sink` a chat stream, one parsed upstream event at a time. */
 export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
-  const ending = answerEnding(sink);
+  const ending = answerEnding(sink, options.onEnded);
   let started = false;
   let stopped = false;
   let sawDone = false;
@@ -295,7 +295,6 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
       else ending.fail('upstream stream ended before the answer was complete');
     },
     fail: ending.fail,
-    state: () => ending.state,
     reported: () => reported,
   };
 }

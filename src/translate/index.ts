@@ -146,28 +146,34 @@ export const DECODERS: { readonly [U in ProviderFormat]: Decoder } = {
 };
 
 /**
- * The stream translator of `decode`'s decoder reading the upstream into `encoder`: every upstream
- * event is decoded and encoded at once (the decoder reads nothing after the answer's end).
+ * The stream translator of `decoder` reading the upstream into `encoder`: every upstream event is
+ * decoded and encoded at once (the decoder reads nothing after the answer's end).
  * `estimatedInputTokens` is the input `usage()` counts until the upstream reports usage.
+ *
+ * `finished` and `failed` are plain fields the decoder's ending sets: an object literal's accessor
+ * costs a map of its own per instance, and a translator is made per request.
  */
-export function translateStream(encoder: AnswerEncoder<unknown>, decode: (sink: AnswerEvents) => StreamDecoder, estimatedInputTokens: number | undefined): StreamTranslator {
-  const decoder = decode(encoder);
-  return {
-    push: decoder.push,
-    end: decoder.end,
-    fail: decoder.fail,
-    get finished() {
-      return decoder.state() !== 'reading';
+export function translateStream(encoder: AnswerEncoder<unknown>, decoder: Decoder, options: DecoderOptions, estimatedInputTokens: number | undefined): StreamTranslator {
+  const reader = decoder.stream(encoder, {
+    onWarning: options.onWarning,
+    onEnded(failed) {
+      translator.finished = true;
+      translator.failed = failed;
     },
-    get failed() {
-      return decoder.state() === 'failed';
-    },
+  });
+  const translator: { -readonly [K in keyof StreamTranslator]: StreamTranslator[K] } = {
+    push: reader.push,
+    end: reader.end,
+    fail: reader.fail,
+    finished: false,
+    failed: false,
     usage(): TokenUsage {
-      const reported = decoder.reported();
+      const reported = reader.reported();
       if (reported === undefined) return { ...ZERO_USAGE, inputTokens: tokenCount(estimatedInputTokens) };
       return { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, cacheReadTokens: reported.cacheReadTokens, cacheCreationTokens: reported.cacheCreationTokens };
     },
   };
+  return translator;
 }
 
 /** The whole answer `decoder` reads into `encoder`: the same events as a stream, written nowhere. */
@@ -208,12 +214,12 @@ export interface ResponseTranslateOptions {
 
 /** A chat upstream's stream to a messages client (translation.md "Streams"). */
 export function createChatToMessagesStream(options: ChatToMessagesStreamOptions): StreamTranslator {
-  return translateStream(createMessagesEncoder(options), (sink) => DECODERS.chat.stream(sink, options), options.estimatedInputTokens);
+  return translateStream(createMessagesEncoder(options), DECODERS.chat, options, options.estimatedInputTokens);
 }
 
 /** A messages upstream's stream to a chat client: usage is the upstream's only, as it always reports it. */
 export function createMessagesToChatStream(options: MessagesToChatStreamOptions): StreamTranslator {
-  return translateStream(createChatEncoder(options), (sink) => DECODERS.messages.stream(sink, options), 0);
+  return translateStream(createChatEncoder(options), DECODERS.messages, options, 0);
 }
 
 /** A chat upstream's stream to a Responses client (responses.md "Stream"). */
@@ -228,7 +234,7 @@ export function createMessagesToResponsesStream(options: ResponsesStreamOptions)
 
 function responsesStream(options: ResponsesStreamOptions, decoder: Decoder): ResponsesStreamTranslator {
   const encoder = createResponsesEncoder(options);
-  return Object.assign(translateStream(encoder, (sink) => decoder.stream(sink, options), options.estimatedInputTokens), { response: () => encoder.answer() });
+  return Object.assign(translateStream(encoder, decoder, options, options.estimatedInputTokens), { response: () => encoder.answer() });
 }
 
 /** A chat upstream's whole answer to a messages client (choice 0). */

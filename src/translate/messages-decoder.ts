@@ -46,7 +46,7 @@ function stopOf(body: Record<string, unknown>): AnswerStop {
 
 /** Tells `sink` a messages stream, one parsed upstream event at a time. */
 export function createMessagesStreamDecoder(sink: AnswerEvents, options: DecoderOptions = {}): StreamDecoder {
-  const ending = answerEnding(sink);
+  const ending = answerEnding(sink, options.onEnded);
   let started = false;
   let sawMessageDelta = false;
   let reported: AnswerUsage | undefined;
@@ -187,7 +187,6 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
       else ending.fail('upstream stream ended before the answer was complete');
     },
     fail: ending.fail,
-    state: () => ending.state,
     reported: () => reported,
   };
 }

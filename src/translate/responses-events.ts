@@ -62,18 +62,12 @@ export interface ResponsesEmitter {
   callArguments(fragment: string): void;
   /** Closes the open item, if any, as completed. */
   closeItem(): void;
-  /** What is open: the stream translators close or hold items by it. */
-  readonly openKind: 'message' | 'reasoning' | 'call' | undefined;
   /** Ends the output as `stop` says (last item incomplete, refusal part); `complete` follows. */
   settle(stop: ResponsesStop): void;
   /** Writes the terminal `response.completed` / `response.incomplete` with the whole response. */
   complete(usage: ResponsesUsage | null): void;
   /** Writes the terminal `response.failed` with `error {code, message}`, after closing the open item. */
   fail(code: string, message: string, usage: ResponsesUsage | null): void;
-  readonly started: boolean;
-  readonly finished: boolean;
-  /** Ended by `fail`. */
-  readonly failed: boolean;
   /** The response object: in progress until the terminal event, then final (what to store). */
   response(): ResponsesResponse;
 }
@@ -358,18 +352,6 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     settle,
     complete,
     fail,
-    get openKind() {
-      return open?.kind;
-    },
-    get started() {
-      return started;
-    },
-    get finished() {
-      return finished;
-    },
-    get failed() {
-      return response.status === 'failed';
-    },
     response: () => response,
   };
 }

@@ -265,7 +265,7 @@ interface Run { output: string; translator: StreamTranslator }
 
 function translateBytes(client: ClientFormat, upstream: UpstreamFormat, pieces: Uint8Array[]): Run {
   let output = '';
-  const translator = translateStream(client.encoder((text) => (output += text)), (sink) => upstream.decoder.stream(sink, {}), ESTIMATE);
+  const translator = translateStream(client.encoder((text) => (output += text)), upstream.decoder, {}, ESTIMATE);
   const parser = createSseParser({ onEvent: (event) => translator.push(event) });
   for (const piece of pieces) parser.feed(piece);
   parser.end();
