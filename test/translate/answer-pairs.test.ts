@@ -40,6 +40,17 @@ const WHOLE_FILE_SPLIT_BYTES = 10 * 1024;
 /** Offsets cut near the ends of a large recording: fewer than the per-pair tests sweep, which run the full budget. */
 const EDGE_SPLIT_BYTES = 256;
 
+/**
+ * Recordings with no whole answer to agree with: the upstream fails mid-answer, or (Azure) only its
+ * first chunk was recorded, so the stream ends before the answer does.
+ */
+const FAILING_RECORDINGS = new Set([
+  'azure-openai-stream-first-chunk-prompt-filter.sse',
+  'openai-stream-error-midstream.sse',
+  'anthropic-stream-error-midstream-overloaded.sse',
+  'anthropic-docs-stream-error-event.sse',
+]);
+
 /** Generated ids differ between two translations of the same answer; only ids an upstream gave must agree. */
 const GENERATED_ID = /^(toolu_|call_)[0-9a-f]{24}$/;
 
@@ -302,9 +313,9 @@ for (const upstream of UPSTREAMS) {
           for (const seed of [41, 42, 43]) assert.equal(translateBytes(client, upstream, randomPieces(bytes, seed)).output, whole.output, `seed ${seed}`);
         });
 
-        it(`assembles ${name} to the whole-answer translation of the same content`, (t) => {
+        it(`assembles ${name} to the whole-answer translation of the same content`, () => {
           if (whole.translator.failed) {
-            t.skip('the upstream failed mid-answer: there is no whole answer to agree with');
+            assert.ok(FAILING_RECORDINGS.has(name), `${name} fails mid-answer but is not listed as a failing recording`);
             return;
           }
           const streamed = client.assemble(whole.output, false);
