@@ -93,6 +93,20 @@ export interface AnswerUsage extends TokenUsage {
   reasoningTokens: number;
 }
 
+/**
+ * Neutral usage with its reasoning tokens. Built field by field: spreading the fresh usage object
+ * into a new one was a tenth of a short stream's time (a clone per report).
+ */
+export function toAnswerUsage(usage: TokenUsage, reasoningTokens: number): AnswerUsage {
+  return {
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    cacheReadTokens: usage.cacheReadTokens,
+    cacheCreationTokens: usage.cacheCreationTokens,
+    reasoningTokens,
+  };
+}
+
 /** A tool call as it begins. */
 export interface CallStart {
   /** The upstream's id for the call; undefined when it gave none, and an encoder makes one up. */

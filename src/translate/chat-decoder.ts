@@ -36,7 +36,7 @@
  * - An `error` chunk (a string, or `{message, type}`) mid-stream fails the answer; so do data that is
  *   not a JSON object and a body that ends before `finish_reason` or `[DONE]`.
  */
-import { type AnswerEvents, type AnswerStop, type AnswerUsage, type CallStart, type DecoderOptions, type OpaqueState, type StreamDecoder, answerEnding } from './answer-events.ts';
+import { type AnswerEvents, type AnswerStop, type AnswerUsage, type CallStart, type DecoderOptions, type OpaqueState, type StreamDecoder, answerEnding, toAnswerUsage } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { chatUsageObject, fromChatUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -75,7 +75,7 @@ function chatUsage(body: Record<string, unknown>): AnswerUsage | undefined {
   if (raw === undefined) return undefined;
   const details = raw['completion_tokens_details'];
   const reasoning = isRecord(details) ? details['reasoning_tokens'] : undefined;
-  return { ...fromChatUsage(raw), reasoningTokens: typeof reasoning === 'number' && Number.isFinite(reasoning) && reasoning > 0 ? Math.floor(reasoning) : 0 };
+  return toAnswerUsage(fromChatUsage(raw), typeof reasoning === 'number' && Number.isFinite(reasoning) && reasoning > 0 ? Math.floor(reasoning) : 0);
 }
 
 /** Gemini's thought signature on a chat tool call (`extra_content.google.thought_signature`), as opaque state. */

@@ -15,7 +15,6 @@
 import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, SealableBlock, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import type { SseEvent } from '../sse/parser.ts';
-import { ZERO_USAGE } from '../formats/usage.ts';
 import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
 import { createChatStreamDecoder, decodeChatAnswer } from './chat-decoder.ts';
 import { createMessagesStreamDecoder, decodeMessagesAnswer } from './messages-decoder.ts';
@@ -169,7 +168,7 @@ export function translateStream(encoder: AnswerEncoder<unknown>, decoder: Decode
     failed: false,
     usage(): TokenUsage {
       const reported = reader.reported();
-      if (reported === undefined) return { ...ZERO_USAGE, inputTokens: tokenCount(estimatedInputTokens) };
+      if (reported === undefined) return { inputTokens: tokenCount(estimatedInputTokens), outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 };
       return { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, cacheReadTokens: reported.cacheReadTokens, cacheCreationTokens: reported.cacheCreationTokens };
     },
   };

@@ -21,7 +21,7 @@
  *   pattern-matched. Data that is not a JSON object, an `error` event, or a body that ends before
  *   `message_delta` fails the answer.
  */
-import { type AnswerEvents, type AnswerStop, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding } from './answer-events.ts';
+import { type AnswerEvents, type AnswerStop, type AnswerUsage, type DecoderOptions, type StreamDecoder, answerEnding, toAnswerUsage } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { foldMessagesUsage, fromMessagesUsage } from '../formats/usage.ts';
 import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
@@ -55,7 +55,7 @@ export function createMessagesStreamDecoder(sink: AnswerEvents, options: Decoder
   let toolBlock: number | undefined;
 
   function readUsage(raw: Record<string, unknown>, event: 'start' | 'delta'): void {
-    reported = { ...foldMessagesUsage(reported, raw, event), reasoningTokens: thinkingTokens(raw, reported?.reasoningTokens ?? 0) };
+    reported = toAnswerUsage(foldMessagesUsage(reported, raw, event), thinkingTokens(raw, reported?.reasoningTokens ?? 0));
     sink.usage(reported);
   }
 
@@ -218,7 +218,7 @@ export function decodeMessagesAnswer(answer: unknown, sink: AnswerEvents): void 
     }
   }
   const usage = asRecord(record['usage']);
-  if (usage !== undefined) sink.usage({ ...fromMessagesUsage(usage), reasoningTokens: thinkingTokens(usage, 0) });
+  if (usage !== undefined) sink.usage(toAnswerUsage(fromMessagesUsage(usage), thinkingTokens(usage, 0)));
   sink.stop(stopOf(record));
   sink.end();
 }
