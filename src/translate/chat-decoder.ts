@@ -131,11 +131,13 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
   }
 
   function content(kind: Waiting['kind'], value: string): void {
-    if (callsPending()) {
-      waiting.push({ kind, value });
-      return;
+    if (live !== undefined || held.length > 0) {
+      if (callsPending()) {
+        waiting.push({ kind, value });
+        return;
+      }
+      endLive();
     }
-    endLive();
     if (kind === 'text') sink.text(value);
     else if (kind === 'reasoning') sink.reasoning(value);
     else sink.refusal(value);

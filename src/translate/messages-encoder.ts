@@ -141,8 +141,8 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     (write as (text: string) => void)(`event: content_block_delta\ndata: {"type":"content_block_delta","index":${nextBlockIndex - 1},"delta":${deltaJson}}\n\n`);
   }
 
+  /** Text into the open block of `kind` (a refusal's text is a text block of its own). */
   function addText(kind: 'text' | 'refusal', delta: string): void {
-    if (delta === '' || finished) return;
     if (openKind !== kind) open(kind, { type: 'text', text: '' }, TEXT_BLOCK_JSON);
     if (silent) (openBlock as { text: string }).text += delta;
     else emitDelta(`{"type":"text_delta","text":${JSON.stringify(delta)}}`);
@@ -155,7 +155,9 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
 
   return {
     start,
-    text: (delta) => addText('text', delta),
+    text(delta) {
+      if (delta !== '' && !finished) addText('text', delta);
+    },
     refusal(delta) {
       if (delta === '' || finished) return;
       refused = true;
