@@ -26,7 +26,7 @@ import { createChatEncoder } from '../../src/translate/chat-encoder.ts';
 import { createMessagesEncoder } from '../../src/translate/messages-encoder.ts';
 import { createResponsesEncoder } from '../../src/translate/responses-encoder.ts';
 import { DECODERS, type Decoder, type StreamTranslator, translateStream, translateWhole } from '../../src/translate/index.ts';
-import { assembleChatStream, assembleMessagesStream, chatGist, messagesGist, sseEvents } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleMessagesStream, chatGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { answerOptions, assembleResponsesStream, comparable } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { FIXTURES } from '../helpers/fake-upstream.ts';
@@ -39,24 +39,6 @@ const ESTIMATE = 7;
 const WHOLE_FILE_SPLIT_BYTES = 10 * 1024;
 /** Offsets cut near the ends of a large recording: fewer than the per-pair tests sweep, which run the full budget. */
 const EDGE_SPLIT_BYTES = 256;
-
-/**
- * Recordings with no whole answer to agree with: the upstream fails mid-answer, or (Azure) only its
- * first chunk was recorded, so the stream ends before the answer does.
- */
-const FAILING_RECORDINGS = new Set([
-  'azure-openai-stream-first-chunk-prompt-filter.sse',
-  'openai-stream-error-midstream.sse',
-  'anthropic-stream-error-midstream-overloaded.sse',
-  'anthropic-docs-stream-error-event.sse',
-]);
-
-/** Generated ids differ between two translations of the same answer; only ids an upstream gave must agree. */
-const GENERATED_ID = /^(toolu_|call_)[0-9a-f]{24}$/;
-
-function withoutGeneratedIds<T extends { tools: Array<{ id: string }> }>(gist: T): T {
-  return { ...gist, tools: gist.tools.map((tool) => (GENERATED_ID.test(tool.id) ? { ...tool, id: '(generated)' } : tool)) };
-}
 
 // ---------- client formats ----------
 
