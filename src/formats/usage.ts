@@ -4,6 +4,7 @@
  * subtracted twice.
  */
 import type { ChatUsage, MessagesUsage, TokenUsage } from './wire.ts';
+import { isRecord } from '../common/json.ts';
 
 export const ZERO_USAGE: Readonly<TokenUsage> = Object.freeze({
   inputTokens: 0,
@@ -53,6 +54,17 @@ export function fromChatUsage(usage: Partial<ChatUsage> | null | undefined): Tok
     cacheReadTokens: cached,
     cacheCreationTokens: creation,
   };
+}
+
+/**
+ * The usage object of a chat-completions chunk or whole answer: `usage`, or where Groq nests it,
+ * `x_groq.usage` (older Groq versions sent it only there). Undefined when there is none.
+ */
+export function chatUsageObject(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const usage = body['usage'];
+  if (isRecord(usage)) return usage;
+  const xGroq = body['x_groq'];
+  return isRecord(xGroq) && isRecord(xGroq['usage']) ? xGroq['usage'] : undefined;
 }
 
 /** Neutral usage -> messages-format `usage`. */

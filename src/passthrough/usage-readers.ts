@@ -12,7 +12,7 @@
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
-import { foldMessagesUsage, fromChatUsage, fromResponsesUsage } from '../formats/usage.ts';
+import { chatUsageObject, foldMessagesUsage, fromChatUsage, fromResponsesUsage } from '../formats/usage.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { CR, LF, createLineScanner, isLineEnd } from '../sse/lines.ts';
 import { isRecord } from '../common/json.ts';
@@ -201,9 +201,7 @@ function readChatEvent(event: SseEvent, state: TapState): void {
     state.sawError = true;
   }
   if (hasUsage) {
-    // Groq also nests usage under x_groq; older Groq versions sent it only there.
-    const xGroq = chunk['x_groq'];
-    const usage = isRecord(chunk['usage']) ? chunk['usage'] : isRecord(xGroq) && isRecord(xGroq['usage']) ? xGroq['usage'] : undefined;
+    const usage = chatUsageObject(chunk);
     if (usage !== undefined) {
       state.reported = fromChatUsage(usage);
       if (Array.isArray(chunk['choices']) && chunk['choices'].length === 0) state.sawUsageOnlyChunk = true;
