@@ -30,6 +30,8 @@ import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { responsesTraits } from '../formats/traits.ts';
+import { responsesConversationKey } from '../formats/conversation-key.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
@@ -73,6 +75,10 @@ export const responsesDialect: Dialect<'responses'> = {
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
+  traits: responsesTraits,
+  conversationKey: responsesConversationKey,
+  // A later turn names this answer by its id (`previous_response_id`): sticky routing binds it.
+  answerId: (answer) => (isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== '' ? answer['id'] : undefined),
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope) {
