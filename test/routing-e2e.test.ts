@@ -89,6 +89,15 @@ describe('least_busy', () => {
     await t.close();
   });
 
+  /**
+   * Reads a quick stream to its end, then waits for its lease to be freed: the gateway ends it
+   * just after the last byte leaves, and the next request must not see it still in flight.
+   */
+  async function finished(res: Response): Promise<void> {
+    await res.text();
+    for (let i = 0; i < 200 && (await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-quick')) !== 0; i++) await delay(5);
+  }
+
   it('avoids a deployment holding a long stream: once one stream runs there, every later request goes to the other', async () => {
     const from = t.upstream.requests.length;
     const open: Array<{ controller: AbortController; body: ReadableStream<Uint8Array> | null }> = [];
@@ -102,7 +111,7 @@ describe('least_busy', () => {
       });
       assert.equal(res.status, 200);
       if (t.seen(from).at(-1)?.body['model'] === 'up-hold') open.push({ controller, body: res.body });
-      else await res.text();
+      else await finished(res);
     }
     // Ties (both idle) are broken at random, so the held deployment is picked once, and never
     // again while its stream runs: exactly one, unless all 25 ties went the other way (2^-25).
@@ -126,7 +135,7 @@ describe('least_busy', () => {
         body: chatBody('busy', `again ${i}`, { stream: true }),
       });
       if (t.seen(from).at(-1)?.body['model'] === 'up-hold') reader = res.body?.getReader();
-      else await res.text();
+      else await finished(res);
     }
     assert.ok(reader !== undefined, 'a stream reached the held deployment (a miss has chance 2^-25)');
     assert.equal(await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold'), 1);
