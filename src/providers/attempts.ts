@@ -19,7 +19,7 @@ import { dialects } from '../dialects/index.ts';
 import type { Carrier, Carriers, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
 import { apiKeySetting } from '../platforms/http.ts';
 import { createAttemptSequence, writtenKey } from '../routing/index.ts';
-import type { Deployment, ProviderKey, Refusal, Router, Step } from '../routing/index.ts';
+import type { Deployment, ProviderKey, Refusal, Router, SequenceOptions, Step } from '../routing/index.ts';
 import { ClientClosedError, GatewayError, UpstreamError, rateLimited, truncate, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
 import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
@@ -224,15 +224,13 @@ export async function sendWithFallbacks<F extends WireFormat>(
   const { cancellation } = options;
   const chain = chainOf(ctx, model);
   const answerAs = options.answerAs ?? model.id;
-  const sequence = createAttemptSequence(ctx.router, chain, {
-    keyId: options.keyId,
-    ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
-    ...(options.reservedTokens === undefined ? {} : { reservedTokens: options.reservedTokens }),
-    attempts: ctx.retry.attempts,
-    maxRetryAfterMs: ctx.retry.maxRetryAfterMs,
-  });
+  const sequenceOptions: SequenceOptions = { keyId: options.keyId, attempts: ctx.retry.attempts, maxRetryAfterMs: ctx.retry.maxRetryAfterMs };
+  if (options.conversation !== undefined) sequenceOptions.conversation = options.conversation;
+  if (options.reservedTokens !== undefined) sequenceOptions.reservedTokens = options.reservedTokens;
+  const sequence = createAttemptSequence(ctx.router, chain, sequenceOptions);
   // One body can ever be needed: it lets the request go once built.
   const single = chain.length === 1 && ctx.router.deployments.of(model).length === 1;
+  // Bodies built, by model and deployment (most requests build one).
   const prepared: Array<{ model: ModelEntry; deployment: Deployment; prepared: Prepared<F> }> = [];
   const failures: Failures = { last: undefined, refused: undefined };
   let sent = 0;
@@ -297,8 +295,12 @@ async function attempt<F extends WireFormat>(
   const { cancellation } = options;
   const { deployment, key } = step;
   const started = ctx.now();
-  const record = (fields: { status?: number; error?: string }): void => {
-    options.onAttempt({ model: step.model.id, provider: provider.id, deployment: deployment.id, ...(key === undefined ? {} : { key: key.label }), ...fields, ms: ctx.now() - started });
+  const record = (status: number | undefined, error: string | undefined): void => {
+    const attempt: Attempt = { model: step.model.id, provider: provider.id, deployment: deployment.id, ms: ctx.now() - started };
+    if (key !== undefined) attempt.key = key.label;
+    if (status !== undefined) attempt.status = status;
+    if (error !== undefined) attempt.error = error;
+    options.onAttempt(attempt);
   };
   let response: UpstreamResponse;
   try {
@@ -320,11 +322,11 @@ async function attempt<F extends WireFormat>(
     });
   } catch (err) {
     if (err instanceof ClientClosedError) {
-      record({ error: 'client_closed' });
+      record(undefined, 'client_closed');
       throw err;
     }
     const error = err instanceof GatewayError ? err : upstreamFailed(`Provider "${provider.id}" failed`, { retryable: true, cause: err });
-    record({ error: error.code });
+    record(undefined, error.code);
     if (!(error instanceof UpstreamError) || !error.retryable) throw error;
     step.outcome({ failure: error.code === 'upstream_timeout' ? 'timeout' : 'unreachable' });
     failures.last = error;
@@ -332,8 +334,8 @@ async function attempt<F extends WireFormat>(
   }
   const status = response.statusCode ?? 502;
   const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
-  record({ status });
-  step.outcome({ status, ttfbMs: ctx.now() - started, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  record(status, undefined);
+  step.outcome({ status, ttfbMs: ctx.now() - started, retryAfterMs });
   if (!RETRYABLE_STATUS.has(status) && !KEY_REFUSED_STATUS.has(status)) {
     return { response, model: step.model, answerAs, provider, deployment, key, carrier, format, translated, end: step.end };
   }
