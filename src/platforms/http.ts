@@ -50,6 +50,7 @@ const ENV_PREFIX = 'env:';
  * key of its `api_keys` is.
  */
 export function apiKeySetting(provider: ProviderConfig, keyIndex?: number): string {
+  if (keyIndex === undefined && provider.apiKeys !== undefined) return `providers.${provider.id}.api_keys (each of its ${provider.apiKeys.length} keys)`;
   const pooled = keyIndex !== undefined && provider.apiKeys !== undefined;
   const setting = pooled ? `providers.${provider.id}.api_keys[${keyIndex}]` : `providers.${provider.id}.api_key`;
   const written = pooled ? provider.apiKeys?.[keyIndex] : provider.apiKey;

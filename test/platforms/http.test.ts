@@ -109,6 +109,7 @@ describe('the http platform with a pool of keys (api_keys, llmux.md section 10)'
     assert.equal(request.headers['authorization'], 'Bearer sk-pool-b');
     assert.equal(apiKeySetting(pooled, 1), 'the environment variable POOL_B (providers.p.api_keys[1])');
     assert.equal(apiKeySetting(pooled, 0), 'providers.p.api_keys[0] in the llmux config');
+    assert.equal(platforms.http.bind(pooled, services).credentialSetting, 'providers.p.api_keys (each of its 2 keys)');
   });
 });
 
