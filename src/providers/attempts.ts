@@ -228,7 +228,7 @@ export async function sendWithFallbacks<F extends WireFormat>(
   if (options.conversation !== undefined) sequenceOptions.conversation = options.conversation;
   if (options.reservedTokens !== undefined) sequenceOptions.reservedTokens = options.reservedTokens;
   const sequence = createAttemptSequence(ctx.router, chain, sequenceOptions);
-  // One body can ever be needed: it lets the request go once built.
+  // Only one body can ever be needed: the request is let go once it is built.
   const single = chain.length === 1 && ctx.router.deployments.of(model).length === 1;
   // Bodies built, by model and deployment (most requests build one).
   const prepared: Array<{ model: ModelEntry; deployment: Deployment; prepared: Prepared<F> }> = [];
@@ -245,6 +245,8 @@ export async function sendWithFallbacks<F extends WireFormat>(
       const provider = ctx.provider(step.deployment.provider);
       if (provider === undefined) continue;
       const carrier = ctx.carriers.of(provider);
+      // The model asked for could not take the request on any of its deployments: refused, no fallback tried.
+      if (failures.refused !== undefined && sent === 0 && step.model !== model) throw failures.refused;
       // A fallback that answers names itself.
       const names = step.model === model ? answerAs : step.model.id;
       let ready = prepared.find((p) => p.model === step.model && p.deployment === step.deployment)?.prepared;
@@ -260,7 +262,6 @@ export async function sendWithFallbacks<F extends WireFormat>(
         }
         prepared.push({ model: step.model, deployment: step.deployment, prepared: ready });
       }
-      if (failures.refused !== undefined && sent === 0 && step.model !== model) throw failures.refused;
       if (step.backoff) await backoff(ctx, ++backoffs, step.retryAfterMs, cancellation);
       sent++;
       answered = await attempt(ctx, step, provider, carrier, ready, names, options, failures);
