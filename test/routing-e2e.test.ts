@@ -95,7 +95,16 @@ describe('least_busy', () => {
    */
   async function finished(res: Response): Promise<void> {
     await res.text();
-    for (let i = 0; i < 200 && (await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-quick')) !== 0; i++) await delay(5);
+    await idle('fake/up-quick');
+  }
+
+  /** Waits (at most 10 s: the machine may be busy) until nothing is in flight at the deployment. */
+  async function idle(deployment: string): Promise<void> {
+    const started = performance.now();
+    while ((await deploymentMetric(t, 'llmux_deployment_in_flight', deployment)) !== 0) {
+      assert.ok(performance.now() - started < 10_000, `${deployment} still has a request in flight`);
+      await delay(5);
+    }
   }
 
   it('avoids a deployment holding a long stream: once one stream runs there, every later request goes to the other', async () => {
@@ -121,8 +130,7 @@ describe('least_busy', () => {
 
     // The client leaving ends the stream's lease: the deployment is idle again.
     open[0]?.controller.abort();
-    for (let i = 0; i < 100 && (await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold')) !== 0; i++) await delay(10);
-    assert.equal(await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold'), 0);
+    await idle('fake/up-hold');
   });
 
   it('ends a stream\'s lease when the stream ends', async () => {
@@ -141,14 +149,13 @@ describe('least_busy', () => {
     assert.equal(await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold'), 1);
     for (const res of held) res.end('data: [DONE]\n\n');
     while (!(await reader.read()).done) { /* to the end */ }
-    for (let i = 0; i < 100 && (await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold')) !== 0; i++) await delay(10);
-    assert.equal(await deploymentMetric(t, 'llmux_deployment_in_flight', 'fake/up-hold'), 0);
+    await idle('fake/up-hold');
   });
 });
 
 describe('latency', () => {
   let t: RoutedGateway;
-  const SLOW_MS = 150;
+  const SLOW_MS = 250;
   before(async () => {
     t = await startRoutedGateway({
       config: (base) => ({
