@@ -32,6 +32,12 @@ export interface GatewayRoutingOptions {
   isModel(id: string): boolean;
   /** A model of this id is in the config or the built-in catalog: it wins over a discovered one. */
   isConfigured(id: string): boolean;
+  /**
+   * Whether a cloud platform's provider can be used now (its credentials resolved at their last
+   * check, src/platforms/credential-watch.ts); undefined for one the check does not know, which is
+   * then judged by its configured key.
+   */
+  platformUsable?: (provider: ProviderConfig) => boolean | undefined;
   /** The shared routing state (src/state/routing.ts); undefined: this process's own. */
   state: RoutingState | undefined;
   log: Logger;
@@ -45,7 +51,9 @@ export function createGatewayRouting(options: GatewayRoutingOptions): GatewayRou
   const router = createRouter({
     models: config.models,
     provider: options.provider,
-    hasCredential: (provider, index) => (index === undefined ? isProviderUsable(provider, env) : resolveSecret(writtenKey(provider, index), env) !== undefined),
+    hasCredential: (provider, index) => (index === undefined
+      ? options.platformUsable?.(provider) ?? isProviderUsable(provider, env)
+      : resolveSecret(writtenKey(provider, index), env) !== undefined),
     state: options.state ?? createMemoryRoutingState({ now }),
     now,
     random: options.random,

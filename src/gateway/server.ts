@@ -175,6 +175,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     provider: providerOf,
     isModel: (id) => catalog.get(id) !== undefined,
     isConfigured: (id) => catalog.configured(id),
+    platformUsable: (provider) => credentialWatch.usable(provider),
     state: shared?.routing,
     log,
     now,
