@@ -111,6 +111,7 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
 
   /** One event with one part (its JSON). */
   function emit(partJson: string): void {
+    if (finished) return;
     if (!started) start(undefined);
     (write as (text: string) => void)(`${partsHead}${partJson}${eventTail}`);
   }
