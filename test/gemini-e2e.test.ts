@@ -350,5 +350,7 @@ describe('a Gemini upstream (format "gemini")', () => {
     const body = (await res.json()) as { error: Json };
     assert.deepEqual([res.status, body.error['status']], [429, 'RESOURCE_EXHAUSTED']);
     assert.match(String(body.error['message']), /exceeded your current quota/);
+    assert.equal(res.headers.get('retry-after'), '34', "the wait Google's RetryInfo named");
+    assert.deepEqual(body.error['details'], [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '34s' }]);
   });
 });
