@@ -13,7 +13,7 @@ import { ApiError, GoogleGenAI, Type } from '@google/genai';
 import type { Content, FunctionCall, GenerateContentResponse } from '@google/genai';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startTestGateway } from './helpers/gateway.ts';
+import { startTestGateway, threeFormatConfig } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { geminiFixture, respond } from './helpers/fake-upstream.ts';
 import { SCRIPTED_THOUGHT_SIGNATURE, answer, toolRoundTrip } from './helpers/scripted-answers.ts';
@@ -36,20 +36,7 @@ const WEATHER = {
 let t: TestGateway;
 
 before(async () => {
-  t = await startTestGateway({
-    configFor: (url) => ({
-      providers: {
-        'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret' },
-        'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
-        'fake-gemini': { format: 'gemini', base_url: `${url}/v1beta`, api_key: 'upstream-gemini-secret' },
-      },
-      models: [
-        { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true, max_output_tokens: 16384 },
-        { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 8192 },
-        { id: 'gemini-test', provider: 'fake-gemini', upstream_id: 'gemini-upstream', reasoning: true, max_output_tokens: 8192 },
-      ],
-    }),
-  });
+  t = await startTestGateway({ configFor: (url) => threeFormatConfig(url) });
 });
 after(async () => {
   await t.close();

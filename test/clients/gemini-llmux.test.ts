@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { isRecord, records } from '../../src/common/json.ts';
 import { clientsSkip } from '../helpers/clients.ts';
 import { GEMINI_SETTINGS, runGemini } from '../helpers/gemini-cli.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, threeFormatConfig } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { SCRIPTED_THOUGHT_SIGNATURE, toolRoundTrip } from '../helpers/scripted-answers.ts';
 import { answerWith, startRecordingUpstream, toolRoundTrip as recordedRoundTrip } from '../helpers/recording-upstream.ts';
@@ -43,16 +43,7 @@ before(async () => {
   outside = await startRecordingUpstream({ apiKey: API_KEY });
   gw = await startTestGateway({
     config: (url) => ({
-      providers: {
-        'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret' },
-        'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
-        'fake-gemini': { format: 'gemini', base_url: `${url}/v1beta`, api_key: 'upstream-gemini-secret' },
-      },
-      models: [
-        { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true, max_output_tokens: 65_536 },
-        { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 32_000 },
-        { id: 'gemini-test', provider: 'fake-gemini', upstream_id: 'gemini-upstream', reasoning: true, max_output_tokens: 65_536 },
-      ],
+      ...threeFormatConfig(url, { chat: 65_536, messages: 32_000, gemini: 65_536 }),
       // Gemini CLI's requests carry a long system prompt and every tool's schema.
       tiers: { basic: { rpm: 1_000, tpm: 10_000_000, concurrency: 20 } },
     }),

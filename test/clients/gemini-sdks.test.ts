@@ -11,12 +11,11 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { installPinnedFolder } from '../helpers/clients.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
+import { pinnedSdks } from '../helpers/clients.ts';
+import { startTestGateway, threeFormatConfig } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { SCRIPTED_THOUGHT_SIGNATURE, answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
 import { isRecord, records } from '../../src/common/json.ts';
@@ -37,41 +36,23 @@ interface GenAi { GoogleGenAI: new (options: Record<string, unknown>) => { chats
 
 interface Sdks { folder: string; ai: AiSdk; google: AiSdkGoogle; zod: Zod; genai: GenAi }
 
-function loadSdks(): Sdks | Error {
-  try {
-    const folder = installPinnedFolder(join(import.meta.dirname, 'sdks'));
-    const require = createRequire(join(folder, 'package.json'));
-    return { folder, ai: require('ai') as AiSdk, google: require('@ai-sdk/google') as AiSdkGoogle, zod: require('zod') as Zod, genai: require('@google/genai') as GenAi };
-  } catch (err) {
-    return err instanceof Error ? err : new Error(String(err));
-  }
-}
-
-const loaded = loadSdks();
-const skip = loaded instanceof Error && process.env['CI'] === undefined ? `the pinned SDKs could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
+const pinned = pinnedSdks((require, folder): Sdks => ({
+  folder,
+  ai: require('ai') as AiSdk,
+  google: require('@ai-sdk/google') as AiSdkGoogle,
+  zod: require('zod') as Zod,
+  genai: require('@google/genai') as GenAi,
+}));
+const skip = pinned.skip;
 
 function sdks(): Sdks {
-  if (loaded instanceof Error) throw loaded;
-  return loaded;
+  return pinned.get();
 }
 
 let gw: TestGateway;
 
 before(async () => {
-  gw = await startTestGateway({
-    config: (url) => ({
-      providers: {
-        'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret' },
-        'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
-        'fake-gemini': { format: 'gemini', base_url: `${url}/v1beta`, api_key: 'upstream-gemini-secret' },
-      },
-      models: [
-        { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true, max_output_tokens: 16384 },
-        { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 8192 },
-        { id: 'gemini-test', provider: 'fake-gemini', upstream_id: 'gemini-upstream', reasoning: true, max_output_tokens: 8192 },
-      ],
-    }),
-  });
+  gw = await startTestGateway({ config: (url) => threeFormatConfig(url) });
 });
 after(async () => {
   await gw?.close();

@@ -21,6 +21,7 @@
  * group (tmux server) is killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
@@ -168,6 +169,36 @@ export function installPinnedFolder(pinned: string): string {
     rmSync(staging, { recursive: true, force: true });
   }
   return target;
+}
+
+/** SDKs loaded from the pinned folder test/clients/sdks/, or why they could not be. */
+export interface PinnedSdks<T> {
+  /** The loaded SDKs; throws the install's error when they could not be loaded. */
+  get(): T;
+  /** Why the tests using them are skipped: outside CI, when the install fails; false otherwise (in CI a failed install fails). */
+  skip: string | false;
+}
+
+/**
+ * The client SDKs pinned in test/clients/sdks/, installed on first use into the clients cache (not
+ * node_modules), each loaded by `load` with a `require` resolving from that folder.
+ */
+export function pinnedSdks<T>(load: (require: NodeJS.Require, folder: string) => T): PinnedSdks<T> {
+  let loaded: T | Error;
+  try {
+    const folder = installPinnedFolder(join(import.meta.dirname, '..', 'clients', 'sdks'));
+    loaded = load(createRequire(join(folder, 'package.json')), folder);
+  } catch (err) {
+    loaded = err instanceof Error ? err : new Error(String(err));
+  }
+  const skip = loaded instanceof Error && !isCi() ? `the pinned SDKs could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
+  return {
+    get() {
+      if (loaded instanceof Error) throw loaded;
+      return loaded;
+    },
+    skip,
+  };
 }
 
 /** The environment for npm: without the test runner's loader, coverage and `npm_*` config. */
