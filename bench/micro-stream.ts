@@ -1,7 +1,8 @@
 /**
  * Micro-benchmark of the stream hot path, without sockets: the bench's 100-event upstream streams
  * (bench/fake-upstream.ts) fed through the usage tap (same-format pass-through) and through the SSE
- * parser plus each stream translator, N streams per round. Prints, per scenario, nanoseconds per
+ * parser plus each stream translator (to messages, to chat, and to Responses from either), N
+ * streams per round. Prints, per scenario, nanoseconds per
  * upstream event (median and best round) and bytes allocated per event (JS heap; and Buffer
  * backing stores, "external").
  *
@@ -34,8 +35,9 @@ import type { WireFormat } from '../src/formats/wire.ts';
 import type { SseEvent } from '../src/sse/parser.ts';
 import type { SseParser, SseParserOptions } from '../src/sse/parser.ts';
 import type { UsageTap, UsageTapOptions } from '../src/passthrough/usage-tap.ts';
-import type { ChatToMessagesStreamOptions, StreamTranslator } from '../src/translate/stream-chat-to-messages.ts';
-import type { MessagesToChatStreamOptions } from '../src/translate/stream-messages-to-chat.ts';
+import type { ChatToMessagesStreamOptions, MessagesToChatStreamOptions, ResponsesStreamOptions, StreamTranslator } from '../src/translate/index.ts';
+import type { ResponseEcho } from '../src/formats/responses.ts';
+import type { ToolNames } from '../src/translate/responses-tools.ts';
 import { chatStreamEvents, messagesStreamEvents, STREAM_EVENTS } from './fake-upstream.ts';
 
 interface HotPath {
@@ -43,6 +45,10 @@ interface HotPath {
   createUsageTap(format: WireFormat, options?: UsageTapOptions): UsageTap;
   createChatToMessagesStream(options: ChatToMessagesStreamOptions): StreamTranslator;
   createMessagesToChatStream(options: MessagesToChatStreamOptions): StreamTranslator;
+  createChatToResponsesStream(options: ResponsesStreamOptions): StreamTranslator;
+  createMessagesToResponsesStream(options: ResponsesStreamOptions): StreamTranslator;
+  responseEcho(request: { model: string }): ResponseEcho;
+  noToolNames: ToolNames;
 }
 
 interface Scenario {
@@ -71,7 +77,7 @@ const COALESCED_EVENTS_PER_CHUNK = 20;
 const LLMUX_CHAT_MODEL = 'bench-chat-000000';
 const LLMUX_MESSAGES_MODEL = 'bench-messages-00000000000';
 
-/** The four factories from `dir`: TypeScript sources, or compiled `.js` when `dir` holds those (`dist/`). */
+/** The factories from `dir`: TypeScript sources, or compiled `.js` when `dir` holds those (`dist/`). */
 async function loadHotPath(dir: string): Promise<HotPath> {
   const base = pathToFileURL(resolve(dir) + '/').href;
   const extension = existsSync(new URL('sse/parser.js', base)) ? 'js' : 'ts';
@@ -79,13 +85,29 @@ async function loadHotPath(dir: string): Promise<HotPath> {
   const parser = (await load('sse/parser')) as Pick<HotPath, 'createSseParser'>;
   // The usage tap moved from translate/ to passthrough/ (issue 20); a --baseline build may predate it.
   const tap = (await load(existsSync(new URL(`passthrough/usage-tap.${extension}`, base)) ? 'passthrough/usage-tap' : 'translate/usage-tap')) as Pick<HotPath, 'createUsageTap'>;
-  const toMessages = (await load('translate/stream-chat-to-messages')) as Pick<HotPath, 'createChatToMessagesStream'>;
-  const toChat = (await load('translate/stream-messages-to-chat')) as Pick<HotPath, 'createMessagesToChatStream'>;
+  // The stream translators became pairs of a decoder and an encoder composed in translate/index
+  // (issue 20); a --baseline build may have them in a file per direction.
+  const perDirection = existsSync(new URL(`translate/stream-chat-to-messages.${extension}`, base));
+  const translators = (perDirection
+    ? Object.assign(
+        {},
+        await load('translate/stream-chat-to-messages'),
+        await load('translate/stream-messages-to-chat'),
+        await load('translate/stream-chat-to-responses'),
+        await load('translate/stream-messages-to-responses'),
+      )
+    : await load('translate/index')) as Pick<HotPath, 'createChatToMessagesStream' | 'createMessagesToChatStream' | 'createChatToResponsesStream' | 'createMessagesToResponsesStream'>;
+  const output = (await load('translate/responses-output')) as Pick<HotPath, 'responseEcho'>;
+  const tools = (await load('translate/responses-tools')) as { NO_TOOL_NAMES: ToolNames };
   return {
     createSseParser: parser.createSseParser,
     createUsageTap: tap.createUsageTap,
-    createChatToMessagesStream: toMessages.createChatToMessagesStream,
-    createMessagesToChatStream: toChat.createMessagesToChatStream,
+    createChatToMessagesStream: translators.createChatToMessagesStream,
+    createMessagesToChatStream: translators.createMessagesToChatStream,
+    createChatToResponsesStream: translators.createChatToResponsesStream,
+    createMessagesToResponsesStream: translators.createMessagesToResponsesStream,
+    responseEcho: output.responseEcho,
+    noToolNames: tools.NO_TOOL_NAMES,
   };
 }
 
@@ -144,6 +166,17 @@ function scenarios(hot: HotPath): Scenario[] {
       hot.createChatToMessagesStream({ write, estimatedInputTokens: 14, messageId: 'msg_micro', model: LLMUX_CHAT_MODEL }));
     translateScenario('to-chat: parser + messages -> chat', messagesEvents, (write) =>
       hot.createMessagesToChatStream({ write, includeUsage: true, completionId: 'chatcmpl-micro', now: () => 1_727_346_168_000, model: LLMUX_MESSAGES_MODEL }));
+    const responsesOptions = (model: string, write: (text: string) => void): ResponsesStreamOptions => ({
+      write,
+      model,
+      echo: hot.responseEcho({ model }),
+      toolNames: hot.noToolNames,
+      responseId: 'resp_micro',
+      now: () => 1_727_346_168_000,
+      estimatedInputTokens: 14,
+    });
+    translateScenario('to-responses-from-chat: parser + chat -> responses', chatEvents, (write) => hot.createChatToResponsesStream(responsesOptions(LLMUX_CHAT_MODEL, write)));
+    translateScenario('to-responses-from-messages: parser + messages -> responses', messagesEvents, (write) => hot.createMessagesToResponsesStream(responsesOptions(LLMUX_MESSAGES_MODEL, write)));
   }
   return list;
 }

@@ -5,6 +5,7 @@ import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../formats/usage.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { chatTraits } from '../formats/traits.ts';
 import { chatConversationKey } from '../formats/conversation-key.ts';
@@ -14,7 +15,7 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { NO_HEADERS, passedOn, statelessTurn } from './dialect.ts';
+import { NO_HEADERS, noAnswerId, passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -29,12 +30,14 @@ export const chatDialect: Dialect<'chat'> = {
     const body = validateChatRequest(raw);
     return { format: 'chat', body, model: body.model, stream: body.stream === true };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.messages, body.tools], texts),
-  traits: chatTraits,
-  conversationKey: chatConversationKey,
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   beginTurn: statelessTurn,
+  traits: chatTraits,
+  conversationKey: chatConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope) {

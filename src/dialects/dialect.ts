@@ -27,7 +27,7 @@ import type { CredentialSource } from '../common/credentials.ts';
 import type { RequestTraits } from '../formats/traits.ts';
 import type { GatewayError } from '../common/errors.ts';
 import { serializeJson, withMembers } from '../common/json-bytes.ts';
-import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
@@ -61,8 +61,9 @@ export interface Arrival {
 
 /**
  * What the pipeline and routing read of a request besides the request itself (issue 26), from the
- * body as it arrived (read lazily: src/dialects/read.ts), so nothing parses or walks it again.
- * Each is computed when first asked, then kept; until then the facts hold the body.
+ * body as it arrived (read lazily: src/dialects/read.ts), so nothing parses or walks it again; a
+ * Responses turn's `previous_response_id`, say, is not in the resolved body sent on. Each is
+ * computed when first asked, then kept; until then, or until `drop`, the facts hold the body.
  */
 export interface RequestFacts {
   /** The output cap the request gives (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), if any. */
@@ -73,6 +74,8 @@ export interface RequestFacts {
   traits(): RequestTraits;
   /** The conversation the request belongs to, for `sticky` routing (src/formats/conversation-key.ts), not yet scoped by key. */
   conversation(): string | undefined;
+  /** Lets the body go once no attempt can need it: the conversation is then undefined if not asked before; the others may not be asked. */
+  drop(): void;
 }
 
 /** A request read from its bytes, and its facts. */
@@ -137,6 +140,13 @@ export interface Dialect<F extends WireFormat> {
    * field at fault.
    */
   readRequest(body: unknown, arrival: Arrival): ClientRequestOf<F>;
+  /**
+   * The members whose long string values this format's bodies may leave as bytes when read
+   * (src/formats/text-members.ts): set only for a format whose validation, estimate, traits and
+   * conversation key were read for what they do with such text (src/dialects/read.ts). Unset: the
+   * body is parsed whole.
+   */
+  readonly lazyMembers?: LazyMembers;
   /** The request's output cap, if it gives one. */
   maxTokens(body: RequestOf[F]): number | undefined;
   /**
@@ -145,14 +155,22 @@ export interface Dialect<F extends WireFormat> {
    * `count_tokens` and the echo model's usage. `texts`: those of a body read lazily.
    */
   estimate(body: RequestOf[F], texts?: LazyTexts): number;
-  /** What `routes` may ask of the body (src/formats/traits.ts). */
-  traits(body: RequestOf[F]): RequestTraits;
-  /** The conversation the body belongs to (src/formats/conversation-key.ts); `texts`: those of a body read lazily. */
-  conversationKey(body: RequestOf[F], texts?: LazyTexts): string | undefined;
   /** Whether a streamed answer should end with a usage report the client asked for. */
   wantsStreamUsage(body: RequestOf[F]): boolean;
   /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
   beginTurn(request: ClientRequestOf<F>, scope: TurnScope): Turn<F> | Promise<Turn<F>>;
+  /** What `routes` may ask of the body (src/formats/traits.ts): whether it thinks, carries images, offers tools. */
+  traits(body: RequestOf[F]): RequestTraits;
+  /**
+   * Which conversation the request belongs to (src/formats/conversation-key.ts), for sticky routing;
+   * undefined when nothing says. `texts`: those of a body read lazily.
+   */
+  conversationKey(body: RequestOf[F], texts?: LazyTexts): string | undefined;
+  /**
+   * The id a later request names to continue from this answer (Responses' response id, which a
+   * `previous_response_id` names); undefined for formats without one, or an answer without it.
+   */
+  answerId(answer: unknown): string | undefined;
 
   /**
    * The format's own headers for an upstream of this format (`anthropic-version`, the client's
@@ -198,6 +216,11 @@ export function statelessTurn<F extends 'chat' | 'messages'>(request: ClientRequ
 
 function keepNothing(): Promise<void> {
   return Promise.resolve();
+}
+
+/** The `answerId` of a format whose answers nothing continues from by id. */
+export function noAnswerId(): undefined {
+  return undefined;
 }
 
 /** The client's bytes of `body` when they can be passed on: parsed into this very object, no top-level key twice. */

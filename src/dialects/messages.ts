@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
 import { fromMessagesUsage } from '../formats/usage.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { messagesTraits } from '../formats/traits.ts';
 import { messagesConversationKey } from '../formats/conversation-key.ts';
@@ -15,7 +16,7 @@ import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { passedOn, statelessTurn } from './dialect.ts';
+import { noAnswerId, passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -52,12 +53,14 @@ export const messagesDialect: Dialect<'messages'> = {
     const body = validateMessagesRequest(raw, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict });
     return { format: 'messages', body, model: body.model, stream: body.stream === true, version: forwarded.version, beta: forwarded.beta };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.system, body.messages, body.tools], texts),
-  traits: messagesTraits,
-  conversationKey: messagesConversationKey,
   wantsStreamUsage: () => true,
   beginTurn: statelessTurn,
+  traits: messagesTraits,
+  conversationKey: messagesConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders(forwarded) {
     const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };

@@ -13,7 +13,6 @@
  */
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import type { RequestTraits } from '../formats/traits.ts';
-import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
 import type { Arrival, Dialect, ReadRequest, RequestFacts } from './dialect.ts';
 
@@ -25,7 +24,7 @@ export type ReadJsonObject = (lazy?: LazyMembers) => JsonObjectBytes;
 
 /** Reads, validates and tells the facts of a model request's body; throws the whole parse's 400. */
 export function readClientRequest<F extends WireFormat>(dialect: Dialect<F>, read: ReadJsonObject, arrival: Arrival): ReadRequest<F> {
-  let raw = read(LAZY_REQUEST_MEMBERS);
+  let raw = read(dialect.lazyMembers);
   let request: ClientRequestOf<F>;
   try {
     request = dialect.readRequest(raw.value, arrival);
@@ -41,15 +40,22 @@ export function readClientRequest<F extends WireFormat>(dialect: Dialect<F>, rea
 
 /** The facts of a request as read, each computed when first asked. */
 export function factsOf<F extends WireFormat>(dialect: Dialect<F>, request: ClientRequestOf<F>): RequestFacts {
-  const { body } = request;
-  const texts = request.raw?.texts;
+  let held: ClientRequestOf<F> | undefined = request;
+  const body = (): ClientRequestOf<F> => {
+    if (held === undefined) throw new Error('a request fact was asked for after its body was let go');
+    return held;
+  };
   let inputTokens: number | undefined;
   let traits: RequestTraits | undefined;
   let conversation: { key: string | undefined } | undefined;
   return {
-    maxTokens: dialect.maxTokens(body),
-    inputTokens: () => (inputTokens ??= dialect.estimate(body, texts)),
-    traits: () => (traits ??= dialect.traits(body)),
-    conversation: () => (conversation ??= { key: dialect.conversationKey(body, texts) }).key,
+    maxTokens: dialect.maxTokens(request.body),
+    inputTokens: () => (inputTokens ??= dialect.estimate(body().body, body().raw?.texts)),
+    traits: () => (traits ??= dialect.traits(body().body)),
+    // Sticky routing asks while attempts are made; once the body is let go, nothing is said.
+    conversation: () => (conversation ??= { key: held === undefined ? undefined : dialect.conversationKey(held.body, held.raw?.texts) }).key,
+    drop() {
+      held = undefined;
+    },
   };
 }

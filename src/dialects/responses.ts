@@ -31,6 +31,7 @@ import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
 import type { Sealer } from '../responses/seal.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { responsesTraits } from '../formats/traits.ts';
 import { responsesConversationKey } from '../formats/conversation-key.ts';
@@ -73,13 +74,16 @@ export const responsesDialect: Dialect<'responses'> = {
     const body = validateResponsesRequest(raw);
     return { format: 'responses', body, model: body.model, stream: body.stream === true };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_output_tokens,
   estimate: (body, texts) => estimateTokens([body.instructions, body.input, body.tools], texts),
-  traits: responsesTraits,
-  conversationKey: responsesConversationKey,
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
+  traits: responsesTraits,
+  conversationKey: responsesConversationKey,
+  // A later turn names this answer by its id (`previous_response_id`): sticky routing binds it.
+  answerId: (answer) => (isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== '' ? answer['id'] : undefined),
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope) {

@@ -10,8 +10,7 @@
  *    every turn of a conversation, since later turns only append.
  *
  * One pure reader per client format over the validated body; Gemini's comes with the Gemini format
- * in the same shape (`geminiConversationKey(body): string | undefined`, from `systemInstruction` and
- * the first `user` content). The caller scopes the key by the llmux key id
+ * in the same shape (from `systemInstruction` and the first `user` content). The caller scopes the key by the llmux key id
  * (src/routing/sticky.ts), so two keys never share a conversation.
  *
  * The hash reads text parts as they are and other parts by their type only, so a large image does
@@ -26,6 +25,7 @@ import { realText, textBytes } from '../common/json-lazy.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
 import type { ChatRequest, MessagesRequest } from './wire.ts';
 import type { ResponsesRequest } from './responses-types.ts';
+import type { GeminiRequest } from './gemini-types.ts';
 
 /** Characters of base64url SHA-256 kept: 132 bits. */
 const DIGEST_CHARS = 22;
@@ -105,6 +105,12 @@ export function responsesConversationKey(body: ResponsesRequest, texts?: LazyTex
     if (isSystemRole(record['role'])) system.push(record['content']);
   }
   return promptKey(system, undefined, texts);
+}
+
+export function geminiConversationKey(body: GeminiRequest): string | undefined {
+  const first = body.contents.find((content) => content.role === 'user' || content.role === undefined);
+  // Gemini bodies are read whole (src/dialects/gemini.ts sets no lazy members): no texts.
+  return promptKey(body.systemInstruction === undefined ? [] : [body.systemInstruction.parts], first?.parts, undefined);
 }
 
 /** The key a Responses answer's own id is bound under, so the next turn (`previous_response_id`) finds it. */

@@ -2,12 +2,15 @@
  * One model request, top to bottom:
  *
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
- *     the body budget until the provider answers) -> validate -> model -> permission
+ *     the body budget until the provider answers) -> validate -> the model that answers (aliases,
+ *     then routes over the request's traits: src/routing/resolve.ts) -> permission, on that model
  *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
  *     -> context length -> limits with its reservation -> its worst case held against the budget
- *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
- *        the client's bytes with its model id spliced in) -> the request is let go
+ *     -> attempts (the model's deployments, provider keys, retries, fallbacks:
+ *        src/providers/attempts.ts over src/routing/; a same-format provider is sent the client's
+ *        bytes with its model id spliced in) -> the request is let go
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
+ *     -> the answering attempt ended (its deployment's in-flight lease freed, its tokens counted)
  *     -> usage, held to what the request could have used, settled against tokens/min and the
  *        budget and priced -> the answer kept (Responses' store) -> the
  *        log record (the gateway then writes the log line, the metrics and the usage ledger when
@@ -54,6 +57,8 @@ import { upstreamErrorOf } from '../providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from '../relay/relays.ts';
 import { relayStream } from '../relay/stream.ts';
 import { relayWhole } from '../relay/whole.ts';
+import type { Resolution, Resolver } from '../routing/index.ts';
+import { jsonArrayFraming } from '../relay/json-array.ts';
 import type { RequestRecord } from './request-record.ts';
 
 /** What the pipeline needs from the gateway around it. */
@@ -67,6 +72,8 @@ export interface PipelineContext {
   /** Registers an open stream to be cut with an in-stream error when the gateway stops; returns the unregistering function. */
   registerStream(cut: (message: string) => void): () => void;
   attempts: AttemptContext;
+  /** The model that answers a requested id: config `aliases`, then `routes` (llmux.md section 10). */
+  resolver: Resolver;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
   /** Each admitted request's worst case held against its key's budget (src/usage/budget.ts). */
@@ -88,6 +95,8 @@ interface Asked {
   includeUsage: boolean;
   /** The client's output cap, if it gave one: with the model's limits, the most usage it can be charged. */
   maxTokens: number | undefined;
+  /** How the client reads a stream that is not server-sent events (Gemini's JSON array). */
+  framing: ClientRequestOf<WireFormat>['framing'];
 }
 
 /** The values that travel together from the provider's answer to the client's. */
@@ -141,13 +150,14 @@ export async function handleModelRequest<F extends WireFormat>(
     if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw err;
   }
-  const { model, estimate, admission, claim } = admitted;
+  const { model, estimate, admission, claim, resolution, reservedTokens, conversation } = admitted;
   const { keep, translation } = admitted.turn;
   const asked: Asked = {
     format,
     stream: admitted.request.stream,
     includeUsage: dialect.wantsStreamUsage(admitted.request.body),
     maxTokens: dialect.maxTokens(admitted.request.body),
+    framing: admitted.request.framing,
   };
   // From here the request is only held for building upstream bodies, and let go once the last is built.
   const held: HeldRequest<F> = { request: admitted.request };
@@ -164,25 +174,38 @@ export async function handleModelRequest<F extends WireFormat>(
     (record.warnings ??= []).push(message);
   };
   let outcome: Outcome | undefined;
+  let answered: Answered<F> | undefined;
   let answeredBy = model;
   try {
     const startedMs = ctx.now();
-    const answered = await sendWithFallbacks(ctx.attempts, held, model, {
+    answered = await sendWithFallbacks(ctx.attempts, held, model, {
       turn: translation,
       cancellation,
       onAttempt: (attempt) => record.attempts.push(attempt),
       onWarning,
+      keyId: key.id,
+      answerAs: resolution.answerAs,
+      conversation: conversation.conversation,
+      reservedTokens,
     });
     // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
     // hold on the body budget.
     claim.release();
     held.request = undefined;
+    conversation.drop();
     answeredBy = answered.model;
     record.provider = answered.provider.id;
-    if (answered.model.id !== model.id) record.model = answered.model.id;
+    record.model = answered.model.id;
+    record.deployment = answered.deployment.id;
+    if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
     outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
   } finally {
+    // Once, however the answer ended: the deployment's lease goes, what it used replaces its reservation.
+    answered?.end(outcome === undefined ? undefined : {
+      ...(outcome.usage === undefined ? {} : { tokens: totalTokens(outcome.usage) }),
+      ...responseIdOf(dialect.answerId(outcome.answer)),
+    });
     if (outcome?.usage !== undefined) {
       outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
       admission.settle(totalTokens(outcome.usage));
@@ -221,15 +244,24 @@ async function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResp
 interface Admitted<F extends WireFormat> {
   /** The request as it goes on: what it builds on resolved by its turn. */
   request: ClientRequestOf<F>;
-  /** What routing reads of the request as it arrived (src/dialects/read.ts). */
-  facts: RequestFacts;
   turn: Turn<F>;
+  /** The model that answers, and how the requested id led to it. */
   model: ModelEntry;
+  resolution: Resolution;
   /** Input tokens estimated before any upstream counted them. */
   estimate: number;
   admission: Admission;
+  /** What the admission reserved against tokens/min: the deployment's window counts it too while the request runs. */
+  reservedTokens: number;
+  /** The request's conversation, for sticky routing: read at most once, then let go with the body (`drop`). */
+  conversation: Pick<RequestFacts, 'conversation' | 'drop'>;
   /** The body's hold on the body budget. */
   claim: BodyClaim;
+}
+
+/** `{ responseId }` when there is one, for the answering attempt's end. */
+function responseIdOf(id: string | undefined): { responseId?: string } {
+  return id === undefined ? {} : { responseId: id };
 }
 
 /**
@@ -259,9 +291,17 @@ async function readAndAdmit<F extends WireFormat>(
     });
     record.model = arrived.model;
     record.stream = arrived.stream;
-    const model = ctx.catalog.get(arrived.model);
+    // The model that answers (aliases, then routes), over the facts of the body as it arrived.
+    const resolution = ctx.resolver.resolve(arrived.model, {
+      clientFormat: dialect.format,
+      keyTier: key.tier,
+      traits: facts.traits,
+      inputTokens: facts.inputTokens,
+    });
+    const model = ctx.catalog.get(resolution.model);
     if (model === undefined) throw modelNotFound(arrived.model);
-    record.requestedModel = model.id;
+    record.requestedModel = arrived.model;
+    // On the model that answers: neither an alias nor a route widens what a key reaches.
     checkModelAllowed(key, model.id, req.headers);
     const provider = ctx.attempts.provider(model.provider);
     const turn = await dialect.beginTurn(arrived, {
@@ -273,19 +313,19 @@ async function readAndAdmit<F extends WireFormat>(
     });
     const request = turn.request;
     // A turn that resolved what the request builds on (Responses) has more input than arrived.
-    const estimate = request === arrived ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);
+    const estimate = request.body === arrived.body ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
+    const reservedTokens = estimate + outputReservation(dialect.maxTokens(request.body), model);
     // One round trip to the state server when the limits are shared; immediate otherwise.
-    const output = outputReservation(dialect.maxTokens(request.body), model);
-    const admission = await ctx.limiter.admit(key.id, limits, estimate + output);
+    const admission = await ctx.limiter.admit(key.id, limits, reservedTokens);
     if (!admission.ok) throw rateLimitError(admission);
     // Released by the usage recorder once the request's cost is in the ledger (src/usage/budget.ts).
-    record.budgetHold = await holdBudget(ctx, key, model, estimate, output).catch((err: unknown) => {
+    record.budgetHold = await holdBudget(ctx, key, model, estimate, reservedTokens - estimate).catch((err: unknown) => {
       admission.settle(0);
       admission.release();
       throw err;
     });
-    return { request, facts, turn, model, estimate, admission, claim };
+    return { request, turn, model, resolution, estimate, admission, reservedTokens, conversation: facts, claim };
   } catch (err) {
     refused();
     throw err;
@@ -346,7 +386,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       clientFormat: asked.format,
       upstreamFormat: answered.format,
       translated: answered.translated,
-      modelId: answered.model.id,
+      modelId: answered.answerAs,
       estimatedInputTokens: exchange.estimate,
       cancellation: exchange.cancellation,
       idleTimeoutMs: limits.streamIdleTimeoutMs,
@@ -368,7 +408,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(events, res, (write) => (translated === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,
@@ -377,6 +417,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     onStart: onFirstByte,
     register: ctx.registerStream,
     redact,
+    framing: asked.framing === 'json-array' ? jsonArrayFraming() : undefined,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
 }

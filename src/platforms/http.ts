@@ -1,13 +1,14 @@
 /**
  * The `http` platform (llmux.md sections 2 and 8): a provider is its base URL, each format's
- * operation path under it, and its `api_key` in the header its format's own API reads, sent as
- * written in the config (a literal or `env:NAME`). Streams are server-sent events as they come;
+ * operation path under it, and its `api_key` (or the key of its `api_keys` chosen for the attempt)
+ * in the header its format's own API reads, resolved as written in the config (a literal or `env:NAME`). Streams are server-sent events as they come;
  * error bodies are read as OpenAI and Anthropic write them (`{"error": {message, type, code}}`,
- * `{"error": "…"}` or a bare `{"message"}`), which also reads Google's `{"error": {code, message, status}}`.
+ * `{"error": "…"}` or a bare `{"message"}`), which also reads Google's `{"error": {code, message, status}}`
+ * (its status name as the error's code).
  *
- * What a format needs here is one row of {@link OPERATIONS}: Gemini's will be
- * `/models/{id}:generateContent` (`:streamGenerateContent?alt=sse` when streaming) with the key in
- * `x-goog-api-key`.
+ * What a format needs here is one row of {@link OPERATIONS}: Gemini's is
+ * `/models/{id}:generateContent` (`:streamGenerateContent?alt=sse` when streaming; a `tunedModels/…`
+ * upstream id keeps its own collection) with the key in `x-goog-api-key`.
  */
 import type { ProviderConfig } from '../config/types.ts';
 import type { WireFormat } from '../formats/wire.ts';
@@ -25,6 +26,16 @@ function bearer(headers: Record<string, string>, key: string): void {
   headers['authorization'] = `Bearer ${key}`;
 }
 
+/**
+ * Gemini's resource name of an upstream id: `models/{id}`, or the id itself when it names its
+ * collection (`tunedModels/…`, `models/…`). Each segment is encoded; `:` stays out of it, since
+ * the method follows the last one.
+ */
+export function geminiModelPath(upstreamId: string): string {
+  const named = upstreamId.startsWith('models/') || upstreamId.startsWith('tunedModels/');
+  return (named ? upstreamId : `models/${upstreamId}`).split('/').map(encodeURIComponent).join('/');
+}
+
 const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
   chat: { target: () => '/chat/completions', credential: bearer },
   messages: {
@@ -34,6 +45,12 @@ const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
     },
   },
   responses: { target: () => '/responses', credential: bearer },
+  gemini: {
+    target: (call) => `/${geminiModelPath(call.upstreamId)}:${call.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+    credential(headers, key) {
+      headers['x-goog-api-key'] = key;
+    },
+  },
 };
 
 /** Headers that carry `key` the way `format`'s own API reads it (`llmux doctor` calls a provider with them). */
@@ -45,10 +62,15 @@ export function httpCredentialHeaders(format: WireFormat, key: string): Record<s
 
 const ENV_PREFIX = 'env:';
 
-/** Where a provider's `api_key` is set, in words that never include it. */
-export function apiKeySetting(provider: ProviderConfig): string {
-  const setting = `providers.${provider.id}.api_key`;
-  const written = provider.apiKey;
+/**
+ * Where a provider's `api_key` is set, in words that never include it; with `keyIndex`, where that
+ * key of its `api_keys` is.
+ */
+export function apiKeySetting(provider: ProviderConfig, keyIndex?: number): string {
+  if (keyIndex === undefined && provider.apiKeys !== undefined) return `providers.${provider.id}.api_keys (each of its ${provider.apiKeys.length} keys)`;
+  const pooled = keyIndex !== undefined && provider.apiKeys !== undefined;
+  const setting = pooled ? `providers.${provider.id}.api_keys[${keyIndex}]` : `providers.${provider.id}.api_key`;
+  const written = pooled ? provider.apiKeys?.[keyIndex] : provider.apiKey;
   if (written === undefined) return `${setting} (none is set)`;
   if (written.startsWith(ENV_PREFIX)) return `the environment variable ${written.slice(ENV_PREFIX.length)} (${setting})`;
   return `${setting} in the llmux config`;
@@ -60,14 +82,15 @@ export function apiKeySetting(provider: ProviderConfig): string {
  */
 export function readJsonError(status: number, text: string): UpstreamErrorWords {
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } | string; message?: unknown };
+    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; status?: unknown } | string; message?: unknown };
     const e = parsed.error;
     if (typeof e === 'object' && e !== null) {
       return {
         status,
         message: typeof e.message === 'string' ? e.message : '',
         type: typeof e.type === 'string' ? e.type : undefined,
-        code: typeof e.code === 'string' ? e.code : undefined,
+        // Google's `code` is the HTTP status; its status name (`RESOURCE_EXHAUSTED`) is the code.
+        code: typeof e.code === 'string' ? e.code : typeof e.status === 'string' ? e.status : undefined,
       };
     }
     if (typeof e === 'string') return { status, message: e, type: undefined, code: undefined };
@@ -88,7 +111,7 @@ export const httpPlatform: Platform = {
       envelope: () => undefined,
       headers: (call) => ({ accept: call.stream ? 'text/event-stream' : 'application/json', ...call.formatHeaders }),
       authorise(request) {
-        const key = services.secret(provider.apiKey);
+        const key = services.secret(request.apiKey ?? provider.apiKey);
         if (key !== undefined) OPERATIONS[request.call.format].credential(request.headers, key);
         return undefined;
       },

@@ -1,10 +1,10 @@
 /**
- * Data flowing from the chat format to the messages format (translation.md):
- * a chat-completions request sent on to a messages upstream, and a chat-completions answer
- * (from a chat upstream) given back to a messages client.
+ * Data flowing from the chat format to the messages format (translation.md): a chat-completions
+ * request sent on to a messages upstream. A chat-completions answer given to a messages client
+ * goes through the neutral answer events instead (./answer-events.ts: ./chat-decoder.ts reads it,
+ * ./messages-encoder.ts writes it).
  *
- * Longer than most files on purpose: the request and the answer of one direction share their
- * helpers (turn building, tool-use blocks), and translation.md's table reads against one file.
+ * Longer than most files on purpose: translation.md's request table reads against one file.
  *
  * Decisions where the spec is silent (the official APIs decide, and these notes record how):
  * - Turns: the messages format wants alternating turns starting with `user`, no empty turn except
@@ -32,9 +32,6 @@
  *   `document` block.
  * - Legacy `function_call` / `function` messages become tool_use / tool_result with ids made up
  *   as `call_legacy_N`, pairing each result with the latest call.
- * - Answers: `finish_reason` `stop` (or none) beside tool calls is read as `tool_use`, since a
- *   messages client only runs tools on that stop reason. A thinking block carries `signature: ''`
- *   (a chat upstream gives none).
  * - Dropped, no messages equivalent: `frequency_penalty`, `presence_penalty`, `seed`, `logprobs`,
  *   `stream_options`, `service_tier`, assistant `reasoning_content` history (no signature to replay),
  *   image `detail`, tool `strict`. Top-level fields newer than this file (`store`, `prediction`,
@@ -47,19 +44,14 @@ import type {
   MessagesImageBlock,
   MessagesMessage,
   MessagesRequest,
-  MessagesResponse,
-  MessagesResponseBlock,
-  MessagesStopReason,
   MessagesTool,
   MessagesToolChoice,
   MessagesToolResultBlock,
 } from '../formats/wire.ts';
 import { invalidParameters, truncate } from '../common/errors.ts';
-import type { ResponseTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
-import { finishReasonToStopReason } from './stop-reasons.ts';
-import { fromChatUsage, toMessagesUsage } from '../formats/usage.ts';
+import type { UpstreamModel } from './messages-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
-import { newId } from '../common/ids.ts';
+import { chatContentText } from './chat-choice.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 
@@ -85,7 +77,7 @@ const MAX_DEFAULT_MAX_TOKENS = 32000;
 /** A block of the messages format that wire.ts does not list: PDF documents. */
 interface DocumentBlock { type: 'document'; source: { type: 'base64'; media_type: string; data: string }; title?: string }
 type Block = MessagesContentBlock | DocumentBlock;
-/** A tool_use block, fit for a request turn and for an answer alike. */
+/** A tool_use block of a request turn. */
 type ToolUse = { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 type Turn = MessageTurn<Block>;
 
@@ -111,7 +103,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   for (; index < messages.length; index++) {
     const message = asRecord(messages[index]);
     if (message === undefined || (message['role'] !== 'system' && message['role'] !== 'developer')) break;
-    systemParts.push(contentText(message['content']));
+    systemParts.push(chatContentText(message['content']));
   }
   for (; index < messages.length; index++) {
     const message = asRecord(messages[index]);
@@ -119,7 +111,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
     switch (message['role']) {
       case 'assistant': {
         const blocks: Block[] = [];
-        const text = contentText(message['content']);
+        const text = chatContentText(message['content']);
         if (text !== '') blocks.push({ type: 'text', text });
         records(message['tool_calls']).forEach((call, k) => {
           const fn = asRecord(call['function']);
@@ -141,7 +133,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
         break;
       case 'system':
       case 'developer': {
-        const text = contentText(message['content']);
+        const text = chatContentText(message['content']);
         addTurn(turns, 'user', text === '' ? [] : [{ type: 'text', text }]);
         break;
       }
@@ -216,62 +208,6 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   return out;
 }
 
-/**
- * Translates a chat-completions answer (choice 0) into a messages answer: `reasoning_content` (or
- * `reasoning`, as Groq and OpenRouter send it) -> a thinking block, `content` -> a text block,
- * `refusal` -> a text block with stop reason `refusal`, `tool_calls` -> tool_use blocks (ids
- * unchanged). The id is a fresh `msg_…`; `model` is `options.model` (the llmux id) or else the
- * upstream's. An upstream answer is not
- * validated, so every field is read leniently.
- */
-export function chatResponseToMessages(resp: unknown, options: ResponseTranslateOptions = {}): MessagesResponse {
-  const warn = options.onWarning ?? (() => {});
-  const answer = asRecord(resp) ?? {};
-  const choices = answer['choices'];
-  const choice = asRecord(Array.isArray(choices) ? choices[0] : undefined);
-  const message = asRecord(choice?.['message']) ?? {};
-  const content: MessagesResponseBlock[] = [];
-
-  const reasoning = typeof message['reasoning_content'] === 'string' && message['reasoning_content'] !== ''
-    ? message['reasoning_content']
-    : typeof message['reasoning'] === 'string' ? message['reasoning'] : '';
-  if (reasoning !== '') content.push({ type: 'thinking', thinking: reasoning, signature: '' });
-
-  const text = contentText(message['content']);
-  if (text !== '') content.push({ type: 'text', text });
-  const refusal = typeof message['refusal'] === 'string' && message['refusal'] !== '' ? message['refusal'] : undefined;
-  if (refusal !== undefined) content.push({ type: 'text', text: refusal });
-
-  let toolUses = 0;
-  records(message['tool_calls']).forEach((call, k) => {
-    const fn = asRecord(call['function']);
-    content.push(toolUse(call['id'], fn?.['name'], fn?.['arguments'], `choices.0.message.tool_calls.${k}.function.arguments`, warn));
-    toolUses += 1;
-  });
-  const legacy = asRecord(message['function_call']);
-  if (legacy !== undefined) {
-    content.push(toolUse(newId('call_'), legacy['name'], legacy['arguments'], 'choices.0.message.function_call.arguments', warn));
-    toolUses += 1;
-  }
-
-  let stop: { stopReason: MessagesStopReason; stopSequence: string | null };
-  const finishReason = typeof choice?.['finish_reason'] === 'string' ? choice['finish_reason'] : null;
-  if (refusal !== undefined) stop = { stopReason: 'refusal', stopSequence: null };
-  else if (toolUses > 0 && (finishReason === 'stop' || finishReason === null)) stop = { stopReason: 'tool_use', stopSequence: null };
-  else stop = finishReasonToStopReason(finishReason, matchedStop(choice));
-
-  return {
-    id: newId('msg_'),
-    type: 'message',
-    role: 'assistant',
-    model: options.model ?? (typeof answer['model'] === 'string' ? answer['model'] : ''),
-    content,
-    stop_reason: stop.stopReason,
-    stop_sequence: stop.stopSequence,
-    usage: toMessagesUsage(fromChatUsage(asRecord(answer['usage']))),
-  };
-}
-
 // ---------- requests ----------
 
 
@@ -282,20 +218,6 @@ function positiveInteger(value: unknown): number | undefined {
 
 function defaultMaxTokens(model: UpstreamModel): number {
   return model.maxOutputTokens > 0 ? Math.min(model.maxOutputTokens, MAX_DEFAULT_MAX_TOKENS) : DEFAULT_MAX_TOKENS;
-}
-
-/** The text of chat content (a string, or parts of which `text` and `refusal` ones carry text). */
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  const texts: string[] = [];
-  for (const part of content) {
-    const record = asRecord(part);
-    if (record === undefined) continue;
-    if (typeof record['text'] === 'string' && record['text'] !== '') texts.push(record['text']);
-    else if (record['type'] === 'refusal' && typeof record['refusal'] === 'string' && record['refusal'] !== '') texts.push(record['refusal']);
-  }
-  return texts.join(PARAGRAPH);
 }
 
 /** A user message's content as blocks: text, images, PDFs; what cannot be sent leaves a placeholder. */
@@ -439,14 +361,4 @@ function responseFormatInstruction(format: ChatRequest['response_format']): stri
     return `Respond with a single valid JSON value that conforms to the JSON schema "${spec?.name ?? 'response'}"${about}, and nothing else: no prose and no code fences.${schema}`;
   }
   return '';
-}
-
-// ---------- answers ----------
-
-/** The stop sequence the upstream says matched: vLLM `stop_reason`, SGLang `matched_stop` (token ids do not count). */
-function matchedStop(choice: Record<string, unknown> | undefined): string | null {
-  if (choice === undefined) return null;
-  if (typeof choice['stop_reason'] === 'string') return choice['stop_reason'];
-  if (typeof choice['matched_stop'] === 'string') return choice['matched_stop'];
-  return null;
 }

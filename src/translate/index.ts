@@ -6,27 +6,40 @@
  * A translation is per request: `request()` translates the body and returns what turns this
  * request's answer back (a Responses request's tool names, its seals and its response id travel
  * from the request to the answer that way), so nothing of one request is kept in the table.
+ *
+ * Requests are translated pairwise (a request translation is where fidelity is decided). Answers,
+ * streamed and whole, are composed here from the upstream format's decoder (`DECODERS`) and the
+ * client format's encoder through the neutral answer events (./answer-events.ts): a whole answer
+ * is the same events as the stream, written nowhere.
  */
-import type { AnswerOf, ProviderFormat, RequestOf, SealableBlock, WireFormat } from '../formats/wire.ts';
+import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, SealableBlock, TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { ResponsesResponse } from '../formats/responses.ts';
+import type { SseEvent } from '../sse/parser.ts';
+import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
+import { createChatStreamDecoder, decodeChatAnswer } from './chat-decoder.ts';
+import { createMessagesStreamDecoder, decodeMessagesAnswer } from './messages-decoder.ts';
+import { createChatEncoder, type ChatEncoderOptions } from './chat-encoder.ts';
+import { createMessagesEncoder, type MessagesEncoderOptions } from './messages-encoder.ts';
+import { createResponsesEncoder } from './responses-encoder.ts';
+import { createGeminiStreamDecoder, decodeGeminiAnswer } from './gemini-decoder.ts';
+import { createGeminiEncoder, type GeminiEncoderOptions } from './gemini-encoder.ts';
+import type { GeminiRequest } from '../formats/gemini-types.ts';
+import { geminiRequestToChat } from './gemini-to-chat.ts';
+import { geminiRequestToMessages } from './gemini-to-messages.ts';
+import { geminiToolNames } from './gemini-history.ts';
+import { chatRequestToGemini } from './chat-to-gemini.ts';
+import { messagesRequestToGemini } from './messages-to-gemini.ts';
+import { responsesRequestToGemini } from './responses-to-gemini.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
-import { messagesRequestToChat, messagesResponseToChat } from './messages-to-chat.ts';
-import { chatRequestToMessages, chatResponseToMessages } from './chat-to-messages.ts';
-import { createChatToMessagesStream } from './stream-chat-to-messages.ts';
-import type { StreamTranslator } from './stream-chat-to-messages.ts';
-import { createMessagesToChatStream } from './stream-messages-to-chat.ts';
+import { messagesRequestToChat } from './messages-to-chat.ts';
+import { chatRequestToMessages } from './chat-to-messages.ts';
 import { responsesRequestToChat } from './responses-to-chat.ts';
 import { responsesRequestToMessages } from './responses-to-messages.ts';
-import { chatResponseToResponses } from './chat-to-responses.ts';
-import { messagesResponseToResponses } from './messages-to-responses.ts';
-import { createChatToResponsesStream } from './stream-chat-to-responses.ts';
-import { createMessagesToResponsesStream } from './stream-messages-to-responses.ts';
-import type { ResponsesStreamTranslator } from './responses-events.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
-import { responseEcho } from './responses-output.ts';
+import { responseEcho, tokenCount } from './responses-output.ts';
 import type { ToolNames } from './responses-tools.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
-export type { StreamTranslator } from './stream-chat-to-messages.ts';
 
 /**
  * What one Responses request's translations need besides its body, made when the request arrives
@@ -47,11 +60,20 @@ export interface ResponsesTurn {
   previousResponseId?: string;
 }
 
-/** Per-request values a client format's translations need beyond the body; only Responses has any. */
+/**
+ * What one Gemini request's translations need besides its body (src/dialects/gemini.ts): whether
+ * it streams, which the body does not say (the client called `:streamGenerateContent`).
+ */
+export interface GeminiTurn {
+  stream: boolean;
+}
+
+/** Per-request values a client format's translations need beyond the body: Responses' and Gemini's. */
 export interface TurnOf {
   chat: undefined;
   messages: undefined;
   responses: ResponsesTurn;
+  gemini: GeminiTurn;
 }
 
 /** What a request translation is told, whichever pair it translates. */
@@ -83,8 +105,29 @@ export interface AnswerTranslatorOptions {
   onWarning(message: string): void;
 }
 
+/** A translated stream: upstream events in, the client's events written as soon as they exist. */
+export interface StreamTranslator {
+  /** One parsed upstream event. */
+  push(event: SseEvent): void;
+  /** Upstream body ended cleanly. */
+  end(): void;
+  /** Upstream dropped / timed out / unreadable: emit the in-stream error, finish. */
+  fail(message: string, type?: string): void;
+  /** Terminal output written (normal end or error); later calls do nothing. */
+  readonly finished: boolean;
+  readonly failed: boolean;
+  /** What the upstream reported, else the input estimate (for chat clients: zero). */
+  usage(): TokenUsage;
+}
+
 /** A stream translator that may also assemble the client's whole answer (Responses: the response object, to store). */
 export type AnsweringStreamTranslator = StreamTranslator & { answer?(): unknown };
+
+/** A stream translator to a Responses client, which also gives the response object it built (to store, and to log). */
+export interface ResponsesStreamTranslator extends StreamTranslator {
+  /** The response object: final once `finished` (completed, incomplete or failed). */
+  response(): ResponsesResponse;
+}
 
 /** One request translated: the upstream body, and how its answer is translated back. */
 export interface TranslatedRequest<C extends WireFormat, U extends WireFormat> {
@@ -114,6 +157,136 @@ export interface Translation<C extends WireFormat, U extends WireFormat> {
   readonly readsLazily?: true;
 }
 
+// ---------- answers: an upstream format's decoder into a client format's encoder ----------
+
+/** One upstream format's decoders, streamed and whole (./answer-events.ts). */
+export interface Decoder {
+  stream(sink: AnswerEvents, options: DecoderOptions): StreamDecoder;
+  whole(answer: unknown, sink: AnswerEvents): void;
+}
+
+/** The decoder of every format a provider speaks: a new upstream format (Gemini, Converse) is a row here. */
+export const DECODERS: { readonly [U in ProviderFormat]: Decoder } = {
+  chat: { stream: createChatStreamDecoder, whole: decodeChatAnswer },
+  messages: { stream: createMessagesStreamDecoder, whole: decodeMessagesAnswer },
+  gemini: { stream: createGeminiStreamDecoder, whole: decodeGeminiAnswer },
+};
+
+/**
+ * The stream translator of `decoder` reading the upstream into `encoder`: every upstream event is
+ * decoded and encoded at once (the decoder reads nothing after the answer's end).
+ * `estimatedInputTokens` is the input `usage()` counts until the upstream reports usage.
+ *
+ * `finished` and `failed` are plain fields the decoder's ending sets: an object literal's accessor
+ * costs a map of its own per instance, and a translator is made per request.
+ */
+export function translateStream(encoder: AnswerEncoder<unknown>, decoder: Decoder, options: DecoderOptions, estimatedInputTokens: number | undefined): StreamTranslator {
+  const reader = decoder.stream(encoder, {
+    onWarning: options.onWarning,
+    onEnded(failed) {
+      translator.finished = true;
+      translator.failed = failed;
+    },
+  });
+  const translator: { -readonly [K in keyof StreamTranslator]: StreamTranslator[K] } = {
+    push: reader.push,
+    end: reader.end,
+    fail: reader.fail,
+    finished: false,
+    failed: false,
+    usage(): TokenUsage {
+      const reported = reader.reported();
+      if (reported === undefined) return { inputTokens: tokenCount(estimatedInputTokens), outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 };
+      return { inputTokens: reported.inputTokens, outputTokens: reported.outputTokens, cacheReadTokens: reported.cacheReadTokens, cacheCreationTokens: reported.cacheCreationTokens };
+    },
+  };
+  return translator;
+}
+
+/** The whole answer `decoder` reads into `encoder`: the same events as a stream, written nowhere. */
+export function translateWhole<A>(encoder: AnswerEncoder<A>, decoder: Decoder, answer: unknown): A {
+  decoder.whole(answer, encoder);
+  return encoder.answer();
+}
+
+/** Options of the chat -> messages stream translator. */
+export interface ChatToMessagesStreamOptions extends MessagesEncoderOptions {
+  write(text: string): void;
+}
+
+/** Options of the messages -> chat stream translator. */
+export interface MessagesToChatStreamOptions extends ChatEncoderOptions {
+  write(text: string): void;
+  includeUsage: boolean;
+  /** Told about upstream output that cannot be passed on (for the request log). */
+  onWarning?: (message: string) => void;
+}
+
+/** Options of the stream translators to a Responses client. */
+export interface ResponsesStreamOptions extends ResponsesAnswerOptions {
+  write(text: string): void;
+  /** Told about upstream output that cannot be expressed and is dropped (for the request log). */
+  onWarning?: (message: string) => void;
+}
+
+/** Options of the whole-answer translators to chat and messages clients; `now` is injectable so tests need no real clock. */
+export interface ResponseTranslateOptions {
+  /** Milliseconds since the epoch, like `Date.now`. */
+  now?: () => number;
+  /** Told about output that was repaired rather than refused (for the request log). */
+  onWarning?: (message: string) => void;
+  /** The llmux model id the answer names; the upstream's `model` when absent. */
+  model?: string;
+}
+
+/** A chat upstream's stream to a messages client (translation.md "Streams"). */
+export function createChatToMessagesStream(options: ChatToMessagesStreamOptions): StreamTranslator {
+  return translateStream(createMessagesEncoder(options), DECODERS.chat, options, options.estimatedInputTokens);
+}
+
+/** A messages upstream's stream to a chat client: usage is the upstream's only, as it always reports it. */
+export function createMessagesToChatStream(options: MessagesToChatStreamOptions): StreamTranslator {
+  return translateStream(createChatEncoder(options), DECODERS.messages, options, 0);
+}
+
+/** A chat upstream's stream to a Responses client (responses.md "Stream"). */
+export function createChatToResponsesStream(options: ResponsesStreamOptions): ResponsesStreamTranslator {
+  return responsesStream(options, DECODERS.chat);
+}
+
+/** A messages upstream's stream to a Responses client (responses.md "Stream"). */
+export function createMessagesToResponsesStream(options: ResponsesStreamOptions): ResponsesStreamTranslator {
+  return responsesStream(options, DECODERS.messages);
+}
+
+/** A stream to a Responses client from an upstream of `decoder`'s format. */
+export function responsesStream(options: ResponsesStreamOptions, decoder: Decoder): ResponsesStreamTranslator {
+  const encoder = createResponsesEncoder(options);
+  return Object.assign(translateStream(encoder, decoder, options, options.estimatedInputTokens), { response: () => encoder.answer() });
+}
+
+/** A chat upstream's whole answer to a messages client (choice 0). */
+export function chatResponseToMessages(answer: unknown, options: ResponseTranslateOptions = {}): MessagesResponse {
+  return translateWhole(createMessagesEncoder(options), DECODERS.chat, answer);
+}
+
+/** A messages upstream's whole answer to a chat client. */
+export function messagesResponseToChat(answer: unknown, options: ResponseTranslateOptions = {}): ChatResponse {
+  return translateWhole(createChatEncoder(options), DECODERS.messages, answer);
+}
+
+/** A chat upstream's whole answer (choice 0) to a Responses client. */
+export function chatResponseToResponses(answer: unknown, options: ResponsesAnswerOptions): ResponsesResponse {
+  return translateWhole(createResponsesEncoder(options), DECODERS.chat, answer);
+}
+
+/** A messages upstream's whole answer to a Responses client. */
+export function messagesResponseToResponses(answer: unknown, options: ResponsesAnswerOptions): ResponsesResponse {
+  return translateWhole(createResponsesEncoder(options), DECODERS.messages, answer);
+}
+
+// ---------- the pairs ----------
+
 const messagesToChat: Translation<'messages', 'chat'> = {
   // Joined and passed on as they are: its texts need no decoding.
   readsLazily: true,
@@ -128,7 +301,7 @@ const chatToMessages: Translation<'chat', 'messages'> = {
   request: (body, { modelId, model, onWarning }) => ({
     body: chatRequestToMessages(body, model, { onWarning }),
     answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
-    stream: ({ write, includeUsage }) => createMessagesToChatStream({ write, includeUsage, model: modelId }),
+    stream: ({ write, includeUsage, onWarning }) => createMessagesToChatStream({ write, includeUsage, model: modelId, onWarning }),
   }),
 };
 
@@ -160,7 +333,7 @@ const responsesToChat: Translation<'responses', 'chat'> = {
     const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
     return {
       body: chat,
-      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer as AnswerOf['chat'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
+      answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
       stream: ({ write, estimatedInputTokens, onWarning }) => answering(createChatToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
@@ -171,20 +344,69 @@ const responsesToMessages: Translation<'responses', 'messages'> = {
     const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
     return {
       body: messages,
-      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer as AnswerOf['messages'], responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
+      answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
       stream: ({ write, estimatedInputTokens, onWarning }) => answering(createMessagesToResponsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning })),
     };
   },
 };
+
+const responsesToGemini: Translation<'responses', 'gemini'> = {
+  request(body, context) {
+    const { body: gemini, toolNames } = responsesRequestToGemini(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    return {
+      body: gemini,
+      answer: (answer, { estimatedInputTokens }) => translateWhole(createResponsesEncoder(responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)), DECODERS.gemini, answer),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(responsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning }, DECODERS.gemini)),
+    };
+  },
+};
+
+const chatToGemini: Translation<'chat', 'gemini'> = {
+  request: (body, { modelId, model, onWarning }) => ({
+    body: chatRequestToGemini(body, model, { onWarning }),
+    answer: (answer) => translateWhole(createChatEncoder({ model: modelId }), DECODERS.gemini, answer),
+    stream: ({ write, includeUsage, estimatedInputTokens, onWarning }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
+  }),
+};
+
+const messagesToGemini: Translation<'messages', 'gemini'> = {
+  request: (body, { modelId, model, onWarning }) => ({
+    body: messagesRequestToGemini(body, model, { onWarning }),
+    answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning }), DECODERS.gemini, answer),
+    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
+  }),
+};
+
+/** The Gemini encoder's options for an answer to `body`: its tool names and whether it asked for thoughts. */
+function geminiAnswerOptions(body: GeminiRequest, modelId: string, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
+  const thinking = body.generationConfig?.thinkingConfig;
+  return { model: modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning };
+}
+
+/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate`. */
+function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>) => RequestOf[U]): Translation<'gemini', U> {
+  return {
+    request: (body, context) => ({
+      body: translate(body, context),
+      answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning)), decoder, answer),
+      stream: ({ write, estimatedInputTokens, onWarning }) =>
+        translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
+    }),
+  };
+}
+
+const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, { model, onWarning, turn }) => geminiRequestToChat(body, model, { onWarning, stream: turn.stream }));
+const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream }));
 
 /**
  * Every client format to every format a provider speaks natively. Nothing translates *to* the
  * Responses format: a provider serves it only besides chat (src/providers/upstream-body.ts).
  */
 const TRANSLATIONS: { readonly [C in WireFormat]: { readonly [U in ProviderFormat]: Translation<C, U> | undefined } } = {
-  chat: { chat: undefined, messages: chatToMessages },
-  messages: { chat: messagesToChat, messages: undefined },
-  responses: { chat: responsesToChat, messages: responsesToMessages },
+  chat: { chat: undefined, messages: chatToMessages, gemini: chatToGemini },
+  messages: { chat: messagesToChat, messages: undefined, gemini: messagesToGemini },
+  responses: { chat: responsesToChat, messages: responsesToMessages, gemini: responsesToGemini },
+  gemini: { chat: geminiToChat, messages: geminiToMessages, gemini: undefined },
 };
 
 /**

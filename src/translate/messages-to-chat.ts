@@ -1,16 +1,16 @@
 /**
- * Data flowing from the messages format to the chat format (translation.md):
- * a messages-format request sent on to a chat-completions upstream, and a messages-format answer
- * (from a messages upstream) given back to a chat-completions client.
+ * Data flowing from the messages format to the chat format (translation.md): a messages-format
+ * request sent on to a chat-completions upstream. A messages-format answer given to a chat client
+ * goes through the neutral answer events instead (./answer-events.ts: ./messages-decoder.ts reads
+ * it, ./chat-encoder.ts writes it).
  *
- * Longer than most files on purpose, like ./chat-to-messages.ts: the request and the answer of one
- * direction share their helpers, and translation.md's table reads against one file.
+ * Longer than most files on purpose, like ./chat-to-messages.ts: translation.md's request table
+ * reads against one file.
  *
  * Decisions where the spec is silent (the official APIs decide, and these notes record how):
- * - Text blocks of one turn are joined with "\n\n" in requests (as the spec does for system blocks),
- *   so separately authored pieces (Claude Code's `<system-reminder>` blocks) stay apart. In answers
- *   they are joined with "" so a non-streamed answer reads exactly like the streamed one, whose
- *   text deltas are simply concatenated.
+ * - Text blocks of one turn are joined with "\n\n" (as the spec does for system blocks), so
+ *   separately authored pieces (Claude Code's `<system-reminder>` blocks) stay apart. (An answer's
+ *   text blocks are joined with "", as its stream's text deltas are: ./chat-encoder.ts.)
  * - A user turn made only of text becomes string content; with an image or document it becomes
  *   content parts, in block order.
  * - Chat `tool` messages carry text only, so a `tool_result` is flattened to text: text blocks
@@ -44,7 +44,6 @@ import type {
   ChatContentPart,
   ChatMessage,
   ChatRequest,
-  ChatResponse,
   ChatTool,
   ChatToolCall,
   ChatToolChoice,
@@ -53,10 +52,7 @@ import type {
 } from '../formats/wire.ts';
 import { GatewayError, truncate } from '../common/errors.ts';
 import { chatUserId } from './chat-user.ts';
-import { stopReasonToFinishReason } from './stop-reasons.ts';
-import { fromMessagesUsage, toChatUsage } from '../formats/usage.ts';
 import { asRecord, records } from '../common/json.ts';
-import { newId } from '../common/ids.ts';
 
 /** How the chosen upstream model wants its request shaped. */
 export interface UpstreamModel {
@@ -88,16 +84,6 @@ const KNOWN_FIELDS = new Set([
 const KNOWN_BLOCKS = new Set([
   'text', 'image', 'document', 'search_result', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking',
 ]);
-
-/** Options of the answer translators; `now` is injectable so tests need no real clock. */
-export interface ResponseTranslateOptions {
-  /** Milliseconds since the epoch, like `Date.now`. */
-  now?: () => number;
-  /** Told about input that was repaired rather than refused (for the request log). */
-  onWarning?: (message: string) => void;
-  /** The llmux model id the answer names; the upstream's `model` when absent. */
-  model?: string;
-}
 
 const PARAGRAPH = '\n\n';
 const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model carry text only]';
@@ -177,51 +163,6 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
     out.stream_options = { include_usage: true };
   }
   return out;
-}
-
-/**
- * Translates a messages-format answer into a chat-completions answer: text blocks -> `content`,
- * thinking -> `reasoning_content`, tool_use -> `tool_calls` (ids unchanged), stop reason and usage
- * per translation.md. The id is a fresh `chatcmpl-…`, `created` is now, `model` is `options.model`
- * (the llmux id) or else the upstream's.
- * An upstream answer is not validated, so every field is read leniently.
- */
-export function messagesResponseToChat(resp: unknown, options: ResponseTranslateOptions = {}): ChatResponse {
-  const now = options.now ?? Date.now;
-  const answer = asRecord(resp) ?? {};
-  let content = '';
-  let hasText = false;
-  let reasoning = '';
-  const toolCalls: ChatToolCall[] = [];
-  for (const block of records(answer['content'])) {
-    if (block['type'] === 'text' && typeof block['text'] === 'string') {
-      content += block['text'];
-      hasText = true;
-    } else if (block['type'] === 'thinking' && typeof block['thinking'] === 'string') {
-      reasoning += block['thinking'];
-    } else if (block['type'] === 'tool_use') {
-      toolCalls.push(toolCall(block));
-    }
-  }
-
-  // Null only beside tool calls, as OpenAI answers; an answer with nothing at all is "" (the stream
-  // of the same answer assembles to "" too, from its first delta).
-  const message: ChatResponse['choices'][number]['message'] = {
-    role: 'assistant',
-    content: hasText || toolCalls.length === 0 ? content : null,
-    refusal: null,
-  };
-  if (reasoning !== '') message.reasoning_content = reasoning;
-  if (toolCalls.length > 0) message.tool_calls = toolCalls;
-
-  return {
-    id: newId('chatcmpl-'),
-    object: 'chat.completion',
-    created: Math.floor(now() / 1000),
-    model: options.model ?? text(answer['model']),
-    choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinishReason(typeof answer['stop_reason'] === 'string' ? answer['stop_reason'] : null) }],
-    usage: toChatUsage(fromMessagesUsage(asRecord(answer['usage']))),
-  };
 }
 
 // ---------- reading leniently ----------

@@ -1,8 +1,9 @@
 /**
  * Writes a Responses answer as the event stream of responses.md "Stream", and keeps the response
- * object the terminal event carries. The stream translators (stream-chat-to-responses.ts,
- * stream-messages-to-responses.ts) feed it what the upstream says; the whole-answer translators feed
- * it the same way without `write`, so a streamed answer and a whole one are built by the same rules.
+ * object the terminal event carries. The Responses encoder (./responses-encoder.ts) feeds it the
+ * neutral answer events of any upstream, streamed or (without `write`) whole, so a streamed answer
+ * and a whole one are built by the same rules; the echo model's answers (src/dialects/responses.ts)
+ * are written by it directly.
  *
  * - `event: TYPE` + `data: JSON` whose `type` is TYPE and whose `sequence_number` counts from 0;
  *   each event one template string around the JSON of its variable parts, written at once.
@@ -17,9 +18,8 @@
  * State: the response object (its output grows item by item) and the one open item.
  */
 import type { ResponsesItemStatus, ResponsesOutputItem, ResponsesRefusal, ResponsesOutputText, ResponsesResponse, ResponsesUsage } from '../formats/responses.ts';
-import type { SealableBlock, TokenUsage } from '../formats/wire.ts';
-import type { SseEvent } from '../sse/parser.ts';
-import type { StreamTranslator } from './stream-chat-to-messages.ts';
+import type { SealableBlock } from '../formats/wire.ts';
+import type { OpaqueState } from './answer-events.ts';
 import {
   type InputUnwrapper,
   type ResponsesAnswerOptions,
@@ -30,27 +30,12 @@ import {
   newResponseId,
   outputItemId,
   responseObject,
-  tokenCount,
 } from './responses-output.ts';
-import { ZERO_USAGE } from '../formats/usage.ts';
 import { type RestoredTool, restoreTool } from './responses-tools.ts';
 
 export interface ResponsesEmitterOptions extends ResponsesAnswerOptions {
   /** Where the events go; without it nothing is written. */
   write?: (text: string) => void;
-}
-
-/** Options of the stream translators. */
-export interface ResponsesStreamOptions extends ResponsesAnswerOptions {
-  write(text: string): void;
-  /** Told about upstream output that cannot be expressed and is dropped (for the request log). */
-  onWarning?: (message: string) => void;
-}
-
-/** A stream translator that also gives the response object it built (to store, and to log). */
-export interface ResponsesStreamTranslator extends StreamTranslator {
-  /** The response object: final once `finished` (completed, incomplete or failed). */
-  response(): ResponsesResponse;
 }
 
 export interface ResponsesEmitter {
@@ -63,30 +48,26 @@ export interface ResponsesEmitter {
   /** Reasoning summary text, into the open reasoning item. */
   reasoning(delta: string): void;
   /**
-   * Ends a thinking block: closes the open reasoning item, sealing `block` into it. With no reasoning
-   * open, a block that seals (or that `keepReasoning` keeps) still gets an item (a redacted or
-   * summary-less thinking block).
-   * Without `block`, the item's own text is sealed as a signature-less thinking block (chat reasoning).
+   * Ends the open reasoning item with its opaque state: an Anthropic thinking signature is sealed
+   * with the item's text as the thinking block it came from, a redacted thinking block as itself.
+   * With no reasoning open, such a block that seals (or that `keepReasoning` keeps) still gets an
+   * item (a redacted or summary-less thinking block). Without state (or with state of another
+   * upstream, which has no seal yet), the item's own text is sealed as a signature-less thinking
+   * block (chat reasoning).
    */
-  endReasoning(block?: SealableBlock): void;
+  endReasoning(state?: OpaqueState): void;
   /** Opens the item of a call of `upstreamName` (flattened, custom and local shell names restored). */
   openCall(callId: string | undefined, upstreamName: string): void;
   /** The next fragment of the open call's arguments. */
   callArguments(fragment: string): void;
   /** Closes the open item, if any, as completed. */
   closeItem(): void;
-  /** What is open: the stream translators close or hold items by it. */
-  readonly openKind: 'message' | 'reasoning' | 'call' | undefined;
   /** Ends the output as `stop` says (last item incomplete, refusal part); `complete` follows. */
   settle(stop: ResponsesStop): void;
   /** Writes the terminal `response.completed` / `response.incomplete` with the whole response. */
   complete(usage: ResponsesUsage | null): void;
   /** Writes the terminal `response.failed` with `error {code, message}`, after closing the open item. */
   fail(code: string, message: string, usage: ResponsesUsage | null): void;
-  readonly started: boolean;
-  readonly finished: boolean;
-  /** Ended by `fail`. */
-  readonly failed: boolean;
   /** The response object: in progress until the terminal event, then final (what to store). */
   response(): ResponsesResponse;
 }
@@ -211,12 +192,20 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     if (!silent) emit('response.reasoning_summary_text.delta', `${at(item)},"summary_index":0,"delta":${JSON.stringify(delta)}`);
   }
 
-  function endReasoning(block?: SealableBlock): void {
+  /** The thinking block `state` stands for, with `text` as its thinking; undefined for other state. */
+  function sealable(state: OpaqueState | undefined, text: string): SealableBlock | undefined {
+    if (state?.kind === 'thinking-signature') return { type: 'thinking', thinking: text, signature: state.signature };
+    if (state?.kind === 'redacted-thinking') return { type: 'redacted_thinking', data: state.data };
+    return undefined;
+  }
+
+  function endReasoning(state?: OpaqueState): void {
     if (settled) return;
     if (open?.kind === 'reasoning') {
-      closeReasoning(open, block);
+      closeReasoning(open, sealable(state, open.text));
       return;
     }
+    const block = sealable(state, '');
     if (block === undefined) return;
     const encrypted = options.seal?.(block);
     if (encrypted === undefined && options.keepReasoning === undefined) return;
@@ -363,47 +352,6 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     settle,
     complete,
     fail,
-    get openKind() {
-      return open?.kind;
-    },
-    get started() {
-      return started;
-    },
-    get finished() {
-      return finished;
-    },
-    get failed() {
-      return response.status === 'failed';
-    },
     response: () => response,
-  };
-}
-
-/** What a Responses stream translator reads its upstream with: its own events, end and usage. */
-export interface ResponsesStreamParts {
-  push(event: SseEvent): void;
-  end(): void;
-  fail(message: string, type?: string): void;
-  /** What the upstream reported so far, if anything. */
-  reported(): TokenUsage | undefined;
-}
-
-/**
- * The translator around its emitter: whether it ended, and how, is the emitter's; the usage is
- * what the upstream reported, else the input estimate.
- */
-export function responsesStreamTranslator(emitter: ResponsesEmitter, parts: ResponsesStreamParts, estimatedInputTokens: number | undefined): ResponsesStreamTranslator {
-  return {
-    push: parts.push,
-    end: parts.end,
-    fail: parts.fail,
-    get finished() {
-      return emitter.finished;
-    },
-    get failed() {
-      return emitter.failed;
-    },
-    usage: () => ({ ...(parts.reported() ?? { ...ZERO_USAGE, inputTokens: tokenCount(estimatedInputTokens) }) }),
-    response: () => emitter.response(),
   };
 }

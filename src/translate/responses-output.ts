@@ -1,7 +1,7 @@
 /**
  * Pieces of a Responses answer (responses.md "Answer") that the whole-answer and stream
  * translators share: the options they take, the response object and its echoed request fields,
- * output items, ids, usage, and the stop-reason rules.
+ * output items, ids and usage (the stop-reason rules are ./stop-reasons.ts's).
  *
  * Decisions beyond the spec:
  * - Item ids are derived from the response id and the item's output index (`msg_<id>_0`,
@@ -11,8 +11,6 @@
  * - A custom tool's input is the `input` string of the arguments the model wrote (`{"input": "…"}`);
  *   when the arguments were cut short (max tokens), the part of the string written so far; when
  *   they are not that shape at all, the arguments as they are.
- * - A refusal stop with no refusal text from the upstream gets a refusal part saying so: Anthropic's
- *   `stop_details.explanation` when given, else a fixed sentence.
  * - When the response is incomplete, its last item (the one cut short) has status `incomplete`.
  */
 import type { TokenUsage } from '../formats/wire.ts';
@@ -26,6 +24,7 @@ import type {
   ResponsesUsage,
 } from '../formats/responses.ts';
 import type { SealableBlock } from '../formats/wire.ts';
+import type { AnswerUsage } from './answer-events.ts';
 import type { RestoredTool, ToolNames } from './responses-tools.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
@@ -64,9 +63,6 @@ export type ResponsesStop =
   | { status: 'completed' }
   | { status: 'incomplete'; reason: 'max_output_tokens' }
   | { status: 'incomplete'; reason: 'content_filter'; refusal: string };
-
-const REFUSAL_TEXT = 'The model declined to answer this request.';
-const CONTENT_FILTER_TEXT = "The answer was stopped by the upstream's content filter.";
 
 /** The request fields a response repeats, with OpenAI's defaults where the request left them out. */
 export function responseEcho(request: ResponsesRequest): ResponseEcho {
@@ -147,30 +143,14 @@ export function toResponsesUsage(usage: TokenUsage, reasoningTokens: number): Re
  * The response's usage: the upstream's when it reported any (with the reasoning tokens it counted),
  * else the input estimate and no output tokens.
  */
-export function answerUsage(reported: TokenUsage | undefined, reasoningTokens: number, options: ResponsesAnswerOptions): ResponsesUsage {
-  if (reported !== undefined) return toResponsesUsage(reported, reasoningTokens);
+export function answerUsage(reported: AnswerUsage | undefined, options: ResponsesAnswerOptions): ResponsesUsage {
+  if (reported !== undefined) return toResponsesUsage(reported, reported.reasoningTokens);
   return toResponsesUsage({ inputTokens: tokenCount(options.estimatedInputTokens), outputTokens: 0, cacheReadTokens: 0, cacheCreationTokens: 0 }, 0);
 }
 
 /** A count read leniently: a finite number >= 0, else 0. */
 export function tokenCount(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
-}
-
-/** chat `finish_reason` (and whether the answer refused) -> how the response ends. */
-export function chatStop(finishReason: string | null | undefined, refused: boolean): ResponsesStop {
-  if (finishReason === 'length') return { status: 'incomplete', reason: 'max_output_tokens' };
-  if (refused) return { status: 'incomplete', reason: 'content_filter', refusal: REFUSAL_TEXT };
-  if (finishReason === 'content_filter') return { status: 'incomplete', reason: 'content_filter', refusal: CONTENT_FILTER_TEXT };
-  return { status: 'completed' };
-}
-
-/** messages `stop_reason` (and its `stop_details`) -> how the response ends. */
-export function messagesStop(stopReason: unknown, stopDetails: unknown): ResponsesStop {
-  if (stopReason === 'max_tokens' || stopReason === 'model_context_window_exceeded') return { status: 'incomplete', reason: 'max_output_tokens' };
-  if (stopReason !== 'refusal') return { status: 'completed' };
-  const explanation = asRecord(stopDetails)?.['explanation'];
-  return { status: 'incomplete', reason: 'content_filter', refusal: typeof explanation === 'string' && explanation !== '' ? explanation : REFUSAL_TEXT };
 }
 
 /** An llmux error type -> the `code` of a failed response's `error` (Codex retries `server_error` and `rate_limit_exceeded`). */

@@ -1,6 +1,7 @@
 /**
- * An upstream stream event's data read as the JSON object every provider sends: the four stream
- * translators read their events through this, and end the answer as incomplete when it says why not.
+ * An upstream stream event's data read as the JSON object every provider sends: the stream decoders
+ * (./chat-decoder.ts, ./messages-decoder.ts) read their events through this, and fail the answer as
+ * incomplete when it says why not.
  */
 import { isRecord } from '../common/json.ts';
 

@@ -7,6 +7,7 @@ import {
   isProviderUsable,
   ollamaBaseUrl,
   resolveApiKey,
+  resolvePoolKeys,
 } from '../../src/catalog/providers.ts';
 
 function provider(overrides: Partial<ProviderConfig>): ProviderConfig {
@@ -29,7 +30,7 @@ describe('builtinProviders', () => {
     assert.deepEqual(urls, {
       openai: 'https://api.openai.com/v1',
       anthropic: 'https://api.anthropic.com/v1',
-      gemini: 'https://generativelanguage.googleapis.com/v1beta/openai',
+      gemini: 'https://generativelanguage.googleapis.com/v1beta',
       mistral: 'https://api.mistral.ai/v1',
       groq: 'https://api.groq.com/openai/v1',
       deepseek: 'https://api.deepseek.com/v1',
@@ -42,8 +43,8 @@ describe('builtinProviders', () => {
     });
   });
 
-  it('speaks the anthropic format only for Anthropic', () => {
-    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'messages' : 'chat');
+  it('speaks the anthropic format only for Anthropic, the gemini format only for Gemini', () => {
+    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'messages' : p.id === 'gemini' ? 'gemini' : 'chat');
   });
 
   it('reads every cloud credential from <PROVIDER>_API_KEY and leaves Ollama keyless', () => {
@@ -139,5 +140,13 @@ describe('isProviderUsable', () => {
     const configured = provider({ id: 'ollama', baseUrl: 'http://gpu-box:11434/v1', keyless: true });
     assert.equal(isProviderUsable(configured, {}), true);
     assert.equal(isProviderUsable(provider({ id: 'local', keyless: true }), {}), true);
+  });
+
+  it('counts a provider with api_keys as usable when any of its keys resolves', () => {
+    const pooled = provider({ apiKey: 'env:K1', apiKeys: ['env:K1', 'env:K2'] });
+    assert.equal(isProviderUsable(pooled, {}), false);
+    assert.equal(isProviderUsable(pooled, { K2: 'sk-2' }), true);
+    assert.deepEqual(resolvePoolKeys(pooled, { K1: 'sk-1', K2: 'sk-2' }), ['sk-1', 'sk-2']);
+    assert.deepEqual(resolvePoolKeys(provider({ apiKey: 'sk-lone' }), {}), [], 'a lone api_key is not a pool');
   });
 });

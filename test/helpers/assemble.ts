@@ -29,8 +29,8 @@ export function sseEvents(bytes: Buffer | string): SseEvent[] {
 export interface IncompleteInput { incomplete: string }
 
 /**
- * A messages-format stream as one messages answer (`MessageStream.finalMessage()`), or undefined
- * when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
+ * A messages-format stream as one messages answer (`MessageStream.finalMessage()`, with the
+ * `stop_details` of a refusal), or undefined when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
  * `{}` when there was none, or `{incomplete: text}` when it does not parse (a call cut by max_tokens).
  */
 export function assembleMessagesStream(bytes: Buffer | string): Json | undefined {
@@ -64,6 +64,7 @@ export function assembleMessagesStream(bytes: Buffer | string): Json | undefined
         const delta = data['delta'] as Json;
         message['stop_reason'] = delta['stop_reason'];
         message['stop_sequence'] = delta['stop_sequence'] ?? null;
+        if (delta['stop_details'] !== undefined) message['stop_details'] = delta['stop_details'];
         message['usage'] = { ...(message['usage'] as Json), ...(data['usage'] as Json) };
         break;
       }
@@ -192,4 +193,85 @@ export function chatGist(completion: Json): ChatGist {
     tools,
     finishReason: choice['finish_reason'],
   };
+}
+
+/**
+ * Recordings with no whole answer to agree with: the upstream fails mid-answer, or (Azure) only
+ * the first chunk was recorded, so the stream ends before the answer does.
+ */
+export const FAILING_RECORDINGS: ReadonlySet<string> = new Set([
+  'azure-openai-stream-first-chunk-prompt-filter.sse',
+  'openai-stream-error-midstream.sse',
+  'anthropic-stream-error-midstream-overloaded.sse',
+  'anthropic-docs-stream-error-event.sse',
+]);
+
+/** Generated ids differ between two translations of the same answer; only ids an upstream gave must agree. */
+const GENERATED_ID = /^(toolu_|call_)[0-9a-f]{24}$/;
+
+/** A gist with made-up tool ids read as `(generated)`. */
+export function withoutGeneratedIds<T extends { tools: Array<{ id: string }> }>(gist: T): T {
+  return { ...gist, tools: gist.tools.map((tool) => (GENERATED_ID.test(tool.id) ? { ...tool, id: '(generated)' } : tool)) };
+}
+
+/**
+ * A Gemini stream (`data:` events, each a whole `GenerateContentResponse`) as one whole answer,
+ * the way Gemini CLI gathers a streamed turn: candidate 0's parts in order, adjacent text pieces of
+ * one kind (answer or thought) merged and keeping the last signature given among them, empty text
+ * without a signature left out; the last `finishReason`, usage, `modelVersion` and `responseId`.
+ * Undefined when the stream holds an error event. Reads `[`…`]` JSON-array streams too.
+ */
+export function assembleGeminiStream(bytes: Buffer | string): Json | undefined {
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
+  const responses = text.trimStart().startsWith('[')
+    ? (JSON.parse(text) as Json[])
+    : sseEvents(text).map((event) => JSON.parse(event.data) as Json);
+  const parts: Json[] = [];
+  const answer: Json = {};
+  let finishReason: unknown;
+  for (const response of responses) {
+    if (response['error'] !== undefined) return undefined;
+    for (const key of ['usageMetadata', 'modelVersion', 'responseId']) if (response[key] !== undefined) answer[key] = response[key];
+    const candidate = (response['candidates'] as Json[] | undefined)?.[0];
+    if (candidate === undefined) continue;
+    if (candidate['finishReason'] !== undefined) finishReason = candidate['finishReason'];
+    for (const part of ((candidate['content'] as Json | undefined)?.['parts'] as Json[] | undefined) ?? []) {
+      const last = parts.at(-1);
+      if (typeof part['text'] === 'string') {
+        if (part['text'] === '' && part['thoughtSignature'] === undefined) continue;
+        if (last !== undefined && typeof last['text'] === 'string' && last['thought'] === part['thought']) {
+          last['text'] = String(last['text']) + part['text'];
+          if (part['thoughtSignature'] !== undefined) last['thoughtSignature'] = part['thoughtSignature'];
+          continue;
+        }
+      }
+      parts.push({ ...part });
+    }
+  }
+  return {
+    candidates: [{ content: { parts, role: 'model' }, ...(finishReason === undefined ? {} : { finishReason }), index: 0 }],
+    ...answer,
+  };
+}
+
+/** What two Gemini answers must agree on: candidate 0's text, thoughts and calls, and its finish reason. */
+export interface GeminiGist {
+  text: string;
+  thoughts: string;
+  tools: Array<{ id: string; name: string; input: unknown }>;
+  finishReason: unknown;
+}
+
+export function geminiGist(answer: Json): GeminiGist {
+  const candidate = (answer['candidates'] as Json[] | undefined)?.[0] ?? {};
+  const gist: GeminiGist = { text: '', thoughts: '', tools: [], finishReason: candidate['finishReason'] };
+  for (const part of ((candidate['content'] as Json | undefined)?.['parts'] as Json[] | undefined) ?? []) {
+    if (typeof part['text'] === 'string') {
+      if (part['thought'] === true) gist.thoughts += part['text'];
+      else gist.text += part['text'];
+    }
+    const call = part['functionCall'];
+    if (isRecord(call)) gist.tools.push({ id: String(call['id'] ?? ''), name: String(call['name']), input: call['args'] ?? {} });
+  }
+  return gist;
 }

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ChatRequest, ChatResponse, MessagesResponse } from '../../src/formats/wire.ts';
 import { GatewayError } from '../../src/common/errors.ts';
-import { chatRequestToMessages, chatResponseToMessages } from '../../src/translate/chat-to-messages.ts';
+import { chatRequestToMessages } from '../../src/translate/chat-to-messages.ts';
+import { chatResponseToMessages } from '../../src/translate/index.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
 
 const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);

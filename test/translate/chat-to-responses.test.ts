@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ChatResponse } from '../../src/formats/wire.ts';
-import { chatResponseToResponses } from '../../src/translate/chat-to-responses.ts';
+import { chatResponseToResponses } from '../../src/translate/index.ts';
 import { responseEcho } from '../../src/translate/responses-output.ts';
 import { answerOptions } from '../helpers/responses-stream.ts';
 

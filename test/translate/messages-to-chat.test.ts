@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ChatResponse, MessagesRequest, MessagesResponse } from '../../src/formats/wire.ts';
 import { GatewayError } from '../../src/common/errors.ts';
-import { messagesRequestToChat, messagesResponseToChat } from '../../src/translate/messages-to-chat.ts';
+import { messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
+import { messagesResponseToChat } from '../../src/translate/index.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
 
 const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { MessagesResponse } from '../../src/formats/wire.ts';
-import { messagesResponseToResponses } from '../../src/translate/messages-to-responses.ts';
+import { messagesResponseToResponses } from '../../src/translate/index.ts';
 import { answerOptions } from '../helpers/responses-stream.ts';
 
 const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);

@@ -15,31 +15,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { createSseParser } from '../../src/sse/parser.ts';
-import { chatResponseToMessages } from '../../src/translate/chat-to-messages.ts';
-import { messagesResponseToChat } from '../../src/translate/messages-to-chat.ts';
-import { createChatToMessagesStream } from '../../src/translate/stream-chat-to-messages.ts';
-import { createMessagesToChatStream } from '../../src/translate/stream-messages-to-chat.ts';
+import { chatResponseToMessages, createChatToMessagesStream, createMessagesToChatStream, messagesResponseToChat } from '../../src/translate/index.ts';
 import type { StreamTranslator } from '../../src/translate/index.ts';
-import { assembleChatStream, assembleMessagesStream, chatGist, messagesGist } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleMessagesStream, chatGist, messagesGist, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { FIXTURES } from '../helpers/fake-upstream.ts';
-
-/**
- * Recordings with no whole answer to agree with: the upstream fails mid-answer, or (Azure) only
- * the first chunk was recorded, so the stream ends before the answer does.
- */
-const FAILING_RECORDINGS = new Set([
-  'azure-openai-stream-first-chunk-prompt-filter.sse',
-  'openai-stream-error-midstream.sse',
-  'anthropic-stream-error-midstream-overloaded.sse',
-  'anthropic-docs-stream-error-event.sse',
-]);
-
-/** Generated ids differ between two translations of the same answer; only ids an upstream gave must agree. */
-const GENERATED_ID = /^(toolu_|call_)[0-9a-f]{24}$/;
-
-function withoutGeneratedIds<T extends { tools: Array<{ id: string }> }>(gist: T): T {
-  return { ...gist, tools: gist.tools.map((tool) => (GENERATED_ID.test(tool.id) ? { ...tool, id: '(generated)' } : tool)) };
-}
 
 function run(bytes: Buffer, create: (write: (text: string) => void) => StreamTranslator): { output: string; failed: boolean } {
   let output = '';

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser } from '../../src/sse/parser.ts';
-import { createChatToMessagesStream, type StreamTranslator } from '../../src/translate/stream-chat-to-messages.ts';
+import { createChatToMessagesStream, type StreamTranslator } from '../../src/translate/index.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 
 const FIXTURES = new URL('../fixtures/upstream/', import.meta.url);

@@ -1,0 +1,235 @@
+/**
+ * Writes the neutral answer events (./answer-events.ts) as a messages-format answer: the event
+ * stream of translation.md "Streams" (`message_start`, content blocks, `message_delta`,
+ * `message_stop`), or, without `write`, the whole answer (`MessagesResponse`) built by the same rules.
+ *
+ * - `message_start` names the llmux model (the upstream's without one) and announces the input
+ *   estimate with zeroed cache counts until the upstream reports usage.
+ * - One block open at a time: reasoning is a `thinking` block (`signature: ""`: no upstream feeding
+ *   this encoder signs its reasoning yet), text a `text` block, refusal text a `text` block of its
+ *   own (the messages format has no refusal part), each call a `tool_use` block whose arguments
+ *   stream as `input_json_delta`. Another kind closes the open block (`content_block_stop`) and
+ *   opens the next at index + 1; `stop` closes the last one.
+ * - The stop reason is `refusal` when the answer carried refusal text, else the stop's
+ *   (./stop-reasons.ts). `message_delta` (stop reason, usage) and `message_stop` wait for `end`:
+ *   usage may come after the stop. Without a usage report `message_delta` carries
+ *   `output_tokens: 0` only, so clients keep the estimate from `message_start`.
+ * - A call without an id gets a made-up one (`toolu_…`, or the decoder's prefix). The whole answer
+ *   parses each call's arguments into `input`: arguments that are not a JSON object become `{}`,
+ *   with a warning naming where the upstream put them.
+ * - `fail` writes `event: error` with the error's type when it is one of the format's, else
+ *   `api_error`; nothing is written after it.
+ *
+ * Every event is one template string around the JSON of its variable parts (the text, the
+ * arguments), written at once: building objects per delta to stringify them whole was the part of
+ * a translated stream that was ours to cut (bench/RESULTS.md). The templates keep
+ * JSON.stringify's key order and spacing.
+ */
+import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason } from '../formats/wire.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, ignoreEvent } from './answer-events.ts';
+import { messagesErrorFrame } from '../formats/frames.ts';
+import { toMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
+import { asRecord } from '../common/json.ts';
+import { newId } from '../common/ids.ts';
+import { toMessagesStop } from './stop-reasons.ts';
+
+export interface MessagesEncoderOptions {
+  /** Where the events go; without it nothing is written and `answer()` is the whole answer. */
+  write?: (text: string) => void;
+  /** Input tokens announced in `message_start` until the upstream reports usage. */
+  estimatedInputTokens?: number;
+  /** Message id (`msg_…`); random by default. Tests pin it. */
+  messageId?: string;
+  /** The llmux model id the answer names; the upstream's when absent. */
+  model?: string;
+  /** Told about output that was repaired (unparsable call arguments; for the request log). */
+  onWarning?: (message: string) => void;
+}
+
+/** Anthropic error types; an error of another type is reported as `api_error`. */
+const MESSAGES_ERROR_TYPES = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+  'rate_limit_error',
+  'api_error',
+  'overloaded_error',
+]);
+
+type BlockKind = 'thinking' | 'text' | 'refusal' | 'tool_use';
+
+const THINKING_BLOCK_JSON = '{"type":"thinking","thinking":"","signature":""}';
+const TEXT_BLOCK_JSON = '{"type":"text","text":""}';
+
+/** A whole answer's call arguments as `input`: a JSON object, else `{}` and a warning naming where they were. */
+function inputOf(args: string, path: string | undefined, warn: ((message: string) => void) | undefined): Record<string, unknown> {
+  if (args.trim() === '') return {};
+  const where = path ?? 'tool call arguments';
+  try {
+    const record = asRecord(JSON.parse(args));
+    if (record !== undefined) return record;
+    warn?.(`${where}: JSON but not an object; sent upstream as {}`);
+  } catch {
+    warn?.(`${where}: not valid JSON; sent upstream as {}`);
+  }
+  return {};
+}
+
+/** Creates the messages encoder; with `options.write`, every event is written as soon as it exists. */
+export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEncoder<MessagesResponse> {
+  const write = options.write;
+  const silent = write === undefined;
+  const estimatedInputTokens = Math.max(0, Math.floor(options.estimatedInputTokens ?? 0));
+  const messageId = options.messageId ?? newId('msg_');
+  const messageIdJson = JSON.stringify(messageId);
+  const inputTokensJson = JSON.stringify(estimatedInputTokens);
+
+  let started = false;
+  let finished = false;
+  let refused = false;
+  let model = '';
+  let stop: AnswerStop | undefined;
+  let reported: AnswerUsage | undefined;
+
+  let openKind: BlockKind | undefined;
+  let nextBlockIndex = 0;
+  // The whole answer's blocks, and the open call's arguments and where they came from (silent only).
+  const content: MessagesResponseBlock[] = [];
+  let openBlock: MessagesResponseBlock | undefined;
+  let callArgs = '';
+  let callPath: string | undefined;
+
+  function start(upstreamModel: string | undefined): void {
+    if (started) return;
+    started = true;
+    model = options.model ?? upstreamModel ?? '';
+    if (silent) return;
+    write(
+      `event: message_start\ndata: {"type":"message_start","message":{"id":${messageIdJson},"type":"message","role":"assistant","content":[],` +
+        `"model":${JSON.stringify(model)},"stop_reason":null,"stop_sequence":null,` +
+        `"usage":{"input_tokens":${inputTokensJson},"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}\n\n`,
+    );
+  }
+
+  function closeBlock(): void {
+    if (openKind === undefined) return;
+    if (silent) {
+      if (openBlock?.type === 'tool_use') openBlock.input = inputOf(callArgs, callPath, options.onWarning);
+      if (openBlock !== undefined) content.push(openBlock);
+      openBlock = undefined;
+    } else {
+      write(`event: content_block_stop\ndata: {"type":"content_block_stop","index":${nextBlockIndex - 1}}\n\n`);
+    }
+    openKind = undefined;
+  }
+
+  /** Opens a block of `kind`: `block` is the whole answer's, `blockJson` the stream's `content_block`. */
+  function open(kind: BlockKind, block: MessagesResponseBlock, blockJson: string): void {
+    closeBlock();
+    if (!started) start(undefined);
+    openKind = kind;
+    const index = nextBlockIndex;
+    nextBlockIndex += 1;
+    if (silent) openBlock = block;
+    else write(`event: content_block_start\ndata: {"type":"content_block_start","index":${index},"content_block":${blockJson}}\n\n`);
+  }
+
+  /** Writes a delta for the open block; `deltaJson` is the `delta` object as JSON. */
+  function emitDelta(deltaJson: string): void {
+    (write as (text: string) => void)(`event: content_block_delta\ndata: {"type":"content_block_delta","index":${nextBlockIndex - 1},"delta":${deltaJson}}\n\n`);
+  }
+
+  /** Text into the open block of `kind` (a refusal's text is a text block of its own). */
+  function addText(kind: 'text' | 'refusal', delta: string): void {
+    if (openKind !== kind) open(kind, { type: 'text', text: '' }, TEXT_BLOCK_JSON);
+    if (silent) (openBlock as { text: string }).text += delta;
+    else emitDelta(`{"type":"text_delta","text":${JSON.stringify(delta)}}`);
+  }
+
+  function stopReason(): { stopReason: MessagesStopReason; stopSequence: string | null } {
+    if (refused) return { stopReason: 'refusal', stopSequence: null };
+    return toMessagesStop(stop ?? { reason: 'end_turn' });
+  }
+
+  return {
+    start,
+    text(delta) {
+      if (delta !== '' && !finished) addText('text', delta);
+    },
+    refusal(delta) {
+      if (delta === '' || finished) return;
+      refused = true;
+      addText('refusal', delta);
+    },
+    reasoning(delta) {
+      if (delta === '' || finished) return;
+      if (openKind !== 'thinking') open('thinking', { type: 'thinking', thinking: '', signature: '' }, THINKING_BLOCK_JSON);
+      if (silent) (openBlock as { thinking: string }).thinking += delta;
+      else emitDelta(`{"type":"thinking_delta","thinking":${JSON.stringify(delta)}}`);
+    },
+    reasoningEnd() {
+      // A signature has its place here (a signature_delta) once an upstream other than the
+      // messages format itself signs reasoning (issue 23); none feeding this encoder does yet.
+      if (openKind === 'thinking') closeBlock();
+    },
+    callStart(call: CallStart) {
+      if (finished) return;
+      const id = call.id ?? newId(call.madeUpIdPrefix ?? 'toolu_');
+      callArgs = '';
+      callPath = call.path;
+      open('tool_use', { type: 'tool_use', id, name: call.name, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"input":{}}`);
+    },
+    callArguments(fragment) {
+      if (fragment === '' || openKind !== 'tool_use') return;
+      if (silent) callArgs += fragment;
+      else emitDelta(`{"type":"input_json_delta","partial_json":${JSON.stringify(fragment)}}`);
+    },
+    callEnd() {
+      if (openKind === 'tool_use') closeBlock();
+    },
+    // Nothing in a messages text block carries opaque state.
+    annotate: ignoreEvent,
+    usage(usage) {
+      reported = usage;
+    },
+    stop(answerStop) {
+      if (finished) return;
+      closeBlock();
+      stop ??= answerStop;
+    },
+    end() {
+      if (finished) return;
+      if (!started) start(undefined);
+      closeBlock();
+      finished = true;
+      if (silent) return;
+      const { stopReason: reason, stopSequence } = stopReason();
+      const usageJson = reported === undefined ? '{"output_tokens":0}' : JSON.stringify(toMessagesUsage(reported));
+      write(
+        `event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":${JSON.stringify(reason)},` +
+          `"stop_sequence":${JSON.stringify(stopSequence)}},"usage":${usageJson}}\n\n`,
+      );
+      write('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+    },
+    fail(message, type) {
+      if (finished) return;
+      finished = true;
+      write?.(messagesErrorFrame({ message, type: type !== undefined && MESSAGES_ERROR_TYPES.has(type) ? type : 'api_error' }));
+    },
+    answer(): MessagesResponse {
+      const { stopReason: reason, stopSequence } = stopReason();
+      return {
+        id: messageId,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: openBlock === undefined ? content : [...content, openBlock],
+        stop_reason: reason,
+        stop_sequence: stopSequence,
+        usage: toMessagesUsage(reported ?? ZERO_USAGE),
+      };
+    },
+  };
+}
