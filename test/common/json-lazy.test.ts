@@ -6,7 +6,6 @@ import {
   LAZY_TEXT_BYTES,
   NotLazyError,
   isTextReference,
-  lazyTexts,
   realText,
   realValue,
   spliceTexts,
