@@ -16,12 +16,11 @@ export type Fail = (field: string, problem: string) => never;
  * The config file names a provider's wire format by vendor; the code by operation (see
  * src/formats/wire.ts). Both directions, so `llmux setup` writes what the file documents.
  */
-const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
-export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
+const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages', converse: 'converse' };
+export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic', converse: 'converse' };
 
 /** Formats the config names that llmux does not serve yet, and what to do meanwhile. */
 const NOT_YET_FORMATS: Readonly<Record<string, string>> = {
-  converse: '"converse" (Bedrock\'s Converse API, for Bedrock models other than Claude) is not served yet; Claude on Bedrock is "format": "anthropic"',
   gemini: '"gemini" (Google\'s generateContent) is not served yet; Vertex AI\'s Gemini models are reachable through its OpenAI-compatible endpoint, "format": "openai"',
 };
 
@@ -40,10 +39,10 @@ const PLATFORM_OF_FIELD: Readonly<Record<string, readonly PlatformName[]>> = {
 
 /** What each platform carries and how it is authorised, for the checks above. */
 const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly ProviderFormat[]; formatProblem: string; baseUrlRequired: boolean; apiKey: boolean; credentialHint: string }>> = {
-  http: { formats: ['chat', 'messages'], formatProblem: 'must be "openai" or "anthropic"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
+  http: { formats: ['chat', 'messages'], formatProblem: 'must be "openai" or "anthropic" ("converse" is Amazon Bedrock\'s Converse API: it needs "platform": "bedrock")', baseUrlRequired: true, apiKey: true, credentialHint: '' },
   bedrock: {
-    formats: ['messages'],
-    formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel); its other models need "converse", which is not served yet',
+    formats: ['messages', 'converse'],
+    formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel) and "converse" (its other models, through Converse)',
     baseUrlRequired: false,
     apiKey: false,
     credentialHint: 'Bedrock requests are signed with AWS credentials: give credentials or profile, or let llmux find them (AWS_* variables, ~/.aws/credentials, the container or instance role)',

@@ -6,15 +6,14 @@
  * returning as it is.
  */
 import type { ModelEntry, ProviderConfig, RetryConfig } from '../config/types.ts';
-import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
-import { dialects } from '../dialects/index.ts';
+import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { Carrier, Carriers, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
 import { ClientClosedError, GatewayError, UpstreamError, truncate, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
 import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import { IN_PROCESS_SCHEME } from './upstream.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
-import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
+import { buildUpstreamBody, formatHeadersFor, upstreamFormatFor } from './upstream-body.ts';
 import type { UpstreamBody } from './upstream-body.ts';
 import { upstreamErrorOf } from './upstream-errors.ts';
 import type { Redact } from './redact.ts';
@@ -57,7 +56,7 @@ export interface Answered<F extends WireFormat = WireFormat> {
   /** How the provider was reached: its stream framing and error shape are the answer's. */
   carrier: Carrier;
   /** The format the provider answered in. */
-  format: WireFormat;
+  format: UpstreamFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
   translated: AnswerTranslation<F> | undefined;
 }
@@ -92,7 +91,7 @@ export interface HeldRequest<F extends WireFormat> {
 
 /** One candidate's upstream request, built from the held request. */
 interface Prepared<F extends WireFormat> {
-  format: WireFormat;
+  format: UpstreamFormat;
   call: UpstreamCall;
   /** The path and query under the carrier's endpoint. */
   target: string;
@@ -112,7 +111,7 @@ function prepare<F extends WireFormat>(held: HeldRequest<F>, candidate: ModelEnt
   if (request === undefined) throw new Error('the request was let go before its last attempt was built');
   if (last) held.request = undefined;
   const format = upstreamFormatFor(carrier.provider, request.format);
-  const call: UpstreamCall = { upstreamId: candidate.upstream_id, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
+  const call: UpstreamCall = { upstreamId: candidate.upstream_id, format, stream: request.stream, formatHeaders: formatHeadersFor(format, request) };
   const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning, carrier.envelope(call));
   return {
     format,
