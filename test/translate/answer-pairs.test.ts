@@ -26,10 +26,13 @@ import { createChatEncoder } from '../../src/translate/chat-encoder.ts';
 import { createMessagesEncoder } from '../../src/translate/messages-encoder.ts';
 import { createResponsesEncoder } from '../../src/translate/responses-encoder.ts';
 import { DECODERS, type Decoder, type StreamTranslator, translateStream, translateWhole } from '../../src/translate/index.ts';
-import { FAILING_RECORDINGS, assembleChatStream, assembleMessagesStream, chatGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleConverseStream, assembleMessagesStream, chatGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { answerOptions, assembleResponsesStream, comparable } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { FIXTURES } from '../helpers/fake-upstream.ts';
+import { fileURLToPath } from 'node:url';
+
+const CONVERSE_FIXTURES = fileURLToPath(new URL('../fixtures/converse/', import.meta.url));
 
 type Json = Record<string, unknown>;
 
@@ -240,16 +243,21 @@ const CLIENTS: readonly ClientFormat[] = [
 
 interface UpstreamFormat {
   name: ProviderFormat;
-  /** Its recorded answers in test/fixtures/upstream/: `.sse` streams and `.json` whole answers. */
+  /** The folder of its recorded answers, and which of them are its: `.sse` streams and `.json` whole answers. */
+  folder: string;
   fixtures: RegExp;
+  /** How many recorded streams it has at least. */
+  streams: number;
   decoder: Decoder;
   /** The whole answer a recorded stream stands for, assembled as the provider's SDK would. */
   wholeOf(stream: Buffer): unknown;
 }
 
 const UPSTREAMS: readonly UpstreamFormat[] = [
-  { name: 'chat', fixtures: /^(openai|deepseek|xai|groq|azure)-/, decoder: DECODERS.chat, wholeOf: assembleChatStream },
-  { name: 'messages', fixtures: /^anthropic-/, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
+  { name: 'chat', folder: FIXTURES, fixtures: /^(openai|deepseek|xai|groq|azure)-/, streams: 10, decoder: DECODERS.chat, wholeOf: assembleChatStream },
+  { name: 'messages', folder: FIXTURES, fixtures: /^anthropic-/, streams: 10, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
+  // Hand-made to the Bedrock Runtime API reference (test/fixtures/converse/README.md).
+  { name: 'converse', folder: CONVERSE_FIXTURES, fixtures: /^converse-/, streams: 7, decoder: DECODERS.converse, wholeOf: assembleConverseStream },
 ];
 
 // ---------- running a pair ----------
@@ -267,7 +275,7 @@ function translateBytes(client: ClientFormat, upstream: UpstreamFormat, pieces: 
 }
 
 function fixtureNames(upstream: UpstreamFormat, extension: string): string[] {
-  return readdirSync(FIXTURES).filter((name) => upstream.fixtures.test(name) && name.endsWith(extension)).sort();
+  return readdirSync(upstream.folder).filter((name) => upstream.fixtures.test(name) && name.endsWith(extension)).sort();
 }
 
 for (const upstream of UPSTREAMS) {
@@ -275,9 +283,9 @@ for (const upstream of UPSTREAMS) {
     if (client.name === upstream.name) continue;
     describe(`${upstream.name} upstream -> ${client.name} client: every recorded stream`, () => {
       const names = fixtureNames(upstream, '.sse');
-      it('has recordings to run', () => assert.ok(names.length >= 10));
+      it('has recordings to run', () => assert.ok(names.length >= upstream.streams));
       for (const name of names) {
-        const bytes = readFileSync(`${FIXTURES}${name}`);
+        const bytes = readFileSync(`${upstream.folder}${name}`);
         const whole = translateBytes(client, upstream, [bytes]);
 
         it(`writes ${name} as a well-formed stream that ends properly or with the format's error`, () => {
@@ -310,7 +318,7 @@ for (const upstream of UPSTREAMS) {
 
     describe(`${upstream.name} upstream -> ${client.name} client: every recorded whole answer`, () => {
       for (const name of fixtureNames(upstream, '.json')) {
-        const answer = JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8')) as Json;
+        const answer = JSON.parse(readFileSync(`${upstream.folder}${name}`, 'utf8')) as Json;
         // Error bodies are answered before any translation (src/providers/upstream-errors.ts).
         if (answer['error'] !== undefined || answer['type'] === 'error') continue;
         it(`translates ${name} to a well-formed answer, and its events written as a stream assemble to it`, () => {
