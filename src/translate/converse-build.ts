@@ -13,10 +13,10 @@
  *   (Claude refuses it). A message with a document gets a text block naming it (Bedrock wants text
  *   beside a document).
  * - Tool calls and results: Bedrock refuses `toolUse` / `toolResult` blocks in a request without a
- *   `toolConfig`, and a result whose call is not in the conversation. So when no tool is offered (no
- *   tools, or `tool_choice: none`, which Converse can only say by offering none), the history's
- *   calls and results are sent as text (`[tool call …]`, `Output of tool call …`), with a warning; a
- *   result answering no call before it is sent as text too.
+ *   `toolConfig`, and a result that answers no call of the assistant message just before it. So
+ *   when no tool is offered (no tools, or `tool_choice: none`, which Converse can only say by
+ *   offering none), the history's calls and results are sent as text (`[tool call …]`, `Output of
+ *   tool call …`), with a warning; a result answering no call just before it is sent as text too.
  * - Tool results: text as `{text}` (an empty result as `"."`); images only to Claude (the only
  *   models that take them there), others get a placeholder; `status: "error"` only to Claude and
  *   Nova (the families the reference lists), others get the output prefixed `Error: `.
@@ -240,6 +240,7 @@ export function buildConverseRequest(built: ConverseTurns, settings: ConverseBui
   const body: ConverseRequest = { messages: [] };
   if (systemText !== '') {
     if (takesSystemPrompt(model.upstreamId)) body.system = [{ text: systemText }];
+    else if (turns[0]?.role === 'user') turns[0].blocks.unshift({ text: systemText });
     else turns.unshift({ role: 'user', blocks: [{ text: systemText }] });
   }
 
@@ -297,13 +298,15 @@ function inferenceConfigOf(settings: ConverseBuild): ConverseInferenceConfig {
 
 /** The finished messages: tool history as text without a tool config, orphan results as text, the order rules. */
 function finishTurns(turns: Array<Turn<ConverseContentBlock>>, withTools: boolean, warn: Warn): ConverseMessage[] {
-  const called = new Set<string>();
+  // The calls of the assistant turn just before: the only ones a user turn's results may answer.
+  let called = new Set<string>();
   let unoffered = 0;
   for (const turn of turns) {
+    const calls = new Set<string>();
     turn.blocks = turn.blocks.map((block) => {
       if ('toolUse' in block) {
         if (withTools) {
-          called.add(block.toolUse.toolUseId);
+          calls.add(block.toolUse.toolUseId);
           return block;
         }
         unoffered += 1;
@@ -311,12 +314,13 @@ function finishTurns(turns: Array<Turn<ConverseContentBlock>>, withTools: boolea
       }
       if ('toolResult' in block) {
         if (withTools && called.has(block.toolResult.toolUseId)) return block;
-        if (withTools) warn(`a tool result answers call "${truncate(block.toolResult.toolUseId, 100)}", which is not in the conversation; sent as user text`);
+        if (withTools) warn(`a tool result answers call "${truncate(block.toolResult.toolUseId, 100)}", which is not in the assistant turn before it; sent as user text`);
         else unoffered += 1;
         return { text: resultText(block.toolResult.toolUseId, block.toolResult.content, block.toolResult.status === 'error') };
       }
       return block;
     });
+    called = calls;
     if (turn.role === 'user') frontFirst(turn, (block) => 'toolResult' in block);
     else frontFirst(turn, (block) => 'reasoningContent' in block);
     const document = turn.blocks.find((block) => 'document' in block);
