@@ -29,13 +29,17 @@ export const FILE_TEXT = '# llmux, a gateway';
 /**
  * What the fake upstreams answer: a tool call when the request offers tools and carries no tool
  * result yet; the tool result quoted once it does; else a greeting, with thinking when asked for.
+ * Read from a messages or chat body, or a Converse one (tools in `toolConfig`, thinking among the
+ * `additionalModelRequestFields`).
  */
 export function platformScript(body: Json): ScriptedAnswer {
   const result = lastToolResult(body);
   if (result !== undefined) return { text: `The file says: ${result}` };
-  const tools = Array.isArray(body['tools']) && body['tools'].length > 0;
+  const tools = (Array.isArray(body['tools']) && body['tools'].length > 0) || body['toolConfig'] !== undefined;
   if (tools) return { calls: [{ id: 'toolu_01Read', name: 'Read', input: { path: 'README.md' } }] };
-  return { text: 'Hello from the platform.', ...(body['thinking'] !== undefined ? { thinking: THINKING } : {}) };
+  const fields = (body['additionalModelRequestFields'] ?? {}) as Json;
+  const thinking = body['thinking'] !== undefined || fields['thinking'] !== undefined || fields['reasoningConfig'] !== undefined;
+  return { text: 'Hello from the platform.', ...(thinking ? { thinking: THINKING } : {}) };
 }
 
 export interface PlatformClient {
