@@ -15,7 +15,6 @@ import type { FakeBedrock } from './helpers/fake-bedrock.ts';
 import { assertNoSecrets, createPlatformClient, logText, platformScript, THINKING } from './helpers/platform-clients.ts';
 import type { PlatformClient } from './helpers/platform-clients.ts';
 import { assembleMessagesStream, sseEvents } from './helpers/assemble.ts';
-import { parseResponsesEvents } from './helpers/responses-stream.ts';
 
 type Json = Record<string, unknown>;
 
@@ -132,7 +131,7 @@ describe('other clients through Converse', () => {
     const answer = await client.chat({ model: 'llama-bedrock', tools, tool_choice: 'required', messages: [{ role: 'user', content: 'Read it' }] });
     assert.equal(answer.status, 200, answer.text);
     assert.equal((lastSeen().body['toolConfig'] as Json)['toolChoice'], undefined);
-    const line = gw.logs.findLast((logged) => (logged as { model?: string }).model === 'llama-bedrock') as { warnings?: string[] } | undefined;
+    const line = gw.logs.filter((logged) => (logged as { model?: string }).model === 'llama-bedrock').at(-1) as { warnings?: string[] } | undefined;
     assert.ok(line?.warnings?.some((warning) => warning.includes('tool_choice: dropped, this model on Converse cannot be made to call a tool')), JSON.stringify(line));
   });
 
@@ -154,34 +153,21 @@ describe('Converse errors', () => {
 
   it('a mid-stream exception reaches a messages client as its in-stream error, with its type', async () => {
     fake.faults.push({ kind: 'stream-exception', afterEvents: 2, exception: 'modelStreamErrorException', message: 'The model stream broke.' });
-    const answer = await client.messages({ ...ask, stream: true });
-    assert.equal(answer.status, 200);
-    const events = sseEvents(answer.text);
-    assert.ok(events.some((event) => event.event === 'content_block_delta'), 'the text before the exception arrived');
-    const last = events.at(-1);
-    assert.equal(last?.event, 'error');
-    const error = (JSON.parse(last?.data ?? '{}') as { error: { type: string; message: string } }).error;
+    const error = await client.streamError('messages', 'llama-bedrock');
     assert.equal(error.type, 'api_error');
     assert.match(error.message, /ModelStreamErrorException: The model stream broke\./);
-    assert.ok(!answer.text.includes('message_stop'));
   });
 
   it('a mid-stream exception reaches a chat client as its in-stream error, and no [DONE]', async () => {
     fake.faults.push({ kind: 'stream-exception', afterEvents: 3, exception: 'throttlingException', message: 'Too many tokens, please wait.' });
-    const answer = await client.chat({ model: 'llama-bedrock', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
-    assert.equal(answer.status, 200);
-    const error = (JSON.parse(sseEvents(answer.text).at(-1)?.data ?? '{}') as { error?: { type: string; message: string } }).error;
-    assert.equal(error?.type, 'rate_limit_error');
-    assert.match(error?.message ?? '', /ThrottlingException: Too many tokens/);
-    assert.ok(!answer.text.includes('[DONE]'));
+    const error = await client.streamError('chat', 'llama-bedrock');
+    assert.equal(error.type, 'rate_limit_error');
+    assert.match(error.message, /ThrottlingException: Too many tokens/);
   });
 
   it('a mid-stream exception reaches a Responses client as response.failed', async () => {
     fake.faults.push({ kind: 'stream-exception', afterEvents: 2, exception: 'internalServerException', message: 'Something broke.' });
-    const answer = await client.responses({ model: 'llama-bedrock', input: 'Hi', stream: true, store: false });
-    const events = parseResponsesEvents(answer.text);
-    assert.equal(events.at(-1)?.event, 'response.failed');
-    assert.match(JSON.stringify(events.at(-1)?.data), /InternalServerException: Something broke\./);
+    assert.match((await client.streamError('responses', 'llama-bedrock')).message, /InternalServerException: Something broke\./);
   });
 
   it('a throttle is retried, and a throttle that lasts is our 429', async () => {

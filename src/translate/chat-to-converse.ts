@@ -30,30 +30,21 @@ import type { ChatRequest } from '../formats/wire.ts';
 import type { ConverseContentBlock, ConverseRequest } from '../formats/converse.ts';
 import { invalidParameters, truncate } from '../common/errors.ts';
 import { asRecord, records } from '../common/json.ts';
-import type { UpstreamModel } from './messages-to-chat.ts';
-import type { UpstreamTool, UpstreamToolChoice } from './responses-tools.ts';
-import { effortBudget } from './thinking-budget.ts';
+import type { RequestTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
+import type { UpstreamTool } from './responses-tools.ts';
 import { formatInstruction } from './responses-input.ts';
 import { chatContentText } from './chat-choice.ts';
-import { parseArguments } from './chat-to-gemini.ts';
+import { chatToolChoice, parseArguments } from './chat-to-gemini.ts';
 import {
   type ToolOutput,
   buildConverseRequest,
-  claudeThinking,
-  continuesUnsignedToolLoop,
   converseFamily,
   createConverseTurns,
-  effortFields,
+  effortSettings,
   mediaFromUrl,
   toolResultBlock,
   toolUseBlock,
 } from './converse-build.ts';
-
-/** Options of the translators into Converse. */
-export interface ToConverseOptions {
-  /** Told about input that was repaired or dropped rather than refused (for the request log). */
-  onWarning?: (message: string) => void;
-}
 
 /** Fields read, or llmux's own (the model and streaming go in the Converse path). */
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([
@@ -67,7 +58,7 @@ const MAX_DEFAULT_MAX_TOKENS = 32000;
  * Translates a validated chat-completions request into the Converse request for `model`.
  * @throws GatewayError 400 for `n` above 1; anything else odd is read leniently, never thrown.
  */
-export function chatRequestToConverse(req: ChatRequest, model: UpstreamModel, options: ToConverseOptions = {}): ConverseRequest {
+export function chatRequestToConverse(req: ChatRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ConverseRequest {
   const warn = options.onWarning ?? (() => {});
   if (typeof req.n === 'number' && req.n > 1) {
     throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`);
@@ -131,42 +122,27 @@ export function chatRequestToConverse(req: ChatRequest, model: UpstreamModel, op
     if (typeof fn['description'] === 'string') upstream.description = fn['description'];
     return upstream;
   });
-  const choice = toolChoice(req.tool_choice);
+  const choice = chatToolChoice(req.tool_choice);
 
   const requested = positiveInteger(req.max_completion_tokens) ?? positiveInteger(req.max_tokens);
-  let maxTokens = requested;
-  let temperature = typeof req.temperature === 'number' ? req.temperature : undefined;
-  let topP = typeof req.top_p === 'number' ? req.top_p : undefined;
-  let fields: Record<string, unknown> | undefined;
-  const effort = typeof req.reasoning_effort === 'string' ? req.reasoning_effort : undefined;
-  if (model.reasoning && effort !== undefined) {
-    if (family === 'anthropic') {
-      const wanted = effortBudget(effort);
-      if (wanted !== undefined) {
-        const cap = { value: requested ?? defaultMaxTokens(model), requested: requested !== undefined };
-        const forcedTool = tools.length > 0 && (choice?.mode === 'required' || choice?.mode === 'tool');
-        const plan = claudeThinking(wanted, cap, model, { forcedTool, unsignedToolLoop: continuesUnsignedToolLoop(turns.turns) }, 'reasoning_effort', warn);
-        if (plan.budget !== undefined) {
-          maxTokens = plan.maxTokens;
-          fields = { thinking: { type: 'enabled', budget_tokens: plan.budget } };
-          temperature = undefined;
-          if (topP !== undefined && topP < 0.95) topP = undefined;
-        }
-      }
-    } else {
-      fields = effortFields(family, effort, 'reasoning_effort', warn);
-    }
-  }
-
-  const stop: unknown[] = typeof req.stop === 'string' ? [req.stop] : Array.isArray(req.stop) ? req.stop : [];
+  const { inference, fields } = effortSettings(model, turns, {
+    effort: typeof req.reasoning_effort === 'string' ? req.reasoning_effort : undefined,
+    field: 'reasoning_effort',
+    cap: { value: requested ?? defaultMaxTokens(model), requested: requested !== undefined },
+    forcedTool: tools.length > 0 && (choice?.mode === 'required' || choice?.mode === 'tool'),
+  }, {
+    maxTokens: requested,
+    temperature: typeof req.temperature === 'number' ? req.temperature : undefined,
+    topP: typeof req.top_p === 'number' ? req.top_p : undefined,
+    stop: typeof req.stop === 'string' ? [req.stop] : Array.isArray(req.stop) ? req.stop : [],
+  }, warn);
   return buildConverseRequest(turns, {
     model,
     system,
     tools,
     choice,
-    choiceField: 'tool_choice',
-    oneCallAtATime: req.parallel_tool_calls === false,
-    inference: { maxTokens, temperature, topP, stop },
+    oneCallAtATime: req.parallel_tool_calls === false ? 'parallel_tool_calls' : undefined,
+    inference,
     fields,
     warn,
   });
@@ -228,10 +204,4 @@ function toolOutput(content: unknown, path: string, warn: (message: string) => v
     }
   });
   return output;
-}
-
-function toolChoice(choice: ChatRequest['tool_choice']): UpstreamToolChoice | undefined {
-  if (choice === 'auto' || choice === 'required' || choice === 'none') return { mode: choice };
-  const name = asRecord(asRecord(choice)?.['function'])?.['name'];
-  return typeof name === 'string' ? { mode: 'tool', name } : undefined;
 }

@@ -65,7 +65,7 @@ import type { UpstreamModel } from './messages-to-chat.ts';
 import type { UpstreamTool, UpstreamToolChoice } from './responses-tools.ts';
 import { parseDataUrl } from './responses-input.ts';
 import { addTurn, frontFirst, type Turn } from './message-turns.ts';
-import { MIN_THINKING_BUDGET, planThinking } from './thinking-budget.ts';
+import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
 import { truncate } from '../common/errors.ts';
 
 /** Which model family's rules a Converse request follows (see the header). */
@@ -163,17 +163,23 @@ export interface ToolOutput {
 
 // ---------- the request ----------
 
+/** The inference settings a client asked for, before Converse's limits are applied. */
+export interface Inference {
+  maxTokens?: number | undefined;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  stop: unknown[];
+}
+
 /** What every translator into Converse gives the builder besides the messages. */
 export interface ConverseBuild {
   model: UpstreamModel;
   system: string[];
   tools: UpstreamTool[];
   choice: UpstreamToolChoice | undefined;
-  /** Where the choice came from, for warnings (`tool_choice`). */
-  choiceField: string;
-  /** The client asked for one call at a time, which Converse cannot say. */
-  oneCallAtATime: boolean;
-  inference: { maxTokens?: number | undefined; temperature?: number | undefined; topP?: number | undefined; stop: unknown[] };
+  /** The field in which the client asked for one call at a time, which Converse cannot say; undefined when it did not. */
+  oneCallAtATime: string | undefined;
+  inference: Inference;
   topK?: number | undefined;
   /** The fields of the model's own body the translator decided (reasoning); merged last. */
   fields?: Record<string, unknown> | undefined;
@@ -278,10 +284,10 @@ function toolConfigOf(settings: ConverseBuild, family: ConverseFamily): Converse
     if (family === 'anthropic' || family === 'nova' || family === 'mistral') {
       config.toolChoice = choice.mode === 'tool' ? { tool: { name: choice.name } } : { any: {} };
     } else {
-      warn(`${settings.choiceField}: dropped, this model on Converse cannot be made to call a tool`);
+      warn('tool_choice: dropped, this model on Converse cannot be made to call a tool');
     }
   }
-  if (settings.oneCallAtATime) warn(`${settings.choiceField === 'tool_choice' ? 'parallel_tool_calls' : settings.choiceField}: dropped, a Converse upstream cannot be told to call one tool at a time`);
+  if (settings.oneCallAtATime !== undefined) warn(`${settings.oneCallAtATime}: dropped, a Converse upstream cannot be told to call one tool at a time`);
   return config;
 }
 
@@ -381,33 +387,44 @@ export function effortFields(family: ConverseFamily, effort: string, field: stri
   }
 }
 
-/** What an effort asks of Claude on Converse: the cap and the thinking budget, or why there is none. */
-export interface ClaudeThinking {
-  maxTokens: number;
-  budget: number | undefined;
+/** A reasoning effort a client asked for (chat's `reasoning_effort`, Responses' `reasoning.effort`). */
+export interface EffortAsked {
+  effort: string | undefined;
+  /** Where it was asked, for warnings. */
+  field: string;
+  /** The output cap: the client's own (`requested`), else the one llmux would choose, which Claude's thinking may raise. */
+  cap: { value: number; requested: boolean };
+  /** A tool is forced (`required`, or a named one). */
+  forcedTool: boolean;
 }
 
 /**
- * Claude's thinking for a wanted budget under `cap` (./thinking-budget.ts), refused with a warning
- * when a tool is forced or the request continues a tool loop without its signed thinking.
+ * The reasoning fields an effort asks of the model's family, and the inference settings as they
+ * leave them (models marked `reasoning` only). Claude's thinking follows the budget rule of a
+ * messages upstream (./thinking-budget.ts): refused with a warning when a tool is forced or the
+ * request continues a tool loop without its signed thinking; it sets the cap and drops
+ * `temperature`, and `top_p` under 0.95, which Claude refuses beside thinking.
  */
-export function claudeThinking(
-  wanted: number,
-  cap: { value: number; requested: boolean },
-  model: UpstreamModel,
-  refusal: { forcedTool: boolean; unsignedToolLoop: boolean },
-  field: string,
-  warn: Warn,
-): ClaudeThinking {
-  if (refusal.forcedTool) {
+export function effortSettings(model: UpstreamModel, turns: ConverseTurns, asked: EffortAsked, inference: Inference, warn: Warn): { inference: Inference; fields: Record<string, unknown> | undefined } {
+  const { effort, field, cap } = asked;
+  if (!model.reasoning || effort === undefined) return { inference, fields: undefined };
+  const family = converseFamily(model.upstreamId);
+  if (family !== 'anthropic') return { inference, fields: effortFields(family, effort, field, warn) };
+  const wanted = effortBudget(effort);
+  if (wanted === undefined) return { inference, fields: undefined };
+  if (asked.forcedTool) {
     warn(`${field}: dropped, Claude cannot think with a forced tool choice`);
-    return { maxTokens: cap.value, budget: undefined };
+    return { inference, fields: undefined };
   }
-  if (refusal.unsignedToolLoop) {
+  if (continuesUnsignedToolLoop(turns.turns)) {
     warn(`${field}: dropped, Claude wants the signed thinking of the assistant turn this request continues, and the request has none`);
-    return { maxTokens: cap.value, budget: undefined };
+    return { inference, fields: undefined };
   }
   const plan = planThinking(wanted, cap, model.maxOutputTokens);
-  if (plan.budget === undefined) warn(`${field}: dropped, an output cap of ${plan.maxTokens} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET} beside the answer`);
-  return plan;
+  if (plan.budget === undefined) {
+    warn(`${field}: dropped, an output cap of ${plan.maxTokens} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET} beside the answer`);
+    return { inference, fields: undefined };
+  }
+  const topP = inference.topP !== undefined && inference.topP >= 0.95 ? inference.topP : undefined;
+  return { inference: { maxTokens: plan.maxTokens, topP, stop: inference.stop }, fields: { thinking: { type: 'enabled', budget_tokens: plan.budget } } };
 }

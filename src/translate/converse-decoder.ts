@@ -56,8 +56,7 @@ export function createConverseStreamDecoder(sink: AnswerEvents, options: Decoder
   let started = false;
   let stopped = false;
   let reported: AnswerUsage | undefined;
-  // The reasoning block being read (its index, signature, whether its redacted content was told),
-  // and the open tool block's index.
+  // The reasoning block being read (its index and signature), and the open tool block's index.
   let reasoning: { index: unknown; signature: string } | undefined;
   let toolBlock: unknown;
   let toolOpen = false;
@@ -137,10 +136,6 @@ export function createConverseStreamDecoder(sink: AnswerEvents, options: Decoder
     else if (toolOpen && toolBlock === index) endCall();
   }
 
-  function failWith(message: string, type: string | undefined): void {
-    ending.fail(message, type);
-  }
-
   return {
     push(event: SseEvent) {
       if (ending.state !== 'reading') return;
@@ -181,13 +176,13 @@ export function createConverseStreamDecoder(sink: AnswerEvents, options: Decoder
         }
         case 'error': {
           const error = asRecord(payload['error']) ?? {};
-          failWith(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
+          ending.fail(nonEmptyString(error['message']) ?? 'upstream reported an error', nonEmptyString(error['type']));
           break;
         }
         default:
           if (event.event !== undefined && event.event.endsWith(EXCEPTION_SUFFIX)) {
             const message = nonEmptyString(payload['message']) ?? 'upstream reported an error';
-            failWith(`Amazon Bedrock ${event.event}: ${message}`, EXCEPTION_TYPES.get(event.event) ?? 'api_error');
+            ending.fail(`Amazon Bedrock ${event.event}: ${message}`, EXCEPTION_TYPES.get(event.event) ?? 'api_error');
           }
           break;
       }

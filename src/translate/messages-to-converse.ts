@@ -40,10 +40,11 @@ import type { ConverseContentBlock, ConverseRequest } from '../formats/converse.
 import { truncate } from '../common/errors.ts';
 import { asRecord, records } from '../common/json.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
-import type { UpstreamTool, UpstreamToolChoice } from './responses-tools.ts';
+import type { UpstreamTool } from './responses-tools.ts';
+import { messagesToolChoice } from './messages-to-gemini.ts';
 import { formatInstruction } from './responses-input.ts';
 import { checkThread } from './message-threads.ts';
-import type { ToConverseOptions } from './chat-to-converse.ts';
+import type { RequestTranslateOptions } from './messages-to-chat.ts';
 import {
   type ConverseFamily,
   type ToolOutput,
@@ -72,7 +73,7 @@ type Warn = (message: string) => void;
  * @throws GatewayError 400 `thread_unsupported_request` for a thread continuation; anything else
  *   odd is read leniently, dropped with a warning, never thrown.
  */
-export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamModel, options: ToConverseOptions = {}): ConverseRequest {
+export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ConverseRequest {
   const warn = options.onWarning ?? (() => {});
   checkThread(req['thread'], 'the Converse format', 'a Converse upstream', warn);
   for (const key of Object.keys(req)) {
@@ -112,7 +113,7 @@ export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamM
     tools.push(upstream);
   });
   const choiceRecord = asRecord(req.tool_choice);
-  let choice = toolChoice(choiceRecord);
+  let choice = messagesToolChoice(choiceRecord);
   if (choice?.mode === 'tool' && dropped.has(choice.name)) {
     warn(`tool_choice: dropped, it names tool "${truncate(choice.name, 100)}", which a Converse upstream cannot run`);
     choice = undefined;
@@ -124,8 +125,7 @@ export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamM
     system,
     tools,
     choice,
-    choiceField: 'tool_choice',
-    oneCallAtATime: choiceRecord?.['disable_parallel_tool_use'] === true,
+    oneCallAtATime: choiceRecord?.['disable_parallel_tool_use'] === true ? 'tool_choice.disable_parallel_tool_use' : undefined,
     inference: {
       maxTokens: typeof req.max_tokens === 'number' ? req.max_tokens : undefined,
       temperature: typeof req.temperature === 'number' ? req.temperature : undefined,
@@ -227,20 +227,5 @@ function userBlocks(block: Record<string, unknown>, path: string, family: Conver
       if (typeof block['text'] === 'string') return [{ text: block['text'] }];
       warn(`${path}: dropped, a Converse upstream has nothing for a "${truncate(String(block['type']), 100)}" block`);
       return [];
-  }
-}
-
-function toolChoice(choice: Record<string, unknown> | undefined): UpstreamToolChoice | undefined {
-  switch (choice?.['type']) {
-    case 'auto':
-      return { mode: 'auto' };
-    case 'any':
-      return { mode: 'required' };
-    case 'none':
-      return { mode: 'none' };
-    case 'tool':
-      return { mode: 'tool', name: text(choice['name']) };
-    default:
-      return undefined;
   }
 }

@@ -123,7 +123,7 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
   if (declarations.length > 0) tools.push({ functionDeclarations: declarations });
   if (tools.length > 0) out.tools = tools;
   const choiceRecord = asRecord(req.tool_choice);
-  const choice = toolChoice(choiceRecord);
+  const choice = messagesToolChoice(choiceRecord);
   if (choice?.mode === 'tool' && dropped.has(choice.name)) {
     warn(`tool_choice: dropped, it names tool "${truncate(choice.name, 100)}", which a Gemini upstream cannot run`);
   } else if (choice !== undefined && declarations.length > 0) {
@@ -256,7 +256,8 @@ function userParts(block: Record<string, unknown>, path: string, callNames: Map<
   }
 }
 
-function toolChoice(choice: Record<string, unknown> | undefined): UpstreamToolChoice | undefined {
+/** A messages `tool_choice` in neither format's words (./responses-tools.ts); undefined when unset or unreadable. */
+export function messagesToolChoice(choice: Record<string, unknown> | undefined): UpstreamToolChoice | undefined {
   switch (choice?.['type']) {
     case 'auto':
       return { mode: 'auto' };

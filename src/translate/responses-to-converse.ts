@@ -46,15 +46,12 @@ import {
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { parseArguments } from './chat-to-gemini.ts';
-import { effortBudget } from './thinking-budget.ts';
 import {
   type ToolOutput,
   buildConverseRequest,
-  claudeThinking,
-  continuesUnsignedToolLoop,
   converseFamily,
   createConverseTurns,
-  effortFields,
+  effortSettings,
   historyReasoning,
   mediaFromUrl,
   toolResultBlock,
@@ -122,37 +119,25 @@ export function responsesRequestToConverse(request: ResponsesRequest, context: R
 
   const prepared = prepareTools(request, warn);
   const cap = maxTokens(request, model);
-  let outputCap = cap.requested ? cap.value : undefined;
-  let temperature = typeof request.temperature === 'number' ? request.temperature : undefined;
-  let topP = typeof request.top_p === 'number' ? request.top_p : undefined;
-  let fields: Record<string, unknown> | undefined;
-  const effort = reasoningEffort(request);
-  if (model.reasoning && effort !== undefined) {
-    if (family === 'anthropic') {
-      const wanted = effortBudget(effort);
-      if (wanted !== undefined) {
-        const forcedTool = prepared.choice?.mode === 'required' || prepared.choice?.mode === 'tool';
-        const plan = claudeThinking(wanted, cap, model, { forcedTool, unsignedToolLoop: continuesUnsignedToolLoop(turns.turns) }, 'reasoning.effort', warn);
-        if (plan.budget !== undefined) {
-          outputCap = plan.maxTokens;
-          fields = { thinking: { type: 'enabled', budget_tokens: plan.budget } };
-          temperature = undefined;
-          if (topP !== undefined && topP < 0.95) topP = undefined;
-        }
-      }
-    } else {
-      fields = effortFields(family, effort, 'reasoning.effort', warn);
-    }
-  }
+  const { inference, fields } = effortSettings(model, turns, {
+    effort: reasoningEffort(request),
+    field: 'reasoning.effort',
+    cap,
+    forcedTool: prepared.choice?.mode === 'required' || prepared.choice?.mode === 'tool',
+  }, {
+    maxTokens: cap.requested ? cap.value : undefined,
+    temperature: typeof request.temperature === 'number' ? request.temperature : undefined,
+    topP: typeof request.top_p === 'number' ? request.top_p : undefined,
+    stop: [],
+  }, warn);
 
   const body = buildConverseRequest(turns, {
     model,
     system,
     tools: prepared.tools,
     choice: prepared.choice,
-    choiceField: 'tool_choice',
-    oneCallAtATime: request.parallel_tool_calls === false,
-    inference: { maxTokens: outputCap, temperature, topP, stop: [] },
+    oneCallAtATime: request.parallel_tool_calls === false ? 'parallel_tool_calls' : undefined,
+    inference,
     fields,
     warn,
   });

@@ -160,7 +160,7 @@ test('Converse answers the scripted answer whole, and a tool round trip through 
 
 test('ConverseStream answers event-stream frames of the Converse events, and an exception frame where a fault says', async () => {
   let sse = '';
-  const reader = createBedrockStreamReader({ operation: 'converse', onSse: (text) => { sse += text; }, onError: assert.fail });
+  const reader = createBedrockStreamReader({ operation: 'converse', onSse: (text) => { sse += text; }, onError: (error) => assert.fail(error.message) });
   reader.feed((await send({ path: `${CONVERSE_PATH}/converse-stream`, body: CONVERSE_BODY })).bytes);
   reader.end();
   const names = [...sse.matchAll(/^event: (\w+)$/gm)].map((match) => match[1]);

@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { anthropicHeaders, openaiHeaders } from './gateway.ts';
 import type { TestGateway } from './gateway.ts';
-import { assembleChatStream, assembleMessagesStream } from './assemble.ts';
-import { assembleResponsesStream } from './responses-stream.ts';
+import { assembleChatStream, assembleMessagesStream, sseEvents } from './assemble.ts';
+import { assembleResponsesStream, parseResponsesEvents } from './responses-stream.ts';
 import { lastToolResult } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
 
@@ -55,6 +55,12 @@ export interface PlatformClient {
   chatToolRoundTrip(model: string, stream: boolean): Promise<void>;
   /** A Responses client's answer text, streamed or whole. */
   responsesText(model: string, stream: boolean): Promise<string>;
+  /**
+   * A streamed answer the upstream broke off, as each client format ends it: the in-stream error
+   * (a messages `error` event without `message_stop`, a chat error chunk without `[DONE]`, a Responses
+   * `response.failed`), after some content arrived; its type and message (Responses: its `error`).
+   */
+  streamError(format: 'messages' | 'chat' | 'responses', model: string): Promise<{ type?: string; code?: string; message: string }>;
 }
 
 export function createPlatformClient(gw: TestGateway): PlatformClient {
@@ -125,6 +131,26 @@ export function createPlatformClient(gw: TestGateway): PlatformClient {
       const final = (second['choices'] as Json[])[0] as Json;
       assert.equal(final['finish_reason'], 'stop');
       assert.equal((final['message'] as Json)['content'], `The file says: ${FILE_TEXT}`);
+    },
+    async streamError(format, model) {
+      const ask = { role: 'user', content: 'Hi' };
+      if (format === 'responses') {
+        const events = parseResponsesEvents((await responses({ model, input: 'Hi', stream: true, store: false })).text);
+        assert.equal(events.at(-1)?.event, 'response.failed');
+        return ((events.at(-1)?.data['response'] as Json)['error'] as { code: string; message: string });
+      }
+      const answer = format === 'messages' ? await messages({ model, max_tokens: 64, stream: true, messages: [ask] }) : await chat({ model, stream: true, messages: [ask] });
+      assert.equal(answer.status, 200, 'the stream had begun');
+      const events = sseEvents(answer.text);
+      assert.ok(events.length > 1, 'the content before the error arrived');
+      const last = events.at(-1);
+      if (format === 'messages') {
+        assert.equal(last?.event, 'error');
+        assert.ok(!answer.text.includes('message_stop'));
+      } else {
+        assert.ok(!answer.text.includes('[DONE]'));
+      }
+      return (JSON.parse(last?.data ?? '{}') as { error: { type: string; message: string } }).error;
     },
     async responsesText(model, stream) {
       const answer = await responses({ model, input: 'Say hello', stream, store: false });

@@ -33,8 +33,7 @@ function build(upstreamId: string, turns: Array<['user' | 'assistant', ConverseC
     system: [],
     tools: [],
     choice: undefined,
-    choiceField: 'tool_choice',
-    oneCallAtATime: false,
+    oneCallAtATime: undefined,
     inference: { stop: [] },
     warn: (message) => warnings.push(message),
     ...settings,
@@ -163,7 +162,7 @@ describe('buildConverseRequest: tools and settings', () => {
   it('forces a tool where the family takes it, and drops the choice with a warning where Bedrock would refuse it', () => {
     assert.deepEqual(build(CLAUDE, [['user', [{ text: 'hi' }]]], { tools: [TOOL], choice: { mode: 'tool', name: 'get_weather' } }).body.toolConfig?.toolChoice, { tool: { name: 'get_weather' } });
     assert.deepEqual(build('mistral.mistral-large-2407-v1:0', [['user', [{ text: 'hi' }]]], { tools: [TOOL], choice: { mode: 'required' } }).body.toolConfig?.toolChoice, { any: {} });
-    const llama = build(LLAMA, [['user', [{ text: 'hi' }]]], { tools: [TOOL], choice: { mode: 'required' }, oneCallAtATime: true });
+    const llama = build(LLAMA, [['user', [{ text: 'hi' }]]], { tools: [TOOL], choice: { mode: 'required' }, oneCallAtATime: 'parallel_tool_calls' });
     assert.equal(llama.body.toolConfig?.toolChoice, undefined);
     assert.deepEqual(llama.warnings, ['tool_choice: dropped, this model on Converse cannot be made to call a tool', 'parallel_tool_calls: dropped, a Converse upstream cannot be told to call one tool at a time']);
   });
