@@ -35,16 +35,8 @@ import type { UpstreamTool } from './responses-tools.ts';
 import { formatInstruction } from './responses-input.ts';
 import { chatContentText } from './chat-choice.ts';
 import { chatToolChoice, parseArguments } from './chat-to-gemini.ts';
-import {
-  type ToolOutput,
-  buildConverseRequest,
-  converseFamily,
-  createConverseTurns,
-  effortSettings,
-  mediaFromUrl,
-  toolResultBlock,
-  toolUseBlock,
-} from './converse-build.ts';
+import { type ToolOutput, buildConverseRequest, createConverseTurns, mediaFromUrl, toolResultBlock, toolUseBlock } from './converse-build.ts';
+import { converseFamily, effortSettings } from './converse-reasoning.ts';
 
 /** Fields read, or llmux's own (the model and streaming go in the Converse path). */
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([

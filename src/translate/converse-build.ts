@@ -30,23 +30,8 @@
  * - `inferenceConfig`: `maxTokens`, `temperature` and `topP` held to Converse's 0..1, stop
  *   sequences that are non-empty strings. `top_k` goes in `additionalModelRequestFields` where the
  *   family takes it: `top_k` (Claude, Mistral), `inferenceConfig.topK` (Nova); dropped otherwise.
- * - Reasoning, for models marked `reasoning` only, in `additionalModelRequestFields` as each family
- *   takes it (the family is read from the model id: `[region.]provider.model…`, an ARN's last part):
- *   - Claude (`anthropic.`): `thinking: {type: "enabled", budget_tokens}` by the one budget rule
- *     (./thinking-budget.ts), as for a messages upstream, with the same refusals (no thinking with
- *     a forced tool, nor when continuing a tool loop without the signed thinking of its turn) and
- *     thinking dropping `temperature` and keeping `top_p` only from 0.95.
- *   - Nova (`amazon.nova`): `reasoningConfig: {type: "enabled", maxReasoningEffort}`, low / medium
- *     / high (minimal is low, xhigh and max are high; none sends nothing: Nova does not reason by
- *     default).
- *   - gpt-oss (`openai.gpt-oss`) and Kimi (`moonshot`): `reasoning_effort` low / medium / high.
- *   - Other OpenAI models on Bedrock: `reasoning: {effort}`, the effort as given (minimal as low).
- *   - Every other family (Llama, Mistral, DeepSeek, Qwen, …) has no setting Converse passes: the
- *     effort is dropped with a warning (DeepSeek-R1 reasons regardless).
- * - Reasoning in the history goes back only to Claude, and only signed (`reasoningText` with its
- *   `signature`) or redacted (`redactedContent`): Claude's signatures mean nothing to other
- *   families, which refuse the field (gpt-oss: "doesn't support the reasoningContent…signature
- *   field"), and Claude refuses unsigned thinking.
+ * - Reasoning, and the model families a request is shaped for (read from the model id), are
+ *   ./converse-reasoning.ts's.
  * - System prompts: text blocks; the few models that take none (Mistral 7B, Mixtral 8x7B, Titan
  *   Text) get the system text as the first user text instead.
  */
@@ -65,11 +50,8 @@ import type { UpstreamModel } from './messages-to-chat.ts';
 import type { UpstreamTool, UpstreamToolChoice } from './responses-tools.ts';
 import { parseDataUrl } from './responses-input.ts';
 import { addTurn, frontFirst, type Turn } from './message-turns.ts';
-import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
+import { type ConverseFamily, converseFamily, takesSystemPrompt } from './converse-reasoning.ts';
 import { truncate } from '../common/errors.ts';
-
-/** Which model family's rules a Converse request follows (see the header). */
-export type ConverseFamily = 'anthropic' | 'nova' | 'gpt-oss' | 'openai' | 'moonshot' | 'mistral' | 'other';
 
 type Warn = (message: string) => void;
 
@@ -77,10 +59,6 @@ const FIRST_TURN_FILLER = '.';
 const EMPTY_RESULT = '.';
 const PARAGRAPH = '\n\n';
 const HTTP_URL = /^https?:\/\//i;
-/** Cross-region inference profile prefixes before a model id (`us.anthropic.…`, `global.…`). */
-const REGION_PREFIX = /^(?:us|us-gov|eu|apac|jp|au|ca|in|global)\./;
-/** Models Bedrock documents as taking no system prompt through Converse. */
-const NO_SYSTEM_PROMPT = /^(?:mistral\.mistral-7b-instruct|mistral\.mixtral-8x7b-instruct|amazon\.titan-text)/;
 const IMAGE_FORMATS: ReadonlyMap<string, ConverseImageFormat> = new Map([
   ['image/png', 'png'],
   ['image/jpeg', 'jpeg'],
@@ -101,25 +79,6 @@ const DOCUMENT_FORMATS: ReadonlyMap<string, ConverseDocumentFormat> = new Map([
 ]);
 /** Characters a document name may not hold (Bedrock: letters, digits, whitespace, `-`, `()`, `[]`). */
 const DOCUMENT_NAME_REFUSED = /[^A-Za-z0-9 \-()[\]]+/g;
-const NOVA_EFFORTS: ReadonlyMap<string, string> = new Map([['minimal', 'low'], ['low', 'low'], ['medium', 'medium'], ['high', 'high'], ['xhigh', 'high'], ['max', 'high']]);
-
-/** The family of a model id as Bedrock names models: `[region.]provider.model…`, or an ARN ending in one. */
-export function converseFamily(upstreamId: string): ConverseFamily {
-  const id = upstreamId.slice(upstreamId.lastIndexOf('/') + 1).toLowerCase().replace(REGION_PREFIX, '');
-  if (id.startsWith('anthropic.')) return 'anthropic';
-  if (id.startsWith('amazon.nova')) return 'nova';
-  if (id.startsWith('openai.gpt-oss')) return 'gpt-oss';
-  if (id.startsWith('openai.')) return 'openai';
-  if (id.startsWith('moonshot')) return 'moonshot';
-  if (id.startsWith('mistral.')) return 'mistral';
-  return 'other';
-}
-
-/** Whether the model takes a system prompt (see the header). */
-function takesSystemPrompt(upstreamId: string): boolean {
-  const id = upstreamId.slice(upstreamId.lastIndexOf('/') + 1).toLowerCase().replace(REGION_PREFIX, '');
-  return !NO_SYSTEM_PROMPT.test(id);
-}
 
 // ---------- content ----------
 
@@ -204,22 +163,6 @@ export function createConverseTurns(): ConverseTurns {
       addTurn(turns, role, blocks.filter((block) => !('text' in block) || block.text.trim() !== ''));
     },
   };
-}
-
-/** Whether the turns end answering calls of an assistant turn that does not start with signed reasoning. */
-export function continuesUnsignedToolLoop(turns: ReadonlyArray<Turn<ConverseContentBlock>>): boolean {
-  const last = turns[turns.length - 1];
-  if (last?.role !== 'user' || !last.blocks.some((block) => 'toolResult' in block)) return false;
-  const first = turns[turns.length - 2]?.blocks[0];
-  return first === undefined || !('reasoningContent' in first);
-}
-
-/** A reasoning block for the history, when the family can take it back (see the header); else undefined. */
-export function historyReasoning(family: ConverseFamily, text: string, signature: string | undefined, redacted: string | undefined): ConverseContentBlock | undefined {
-  if (family !== 'anthropic') return undefined;
-  if (redacted !== undefined) return { reasoningContent: { redactedContent: redacted } };
-  if (signature === undefined || signature === '') return undefined;
-  return { reasoningContent: { reasoningText: { text, signature } } };
 }
 
 /** A tool result shaped for the family: its status and images where they are taken. */
@@ -352,79 +295,4 @@ function finishTurns(turns: Array<Turn<ConverseContentBlock>>, withTools: boolea
 function resultText(id: string, content: ConverseToolResultContent[], isError: boolean): string {
   const pieces = content.map((piece) => ('text' in piece ? piece.text : 'json' in piece ? JSON.stringify(piece.json) : '[image omitted]'));
   return `${isError ? 'Error output' : 'Output'} of tool call ${id}:\n${pieces.join(PARAGRAPH)}`;
-}
-
-// ---------- reasoning ----------
-
-/** A thinking budget as an effort word, for the families that take efforts (the budget table's inverse). */
-export function budgetEffort(budget: number): string {
-  if (budget < 4096) return 'low';
-  if (budget < 16384) return 'medium';
-  return 'high';
-}
-
-/**
- * The family's reasoning fields for an effort (chat's `reasoning_effort`, Responses'
- * `reasoning.effort`, an effort read from a messages `thinking`); undefined, with a warning when the
- * family has no setting, when nothing is to be sent. Not for Claude, which takes a budget.
- */
-export function effortFields(family: ConverseFamily, effort: string, field: string, warn: Warn): Record<string, unknown> | undefined {
-  switch (family) {
-    case 'nova': {
-      const level = NOVA_EFFORTS.get(effort);
-      return level === undefined ? undefined : { reasoningConfig: { type: 'enabled', maxReasoningEffort: level } };
-    }
-    case 'gpt-oss':
-    case 'moonshot': {
-      const level = NOVA_EFFORTS.get(effort);
-      return level === undefined ? undefined : { reasoning_effort: level };
-    }
-    case 'openai':
-      return { reasoning: { effort: effort === 'minimal' ? 'low' : effort } };
-    default:
-      warn(`${field}: dropped, this model on Converse takes no reasoning setting`);
-      return undefined;
-  }
-}
-
-/** A reasoning effort a client asked for (chat's `reasoning_effort`, Responses' `reasoning.effort`). */
-export interface EffortAsked {
-  effort: string | undefined;
-  /** Where it was asked, for warnings. */
-  field: string;
-  /** The output cap: the client's own (`requested`), else the one llmux would choose, which Claude's thinking may raise. */
-  cap: { value: number; requested: boolean };
-  /** A tool is forced (`required`, or a named one). */
-  forcedTool: boolean;
-}
-
-/**
- * The reasoning fields an effort asks of the model's family, and the inference settings as they
- * leave them (models marked `reasoning` only). Claude's thinking follows the budget rule of a
- * messages upstream (./thinking-budget.ts): refused with a warning when a tool is forced or the
- * request continues a tool loop without its signed thinking; it sets the cap and drops
- * `temperature`, and `top_p` under 0.95, which Claude refuses beside thinking.
- */
-export function effortSettings(model: UpstreamModel, turns: ConverseTurns, asked: EffortAsked, inference: Inference, warn: Warn): { inference: Inference; fields: Record<string, unknown> | undefined } {
-  const { effort, field, cap } = asked;
-  if (!model.reasoning || effort === undefined) return { inference, fields: undefined };
-  const family = converseFamily(model.upstreamId);
-  if (family !== 'anthropic') return { inference, fields: effortFields(family, effort, field, warn) };
-  const wanted = effortBudget(effort);
-  if (wanted === undefined) return { inference, fields: undefined };
-  if (asked.forcedTool) {
-    warn(`${field}: dropped, Claude cannot think with a forced tool choice`);
-    return { inference, fields: undefined };
-  }
-  if (continuesUnsignedToolLoop(turns.turns)) {
-    warn(`${field}: dropped, Claude wants the signed thinking of the assistant turn this request continues, and the request has none`);
-    return { inference, fields: undefined };
-  }
-  const plan = planThinking(wanted, cap, model.maxOutputTokens);
-  if (plan.budget === undefined) {
-    warn(`${field}: dropped, an output cap of ${plan.maxTokens} leaves no room for the minimum thinking budget of ${MIN_THINKING_BUDGET} beside the answer`);
-    return { inference, fields: undefined };
-  }
-  const topP = inference.topP !== undefined && inference.topP >= 0.95 ? inference.topP : undefined;
-  return { inference: { maxTokens: plan.maxTokens, topP, stop: inference.stop }, fields: { thinking: { type: 'enabled', budget_tokens: plan.budget } } };
 }

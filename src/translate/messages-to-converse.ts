@@ -39,26 +39,21 @@ import type { MessagesRequest } from '../formats/wire.ts';
 import type { ConverseContentBlock, ConverseRequest } from '../formats/converse.ts';
 import { truncate } from '../common/errors.ts';
 import { asRecord, records } from '../common/json.ts';
-import type { UpstreamModel } from './messages-to-chat.ts';
+import type { RequestTranslateOptions, UpstreamModel } from './messages-to-chat.ts';
 import type { UpstreamTool } from './responses-tools.ts';
 import { messagesToolChoice } from './messages-to-gemini.ts';
 import { formatInstruction } from './responses-input.ts';
 import { checkThread } from './message-threads.ts';
-import type { RequestTranslateOptions } from './messages-to-chat.ts';
 import {
-  type ConverseFamily,
   type ToolOutput,
-  budgetEffort,
   buildConverseRequest,
-  converseFamily,
   createConverseTurns,
   documentBlock,
-  effortFields,
-  historyReasoning,
   imageBlock,
   toolResultBlock,
   toolUseBlock,
 } from './converse-build.ts';
+import { type ConverseFamily, budgetEffort, converseFamily, effortFields, historyReasoning } from './converse-reasoning.ts';
 
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stream', 'stop_sequences', 'tools',

@@ -46,17 +46,8 @@ import {
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { parseArguments } from './chat-to-gemini.ts';
-import {
-  type ToolOutput,
-  buildConverseRequest,
-  converseFamily,
-  createConverseTurns,
-  effortSettings,
-  historyReasoning,
-  mediaFromUrl,
-  toolResultBlock,
-  toolUseBlock,
-} from './converse-build.ts';
+import { type ToolOutput, buildConverseRequest, createConverseTurns, mediaFromUrl, toolResultBlock, toolUseBlock } from './converse-build.ts';
+import { converseFamily, effortSettings, historyReasoning } from './converse-reasoning.ts';
 
 /** Translates a validated, resolved Responses request into the Converse request for `context.model`. Never throws. */
 export function responsesRequestToConverse(request: ResponsesRequest, context: ResponsesRequestContext): TranslatedRequest<ConverseRequest> {
