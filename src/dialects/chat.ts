@@ -12,7 +12,9 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { NO_HEADERS, passedOn, statelessTurn } from './dialect.ts';
+import { chatTraits } from '../formats/traits.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
+import { NO_HEADERS, noAnswerId, passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, TextAnswer } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -31,6 +33,9 @@ export const chatDialect: Dialect<'chat'> = {
   estimate: (body) => estimateTokens([body.messages, body.tools]),
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   beginTurn: statelessTurn,
+  traits: chatTraits,
+  conversationKey: chatConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope) {

@@ -13,7 +13,9 @@ import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { passedOn, statelessTurn } from './dialect.ts';
+import { messagesTraits } from '../formats/traits.ts';
+import { messagesConversationKey } from '../formats/conversation-key.ts';
+import { noAnswerId, passedOn, statelessTurn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -54,6 +56,9 @@ export const messagesDialect: Dialect<'messages'> = {
   estimate: (body) => estimateTokens([body.system, body.messages, body.tools]),
   wantsStreamUsage: () => true,
   beginTurn: statelessTurn,
+  traits: messagesTraits,
+  conversationKey: messagesConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders(forwarded) {
     const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };

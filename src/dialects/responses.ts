@@ -32,6 +32,8 @@ import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
 import type { Sealer } from '../responses/seal.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { responsesTraits } from '../formats/traits.ts';
+import { responsesConversationKey } from '../formats/conversation-key.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
@@ -75,6 +77,10 @@ export const responsesDialect: Dialect<'responses'> = {
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
+  traits: responsesTraits,
+  conversationKey: responsesConversationKey,
+  // A later turn names this answer by its id (`previous_response_id`): sticky routing binds it.
+  answerId: (answer) => (isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== '' ? answer['id'] : undefined),
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope) {
