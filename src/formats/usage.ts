@@ -94,6 +94,22 @@ export function fromResponsesUsage(usage: Record<string, unknown> | null | undef
   return { inputTokens: input - cached, outputTokens: count(usage['output_tokens']), cacheReadTokens: cached, cacheCreationTokens: 0 };
 }
 
+/**
+ * Reads a Converse `usage` object (Bedrock's `TokenUsage`). `inputTokens` is the input neither read
+ * from nor written to the prompt cache (AWS's prompt-caching guide: the whole input is `inputTokens`
+ * + `cacheReadInputTokens` + `cacheWriteInputTokens`), the neutral `inputTokens` as it is: nothing is
+ * subtracted. `totalTokens` is not read.
+ */
+export function fromConverseUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  return {
+    inputTokens: count(usage['inputTokens']),
+    outputTokens: count(usage['outputTokens']),
+    cacheReadTokens: count(usage['cacheReadInputTokens']),
+    cacheCreationTokens: count(usage['cacheWriteInputTokens']),
+  };
+}
+
 /** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */
 export function toChatUsage(usage: TokenUsage): ChatUsage {
   const prompt = promptTokens(usage);
