@@ -13,7 +13,7 @@ import type { UsageLedger } from '../usage/ledger.ts';
 import type { Metrics } from './metrics.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
-import type { GatewayError } from '../common/errors.ts';
+import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import type { DoctorReport } from '../doctor/report.ts';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
@@ -24,7 +24,7 @@ export interface RouteOptions {
    * Renders an error on this route (a refusal, a 405 on its path) as its clients' format expects
    * it (src/dialects/: the messages format's carries `"type": "error"`); our error body by default.
    */
-  errors?: (error: GatewayError) => string;
+  errors?: (error: GatewayError, context: ErrorContext) => string;
 }
 
 export interface RouteRegistry {

@@ -9,12 +9,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import { authenticate, requireAdmin } from '../auth/authenticate.ts';
-import { toModelList, toModelRecord } from '../catalog/catalog.ts';
+import { toAnthropicModel, toAnthropicModelList, toModelList, toModelRecord } from '../catalog/catalog.ts';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
 import { dialects } from '../dialects/index.ts';
-import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
+import { anthropicErrorBody, isAnthropicClient } from '../dialects/messages.ts';
+import { GatewayError, errorBody, insufficientPermissions, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
+import type { ErrorContext } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
@@ -77,11 +79,12 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
   });
 
+  // An Anthropic client (it sends anthropic-version) gets Anthropic's model objects and errors.
   const listModels: RouteHandler = async (req, res, _params, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
     const models = catalog.list().filter((m) => key.models === null || key.models.includes(m.id));
-    sendJson(res, 200, JSON.stringify(toModelList(models)));
+    sendJson(res, 200, JSON.stringify(isAnthropicClient(req.headers) ? toAnthropicModelList(models) : toModelList(models)));
   };
   const getModel: RouteHandler = async (req, res, params, record) => {
     const key = authed(req, record);
@@ -89,7 +92,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const id = params['id'] ?? '';
     const model = catalog.get(id);
     if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
-    sendJson(res, 200, JSON.stringify(toModelRecord(model)));
+    sendJson(res, 200, JSON.stringify(isAnthropicClient(req.headers) ? toAnthropicModel(model) : toModelRecord(model)));
   };
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
@@ -166,12 +169,13 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     routes.add('DELETE', `${root}/responses/:id`, deleteResponse);
     routes.add('GET', `${root}/responses/:id/input_items`, inputItems);
   }
-  routes.add('GET', '/v1/models', listModels);
-  routes.add('GET', '/v1/models/:id*', getModel);
+  const modelErrors = { errors: (error: GatewayError, context: ErrorContext) => (isAnthropicClient(context.headers ?? {}) ? anthropicErrorBody(error, context) : errorBody(error)) };
+  routes.add('GET', '/v1/models', listModels, modelErrors);
+  routes.add('GET', '/v1/models/:id*', getModel, modelErrors);
   routes.add('POST', '/v1/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
   // For clients configured with the root address that don't add /v1 themselves.
-  routes.add('GET', '/models', listModels);
-  routes.add('GET', '/models/:id*', getModel);
+  routes.add('GET', '/models', listModels, modelErrors);
+  routes.add('GET', '/models/:id*', getModel, modelErrors);
   routes.add('POST', '/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
 
   // A key sees its own usage; an admin key may ask for another key's, or every key's.
@@ -233,20 +237,41 @@ function withoutSeals(response: ResponsesResponse): ResponsesResponse {
  */
 function inputItemsPage(input: ResponsesInputItem[], query: URLSearchParams): Record<string, unknown> {
   const order = query.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') throw invalidParameters(`order: "${truncate(order, 20)}" must be asc or desc`);
+  if (order !== 'asc' && order !== 'desc') throw invalidParameters(`order: "${truncate(order, 20)}" must be asc or desc`, 'order');
   const limitText = query.get('limit');
   const limit = limitText === null ? DEFAULT_PAGE_ITEMS : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_ITEMS) throw invalidParameters(`limit: must be a whole number from 1 to ${MAX_PAGE_ITEMS}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_ITEMS) throw invalidParameters(`limit: must be a whole number from 1 to ${MAX_PAGE_ITEMS}`, 'limit');
   const withSeals = query.getAll('include').concat(query.getAll('include[]')).includes(ENCRYPTED_REASONING);
   const items = (order === 'desc' ? [...input].reverse() : input).map((item) => (withSeals || !isRecord(item) || item['encrypted_content'] === undefined ? item : { ...item, encrypted_content: undefined }));
   const after = query.get('after');
   let start = 0;
   if (after !== null) {
     const at = items.findIndex((item) => isRecord(item) && item['id'] === after);
-    if (at === -1) throw invalidParameters(`after: "${truncate(after, 200)}" is not an input item of this response`);
+    if (at === -1) throw invalidParameters(`after: "${truncate(after, 200)}" is not an input item of this response`, 'after');
     start = at + 1;
   }
-  const data = items.slice(start, start + limit);
+  const data = items.slice(start, start + limit).map(asListed);
   const idOf = (item: ResponsesInputItem | undefined): string | null => (isRecord(item) && typeof item['id'] === 'string' ? item['id'] : null);
   return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data[data.length - 1]), has_more: start + limit < items.length };
+}
+
+/** Item types OpenAI lists with a `status`. */
+const STATUS_ITEMS = new Set(['message', 'function_call', 'function_call_output']);
+
+/**
+ * An input item as OpenAI lists it (its ItemResource): a message states its `type`, its content as
+ * parts (a string is one `input_text`, or `output_text` for the assistant's) and a `status`, as
+ * do calls and their outputs. The item is stored as the client sent it; this is only its listing.
+ */
+function asListed(item: ResponsesInputItem): ResponsesInputItem {
+  if (!isRecord(item)) return item;
+  const type = typeof item['type'] === 'string' ? item['type'] : 'message';
+  if (!STATUS_ITEMS.has(type)) return item;
+  const listed: Record<string, unknown> = { ...item, type };
+  if (type === 'message' && typeof item['content'] === 'string') {
+    const text = item['content'];
+    listed['content'] = [item['role'] === 'assistant' ? { type: 'output_text', text, annotations: [], logprobs: [] } : { type: 'input_text', text }];
+  }
+  listed['status'] ??= 'completed';
+  return listed as ResponsesInputItem;
 }

@@ -27,7 +27,7 @@ runDialectCases({
     body: { id: 'msg_1', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 12, output_tokens: 3, cache_read_input_tokens: 0 } },
     usage: { inputTokens: 12, outputTokens: 3, cacheReadTokens: 0, cacheCreationTokens: 0 },
   },
-  rateLimitedBody: { type: 'error', error: { message: 'slow down', type: 'rate_limit_error', code: 'rate_limit_exceeded' } },
+  rateLimitedBody: { type: 'error', error: { message: 'slow down', type: 'rate_limit_error', code: 'rate_limit_exceeded' }, request_id: null },
   streamErrorMessage: (events) => {
     const event = events[0];
     return event?.event === 'error' ? String(((JSON.parse(event.data) as Json)['error'] as Json)['message']) : '';
