@@ -160,6 +160,16 @@ export const ALLOWED: readonly Allowance[] = [
   },
   {
     side: 'openai',
+    at: ['ResponseItemList'],
+    change: (schema) => {
+      const properties = schema['properties'] as Json;
+      properties['first_id'] = { type: ['string', 'null'] };
+      properties['last_id'] = { type: ['string', 'null'] };
+    },
+    why: 'an empty page of input items (after the last one) has no first or last id: null, where the schema types them strings',
+  },
+  {
+    side: 'openai',
     at: ['ListModelsResponse'],
     fields: { has_more: { type: 'boolean' }, first_id: { type: ['string', 'null'] }, last_id: { type: ['string', 'null'] } },
     why: 'the list carries the Anthropic SDK\'s paging fields too (llmux.md section 3), so both SDKs can list models',
