@@ -278,7 +278,7 @@ describe('the echo model', () => {
     const { final, events } = assembleResponsesStream(await streamed.text());
     assert.equal(final.status, 'completed');
     assert.equal(final.model, 'llmux-echo');
-    assert.deepEqual(final.output[0]?.type === 'message' ? final.output[0].content : [], [{ type: 'output_text', text: 'one two three', annotations: [] }]);
+    assert.deepEqual(final.output[0]?.type === 'message' ? final.output[0].content : [], [{ type: 'output_text', text: 'one two three', annotations: [], logprobs: [] }]);
     assert.equal(events.filter((event) => event.data['type'] === 'response.output_text.delta').length, 3);
     assert.equal(final.usage?.output_tokens, 3);
 

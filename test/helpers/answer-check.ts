@@ -50,9 +50,19 @@ export function watchAnswers(server: Server, onProblem: (line: string) => void):
       bytes += buffer.length;
       chunks.push(buffer);
     };
-    const writable = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => ServerResponse };
+    const writable = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => ServerResponse; writeHead: (...args: unknown[]) => ServerResponse };
     const write = writable.write;
     const end = writable.end;
+    const writeHead = writable.writeHead;
+    // Headers given to writeHead alone are not readable from the response afterwards.
+    let contentType: string | undefined;
+    writable.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+      const headers = args.find((arg, index) => index > 0 && typeof arg === 'object' && arg !== null);
+      if (headers !== undefined && !Array.isArray(headers)) {
+        for (const [name, value] of Object.entries(headers as Json)) if (name.toLowerCase() === 'content-type') contentType = String(value);
+      }
+      return writeHead.apply(this, args);
+    };
     writable.write = function (this: ServerResponse, ...args: unknown[]) {
       keep(args[0], args[1]);
       return write.apply(this, args);
@@ -67,7 +77,7 @@ export function watchAnswers(server: Server, onProblem: (line: string) => void):
       done = true;
       watch.checked += 1;
       const where = `${req.method ?? 'GET'} ${req.url ?? '/'} (${String(res.getHeader('x-request-id'))}, ${res.statusCode})`;
-      for (const line of problemsOfAnswer(route, res, Buffer.concat(chunks), finished)) onProblem(`${where}: ${line}`);
+      for (const line of problemsOfAnswer(route, res, contentType ?? String(res.getHeader('content-type') ?? ''), Buffer.concat(chunks), finished)) onProblem(`${where}: ${line}`);
     };
     res.once('finish', () => check(true));
     // A stream the client left: its complete events are still checked.
@@ -123,8 +133,7 @@ const WHOLE: Partial<Record<Route, ['openai' | 'anthropic', string]>> = {
   anthropic_model: ['anthropic', 'ModelInfo'],
 };
 
-function problemsOfAnswer(route: Route, res: ServerResponse, body: Buffer, finished: boolean): string[] {
-  const type = String(res.getHeader('content-type') ?? '');
+function problemsOfAnswer(route: Route, res: ServerResponse, type: string, body: Buffer, finished: boolean): string[] {
   if (type.startsWith('text/event-stream')) return streamProblems(route, body, finished);
   if (!type.startsWith('application/json') || !finished) return [];
   let value: unknown;
@@ -136,6 +145,17 @@ function problemsOfAnswer(route: Route, res: ServerResponse, body: Buffer, finis
   if (res.statusCode >= 400) return errorProblems(ANTHROPIC_ROUTES.has(route) ? 'anthropic' : 'openai', value);
   const schema = WHOLE[route];
   return schema === undefined ? [] : problemsOf(schema[0], schema[1], value);
+}
+
+/** The problems of a whole answer of a client format (the model operation's success). */
+export function answerProblems(format: 'chat' | 'messages' | 'responses', answer: unknown): string[] {
+  const [side, name] = WHOLE[format] as ['openai' | 'anthropic', string];
+  return problemsOf(side, name, answer);
+}
+
+/** The problems of a whole stream of a client format: its framing and each event. */
+export function streamAnswerProblems(format: 'chat' | 'messages' | 'responses', stream: string): string[] {
+  return streamProblems(format, Buffer.from(stream), true);
 }
 
 function errorProblems(side: 'openai' | 'anthropic', value: unknown): string[] {

@@ -6,9 +6,9 @@
  *
  * How the schemas are read (Ajv, JSON Schema draft 2019-09):
  * - Both are closed: a field the schema does not name fails. The Anthropic one is generated closed;
- *   OpenAI's objects are closed here (`unevaluatedProperties: false` on each object with
- *   `properties`, the members of an `allOf` left open so the whole is closed once), so a drifted
- *   or invented field fails on either side.
+ *   OpenAI's objects are closed here (`unevaluatedProperties: false` on each object that names its
+ *   `properties`, the members of an `allOf` left open so the whole is closed once; one with empty
+ *   `properties` is free-form), so a drifted or invented field fails on either side.
  * - OpenAI's description mixes in OpenAPI 3.0's `nullable: true`, read as "or null"; its one
  *   `$recursiveRef` names the schema it is in. `format` is not checked (no format package).
  * - A stream event is checked against its own type's schema (picked by `type`), not the union of
@@ -197,7 +197,9 @@ function normalise(node: unknown, name: string, open: boolean): unknown {
   if (Array.isArray(node)) return node.map((item) => normalise(item, name, false));
   if (!isObject(node)) return node;
   const out: Json = {};
-  const composite = node['properties'] !== undefined || node['allOf'] !== undefined;
+  // An object whose `properties` is empty is free-form there (`EmptyModelParam`: any JSON Schema).
+  const named = isObject(node['properties']) && Object.keys(node['properties']).length > 0;
+  const composite = named || node['allOf'] !== undefined;
   for (const [key, value] of Object.entries(node)) {
     if (key === 'nullable' || key === '$recursiveAnchor' || key === 'discriminator') continue;
     if (key === '$recursiveRef') out['$ref'] = `#/components/schemas/${name}`;
