@@ -46,7 +46,8 @@ export function watchAnswers(server: Server, onProblem: (line: string) => void):
     let bytes = 0;
     const keep = (chunk: unknown, encoding: unknown): void => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function' || bytes > MAX_CHECKED_BYTES) return;
-      const buffer = typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array);
+      // A Buffer is kept as it is (writers do not change what they wrote), not copied.
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
       bytes += buffer.length;
       chunks.push(buffer);
     };
