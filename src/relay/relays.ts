@@ -52,7 +52,7 @@ export function createPassThroughRelay(
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', answer: tap.answer() }));
+    write(errorFrame({ message, type: 'api_error', answer: tap.answer(), sequenceNumber: tap.nextSequenceNumber() }));
     finished = true;
   }
 

@@ -58,7 +58,7 @@ export function chatWhole(answer: ScriptedAnswer): Record<string, unknown> {
     object: 'chat.completion',
     created: 1,
     model: 'upstream-model',
-    choices: [{ index: 0, message: { role: 'assistant', content: answer.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, finish_reason: answer.stop ?? (calls.length > 0 ? 'tool_calls' : 'stop') }],
+    choices: [{ index: 0, message: { role: 'assistant', content: answer.text ?? null, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: answer.stop ?? (calls.length > 0 ? 'tool_calls' : 'stop') }],
     usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
   };
 }
@@ -83,7 +83,7 @@ export function messagesStream(answer: ScriptedAnswer): string {
     index += 1;
   }
   for (const call of answer.calls ?? []) {
-    out.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
+    out.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, caller: { type: 'direct' }, input: {} } }));
     const args = JSON.stringify(call.input);
     const half = Math.floor(args.length / 2);
     out.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: args.slice(0, half) } }));
@@ -102,7 +102,7 @@ export function messagesWhole(answer: ScriptedAnswer): Record<string, unknown> {
   const content: Array<Record<string, unknown>> = [];
   if (answer.thinking !== undefined) content.push({ type: 'thinking', thinking: answer.thinking.text, signature: answer.thinking.signature });
   if (answer.text !== undefined) content.push({ type: 'text', text: answer.text });
-  for (const call of answer.calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
+  for (const call of answer.calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, caller: { type: 'direct' }, input: call.input });
   return {
     id: 'msg_scripted',
     type: 'message',
