@@ -30,7 +30,7 @@ import type { WireFormat } from '../src/formats/wire.ts';
 import { createCarriers } from '../src/platforms/index.ts';
 import { readClientRequest } from '../src/dialects/read.ts';
 import { readJsonObject } from '../src/http/body.ts';
-import { buildUpstreamBody, upstreamFormatFor } from '../src/providers/upstream-body.ts';
+import { buildUpstreamBody, formatHeadersFor, upstreamFormatFor } from '../src/providers/upstream-body.ts';
 import { agentMessagesBody } from './agent-body.ts';
 import { benchConfig } from './llmux-server.ts';
 import { chatBody, messagesBody } from './measure.ts';
@@ -81,7 +81,7 @@ export function createPath(scenario: PathScenario): () => number {
     const output = Math.min(facts.maxTokens ?? model.max_output_tokens, model.max_output_tokens);
     const carrier = carriers.of(provider);
     const format = upstreamFormatFor(provider, request.format);
-    const call = { upstreamId: model.upstream_id, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(forwarded) };
+    const call = { upstreamId: model.upstream_id, format, stream: request.stream, formatHeaders: formatHeadersFor(format, forwarded) };
     const { body } = buildUpstreamBody(request, format, model, undefined as never, onWarning, carrier.envelope(call));
     // What a socket write is handed: the parts, joined as the kernel copies them.
     const sent = typeof body === 'string' ? Buffer.byteLength(body) : Buffer.concat(body).length;

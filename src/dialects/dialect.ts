@@ -25,7 +25,7 @@ import type { TurnOf } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import type { CredentialSource } from '../common/credentials.ts';
 import type { RequestTraits } from '../formats/traits.ts';
-import type { GatewayError } from '../common/errors.ts';
+import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import { serializeJson, withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
@@ -199,7 +199,7 @@ export interface Dialect<F extends WireFormat> {
   /** An error after the stream has started. */
   errorFrame(error: StreamErrorInfo): string;
   /** The JSON body of an error answered before the response started, in this format's shape. */
-  errorBody(error: GatewayError): string;
+  errorBody(error: GatewayError, context?: ErrorContext): string;
 
   /** The text of the request's last user turn, at most `limit` characters: what the echo model answers with. */
   userText(body: RequestOf[F], limit: number): string;

@@ -8,6 +8,7 @@
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
 import type { GeminiRequest, GeminiResponse } from './gemini-types.ts';
+import type { ConverseRequest } from './converse.ts';
 
 /**
  * A wire format, named by its operation: `chat` (OpenAI chat-completions), `messages` (Anthropic
@@ -20,9 +21,13 @@ export type WireFormat = 'chat' | 'messages' | 'responses' | 'gemini';
 /**
  * The formats a provider's base URL speaks natively, the ones llmux translates to. A provider may
  * serve `responses` too (`"responses": true`), but never only that: Responses clients are the only
- * ones sent there, as they are.
+ * ones sent there, as they are. `converse` (Amazon Bedrock's Converse, ./converse.ts) is spoken by
+ * providers only: no client speaks it, so its answers are always translated.
  */
-export type ProviderFormat = 'chat' | 'messages' | 'gemini';
+export type ProviderFormat = 'chat' | 'messages' | 'gemini' | 'converse';
+
+/** The format an upstream request is in: a client's format its provider serves, or the provider's own. */
+export type UpstreamFormat = WireFormat | ProviderFormat;
 
 // ---------- messages format ----------
 
@@ -197,12 +202,13 @@ export interface ChatResponse {
 
 // ---------- shared ----------
 
-/** The request body of each format. */
+/** The request body of each format (Converse's only ever written by llmux). */
 export interface RequestOf {
   chat: ChatRequest;
   messages: MessagesRequest;
   responses: ResponsesRequest;
   gemini: GeminiRequest;
+  converse: ConverseRequest;
 }
 
 /** The whole (non-streamed) answer of each format. */

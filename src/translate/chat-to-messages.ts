@@ -89,7 +89,7 @@ type Turn = MessageTurn<Block>;
 export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): MessagesRequest {
   const warn = options.onWarning ?? (() => {});
   if (typeof req.n === 'number' && req.n > 1) {
-    throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`);
+    throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`, 'n');
   }
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a messages upstream has no equivalent`);

@@ -8,7 +8,8 @@
  * - One block open at a time: reasoning is a `thinking` block (`signature: ""`: no upstream feeding
  *   this encoder signs its reasoning yet), text a `text` block, refusal text a `text` block of its
  *   own (the messages format has no refusal part), each call a `tool_use` block whose arguments
- *   stream as `input_json_delta`. Another kind closes the open block (`content_block_stop`) and
+ *   stream as `input_json_delta`; its `caller` is `{"type": "direct"}`, as Anthropic's blocks say
+ *   of a call the model made itself (the SDK's types require it). Another kind closes the open block (`content_block_stop`) and
  *   opens the next at index + 1; `stop` closes the last one.
  * - The stop reason is `refusal` when the answer carried refusal text, else the stop's
  *   (./stop-reasons.ts). `message_delta` (stop reason, usage) and `message_stop` wait for `end`:
@@ -179,7 +180,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       const id = call.id ?? newId(call.madeUpIdPrefix ?? 'toolu_');
       callArgs = '';
       callPath = call.path;
-      open('tool_use', { type: 'tool_use', id, name: call.name, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"input":{}}`);
+      open('tool_use', { type: 'tool_use', id, name: call.name, caller: { type: 'direct' }, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"caller":{"type":"direct"},"input":{}}`);
     },
     callArguments(fragment) {
       if (fragment === '' || openKind !== 'tool_use') return;

@@ -50,7 +50,8 @@ import type {
   MessagesRequest,
   MessagesTool,
 } from '../formats/wire.ts';
-import { GatewayError, truncate } from '../common/errors.ts';
+import { truncate } from '../common/errors.ts';
+import { checkThread } from './message-threads.ts';
 import { chatUserId } from './chat-user.ts';
 import { asRecord, records } from '../common/json.ts';
 
@@ -97,7 +98,7 @@ const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model 
  */
 export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ChatRequest {
   const warn = options.onWarning ?? (() => {});
-  checkThread(req['thread'], warn);
+  checkThread(req['thread'], 'the chat-completions format', 'a chat-completions upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a chat-completions upstream has no equivalent`);
   }
@@ -340,25 +341,6 @@ function toolChoiceToChat(choice: Record<string, unknown>): ChatToolChoice | und
     default:
       return undefined;
   }
-}
-
-/**
- * `thread`: a `continue` sends only the messages after a reply the server holds; a translated
- * request has no server that holds it. The Anthropic SDK reads `error.details.error_code`
- * `thread_unsupported_request` and sends that turn, and every later one, with the whole history.
- */
-function checkThread(thread: unknown, warn: (message: string) => void): void {
-  if (thread === undefined || thread === null || thread === false) return;
-  if (asRecord(thread)?.['type'] === 'continue') {
-    throw new GatewayError(
-      400,
-      'invalid_request_error',
-      'thread_unsupported_request',
-      "thread: this model's provider speaks the chat-completions format, which keeps no message threads; send the whole conversation without thread",
-      { extra: { details: { error_code: 'thread_unsupported_request', unsupported: ['thread'] } } },
-    );
-  }
-  warn('thread: dropped, a chat-completions upstream keeps no message threads (the request carries the whole history)');
 }
 
 /** Consecutive user or assistant turns as one turn each (a system turn stands between them). */

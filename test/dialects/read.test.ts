@@ -19,7 +19,7 @@ import { buildUpstreamBody } from '../../src/providers/upstream-body.ts';
 import { messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
 import { translationFor } from '../../src/translate/index.ts';
 import type { TurnOf } from '../../src/translate/index.ts';
-import type { ClientRequestOf, MessagesRequest, WireFormat } from '../../src/formats/wire.ts';
+import type { ClientRequestOf, MessagesRequest, UpstreamFormat, WireFormat } from '../../src/formats/wire.ts';
 import type { ModelEntry } from '../../src/config/types.ts';
 import { agentMessagesBody } from '../../bench/agent-body.ts';
 
@@ -36,7 +36,7 @@ const MODEL = {
   replay_reasoning: false, max_output_tokens: 64_000, context_length: 1_000_000,
 } as ModelEntry;
 
-const UPSTREAMS: readonly WireFormat[] = ['chat', 'messages', 'gemini'];
+const UPSTREAMS: readonly UpstreamFormat[] = ['chat', 'messages', 'gemini', 'converse'];
 /** Bedrock's envelope: what a platform does to a same-format body and a translated one alike. */
 const ENVELOPE = new Map<string, unknown>([['model', undefined], ['stream', undefined], ['anthropic_version', 'bedrock-2023-05-31']]);
 
@@ -121,7 +121,7 @@ function turnOf(format: WireFormat): TurnOf[WireFormat] {
   return { responseId: 'resp_corpus', now: () => 1_700_000_000_000, openSealed: () => undefined };
 }
 
-function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: WireFormat, envelope: Map<string, unknown> | undefined): { bytes: string; warnings: string[] } {
+function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: UpstreamFormat, envelope: Map<string, unknown> | undefined): { bytes: string; warnings: string[] } {
   const warnings: string[] = [];
   const { body } = buildUpstreamBody(request, upstream, MODEL, turnOf(request.format), (message) => warnings.push(message), envelope);
   return { bytes: typeof body === 'string' ? body : Buffer.concat(body).toString(), warnings };
@@ -153,7 +153,7 @@ function checkAgreement(sample: Sample): void {
   assert.equal(facts.inputTokens(), dialect.estimate(wholeRequest.body as never), `${sample.name}: the estimate`);
   assert.deepEqual(facts.traits(), dialect.traits(wholeRequest.body as never), `${sample.name}: traits`);
   assert.equal(facts.conversation(), dialect.conversationKey(wholeRequest.body as never), `${sample.name}: the conversation key`);
-  for (const upstream of [sample.format, ...UPSTREAMS.filter((format) => format !== sample.format)]) {
+  for (const upstream of [sample.format as UpstreamFormat, ...UPSTREAMS.filter((format) => format !== sample.format)]) {
     if (upstream !== sample.format && translationFor(sample.format, upstream) === undefined) continue;
     for (const envelope of [undefined, ENVELOPE]) {
       const expected = upstreamBytes(wholeRequest, upstream, envelope);

@@ -27,10 +27,13 @@ import { createMessagesEncoder } from '../../src/translate/messages-encoder.ts';
 import { createResponsesEncoder } from '../../src/translate/responses-encoder.ts';
 import { createGeminiEncoder } from '../../src/translate/gemini-encoder.ts';
 import { DECODERS, type Decoder, type StreamTranslator, translateStream, translateWhole } from '../../src/translate/index.ts';
-import { FAILING_RECORDINGS, assembleChatStream, assembleGeminiStream, assembleMessagesStream, chatGist, geminiGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleConverseStream, assembleGeminiStream, assembleMessagesStream, chatGist, geminiGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { answerOptions, assembleResponsesStream, comparable } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { FIXTURES, GEMINI_FIXTURES } from '../helpers/fake-upstream.ts';
+import { fileURLToPath } from 'node:url';
+
+const CONVERSE_FIXTURES = fileURLToPath(new URL('../fixtures/converse/', import.meta.url));
 
 type Json = Record<string, unknown>;
 
@@ -325,6 +328,8 @@ const UPSTREAMS: readonly UpstreamFormat[] = [
   { name: 'messages', dir: FIXTURES, fixtures: /^anthropic-/, minStreams: 10, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
   // Hand-made after Google's API reference and recordings (test/fixtures/gemini/README.md); its request bodies and error bodies are not answers.
   { name: 'gemini', dir: GEMINI_FIXTURES, fixtures: /^(?!request-|error-)/, minStreams: 4, decoder: DECODERS.gemini, wholeOf: assembleGeminiStream },
+  // Hand-made to the Bedrock Runtime API reference (test/fixtures/converse/README.md).
+  { name: 'converse', dir: CONVERSE_FIXTURES, fixtures: /^converse-/, minStreams: 7, decoder: DECODERS.converse, wholeOf: assembleConverseStream },
 ];
 
 // ---------- running a pair ----------
