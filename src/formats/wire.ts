@@ -124,7 +124,13 @@ export type ChatContentPart =
   | { type: 'image_url'; image_url: { url: string; detail?: string } }
   | { type: string; [k: string]: unknown };
 
-export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+  /** Vendor data on the call: Gemini's OpenAI-compatible surface puts its thought signature in `google.thought_signature`. */
+  extra_content?: Record<string, unknown>;
+}
 
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';

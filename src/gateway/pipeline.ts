@@ -53,6 +53,8 @@ import { upstreamErrorOf } from '../providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from '../relay/relays.ts';
 import { relayStream } from '../relay/stream.ts';
 import { relayWhole } from '../relay/whole.ts';
+import { passThroughCarry } from '../relay/carry.ts';
+import type { PassThroughCarry } from '../relay/carry.ts';
 import type { RequestRecord } from './request-record.ts';
 
 /** What the pipeline needs from the gateway around it. */
@@ -100,6 +102,8 @@ interface Exchange<F extends WireFormat> {
   /** When the request went upstream, for the time to first byte. */
   startedMs: number;
   onWarning(message: string): void;
+  /** A chat client's passed-through answer: its carried state read for the next turn (src/relay/carry.ts). */
+  carry: PassThroughCarry | undefined;
 }
 
 /** What answering taught us, for the log record. */
@@ -180,7 +184,8 @@ export async function handleModelRequest<F extends WireFormat>(
     record.provider = answered.provider.id;
     if (answered.model.id !== model.id) record.model = answered.model.id;
     record.translated = answered.format !== format;
-    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
+    const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
+    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning, carry });
   } finally {
     if (outcome?.usage !== undefined) {
       outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
@@ -346,6 +351,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       onWarning: exchange.onWarning,
       onArrived: onFirstByte,
       redact,
+      carry: exchange.carry,
     });
     return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
@@ -361,7 +367,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(events, res, (write) => (translated === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact })
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,

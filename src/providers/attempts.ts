@@ -113,7 +113,7 @@ function prepare<F extends WireFormat>(held: HeldRequest<F>, candidate: ModelEnt
   if (last) held.request = undefined;
   const format = upstreamFormatFor(carrier.provider, request.format);
   const call: UpstreamCall = { upstreamId: candidate.upstream_id, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
-  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning, carrier.envelope(call));
+  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning, carrier.envelope(call), carrier.provider);
   return {
     format,
     call,

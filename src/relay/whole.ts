@@ -16,6 +16,7 @@ import type { Cancellation, UpstreamResponse } from '../providers/upstream.ts';
 import { isRecord } from '../common/json.ts';
 import { redactBytes } from '../providers/redact.ts';
 import type { Redact } from '../providers/redact.ts';
+import type { PassThroughCarry } from './carry.ts';
 
 /** Upper bound on a non-streamed upstream answer held in memory. */
 const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
@@ -38,6 +39,8 @@ export interface WholeAnswer {
   onArrived(): void;
   /** Takes credentials out of the answer as the client gets it (src/providers/redact.ts). */
   redact?: Redact | undefined;
+  /** Reads a passed-through answer's carried state for the next turn (./carry.ts). */
+  carry?: PassThroughCarry | undefined;
 }
 
 /** What the client was sent. */
@@ -59,6 +62,7 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   const { readUsage, usageKey } = dialects[answer.upstreamFormat];
   const { translated } = answer;
   if (translated === undefined) {
+    answer.carry?.whole(bytes);
     const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);
     const usage = isRecord(passed.answer) ? passed.answer[usageKey] : peekUsage(bytes, usageKey) ?? parseAnswer(bytes, provider)[usageKey];
     sendJson(res, 200, answer.redact === undefined ? passed.bytes : redactBytes(answer.redact, passed.bytes));

@@ -12,7 +12,7 @@
  * client format's encoder through the neutral answer events (./answer-events.ts): a whole answer
  * is the same events as the stream, written nowhere.
  */
-import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, SealableBlock, TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
@@ -29,32 +29,37 @@ import { responsesRequestToMessages } from './responses-to-messages.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho, tokenCount } from './responses-output.ts';
 import type { ToolNames } from './responses-tools.ts';
+import { type CarriedItem, type CarryReader, type CarryTurn, type ChatTurn, createCarryReader } from './carried.ts';
+import { createCarryRecorder } from './carry-recorder.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
+export type { CarryTurn, ChatTurn } from './carried.ts';
 
 /**
  * What one Responses request's translations need besides its body, made when the request arrives
  * (src/dialects/responses.ts): the response's id (known before the upstream answers, so the answer
- * can be stored under it), and sealed reasoning both ways.
+ * can be stored under it), and the seals both ways (./carried.ts).
  */
-export interface ResponsesTurn {
+export interface ResponsesTurn extends CarryTurn {
   responseId: string;
   /** Milliseconds since the epoch, for `created_at`. */
   now(): number;
-  /** Opens a replayed reasoning item's `encrypted_content` when llmux sealed it; undefined otherwise. */
-  openSealed(sealed: string): SealableBlock | undefined;
-  /** Seals reasoning into the client's copy of the answer: only when it asked for `reasoning.encrypted_content`. */
-  seal?: (block: SealableBlock) => string;
-  /** Told of each reasoning item's thinking as it closes, sealed for the client or not: the stored copy keeps it. */
-  keepReasoning?: (itemId: string, block: SealableBlock) => void;
+  /** The client's copy of the answer carries its seals: it asked for `reasoning.encrypted_content`. */
+  exposeSeals: boolean;
+  /** Told of each reasoning item's seal as it closes, carried by the client's copy or not: the stored copy keeps it. */
+  keepSealed?: (itemId: string, sealed: string) => void;
   /** The stored response the input was resolved from: the body sent on no longer names it, the answer does. */
   previousResponseId?: string;
 }
 
-/** Per-request values a client format's translations need beyond the body; only Responses has any. */
+/**
+ * Per-request values a client format's translations need beyond the body: the seals bound to the
+ * key (and a chat client's recalled state); Responses' own. Undefined where a caller has none (a
+ * test, the echo model): seals are then stripped and nothing is remembered.
+ */
 export interface TurnOf {
-  chat: undefined;
-  messages: undefined;
+  chat: ChatTurn | undefined;
+  messages: CarryTurn | undefined;
   responses: ResponsesTurn;
 }
 
@@ -209,6 +214,10 @@ export interface ResponseTranslateOptions {
   onWarning?: (message: string) => void;
   /** The llmux model id the answer names; the upstream's `model` when absent. */
   model?: string;
+  /** To a messages client: seals opaque state into thinking signatures (./carried.ts). */
+  sealItem?: ((item: CarriedItem) => string) | undefined;
+  /** To a chat client: told the state the server-side store keeps (./carry-recorder.ts). */
+  recorder?: AnswerEvents | undefined;
 }
 
 /** A chat upstream's stream to a messages client (translation.md "Streams"). */
@@ -258,20 +267,47 @@ export function messagesResponseToResponses(answer: unknown, options: ResponsesA
 
 // ---------- the pairs ----------
 
+/** The carry reader of one request translation: seals opened for the turn's key, sorted for the candidate upstream. */
+function carryReader(context: TranslationContext<WireFormat>): CarryReader {
+  return createCarryReader(context.turn, context.model.issuer, context.onWarning);
+}
+
+/** Seals state the candidate upstream issues for the turn's key; undefined without a turn or an issuer. */
+function sealerFor(context: TranslationContext<WireFormat>): ((item: CarriedItem) => string) | undefined {
+  const { turn } = context;
+  const issuer = context.model.issuer;
+  return turn === undefined || issuer === undefined ? undefined : (item) => turn.seal(issuer, item);
+}
+
 const messagesToChat: Translation<'messages', 'chat'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: messagesRequestToChat(body, model, { onWarning }),
-    answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning }),
-    stream: (options) => createChatToMessagesStream({ write: options.write, estimatedInputTokens: options.estimatedInputTokens, model: modelId, onWarning: options.onWarning }),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning } = context;
+    const carry = carryReader(context);
+    const chat = messagesRequestToChat(body, model, { onWarning, carry });
+    carry.finish();
+    const sealItem = sealerFor(context);
+    return {
+      body: chat,
+      answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning, sealItem }),
+      stream: (options) => createChatToMessagesStream({ write: options.write, estimatedInputTokens: options.estimatedInputTokens, model: modelId, onWarning: options.onWarning, sealItem }),
+    };
+  },
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: chatRequestToMessages(body, model, { onWarning }),
-    answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
-    stream: ({ write, includeUsage, onWarning }) => createMessagesToChatStream({ write, includeUsage, model: modelId, onWarning }),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning, turn } = context;
+    const carry = carryReader(context);
+    const messages = chatRequestToMessages(body, model, { onWarning, carry, recalled: turn?.recalled });
+    carry.finish();
+    const issuer = model.issuer;
+    const recorder = turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+    return {
+      body: messages,
+      answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning, recorder: recorder?.() }),
+      stream: ({ write, includeUsage, onWarning: warn }) => createMessagesToChatStream({ write, includeUsage, model: modelId, onWarning: warn, recorder: recorder?.() }),
+    };
+  },
 };
 
 /** The answer options of a Responses translation, from its request and turn. */
@@ -287,8 +323,10 @@ function responsesAnswerOptions(body: RequestOf['responses'], context: Translati
     now: turn.now,
     estimatedInputTokens,
   };
-  if (turn.seal !== undefined) options.seal = turn.seal;
-  if (turn.keepReasoning !== undefined) options.keepReasoning = turn.keepReasoning;
+  const sealItem = sealerFor(context);
+  if (sealItem !== undefined) options.sealItem = sealItem;
+  options.exposeSeals = turn.exposeSeals;
+  if (turn.keepSealed !== undefined) options.keepSealed = turn.keepSealed;
   return options;
 }
 
@@ -299,7 +337,9 @@ function answering(translator: ResponsesStreamTranslator): AnsweringStreamTransl
 
 const responsesToChat: Translation<'responses', 'chat'> = {
   request(body, context) {
-    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
     return {
       body: chat,
       answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
@@ -310,7 +350,9 @@ const responsesToChat: Translation<'responses', 'chat'> = {
 
 const responsesToMessages: Translation<'responses', 'messages'> = {
   request(body, context) {
-    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
     return {
       body: messages,
       answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),

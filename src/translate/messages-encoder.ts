@@ -5,11 +5,16 @@
  *
  * - `message_start` names the llmux model (the upstream's without one) and announces the input
  *   estimate with zeroed cache counts until the upstream reports usage.
- * - One block open at a time: reasoning is a `thinking` block (`signature: ""`: no upstream feeding
- *   this encoder signs its reasoning yet), text a `text` block, refusal text a `text` block of its
- *   own (the messages format has no refusal part), each call a `tool_use` block whose arguments
- *   stream as `input_json_delta`. Another kind closes the open block (`content_block_stop`) and
- *   opens the next at index + 1; `stop` closes the last one.
+ * - One block open at a time: reasoning is a `thinking` block, text a `text` block, refusal text a
+ *   `text` block of its own (the messages format has no refusal part), each call a `tool_use` block
+ *   whose arguments stream as `input_json_delta`. Another kind closes the open block
+ *   (`content_block_stop`) and opens the next at index + 1; `stop` closes the last one.
+ * - Opaque state (llmux.md section 11) goes where the format has a place for it, a thinking block's
+ *   `signature` (a `signature_delta` before the block stops): with `sealItem`, the reasoning's state
+ *   sealed (reasoning details, or the text alone as the provider's), and a call's own state (Gemini's
+ *   thought signature) as a thinking block with no text right before its `tool_use`. The messages
+ *   format's own state (a thinking signature, a redacted block) is written as it came. Without
+ *   `sealItem` a thinking block's signature is "".
  * - The stop reason is `refusal` when the answer carried refusal text, else the stop's
  *   (./stop-reasons.ts). `message_delta` (stop reason, usage) and `message_stop` wait for `end`:
  *   usage may come after the stop. Without a usage report `message_delta` carries
@@ -26,7 +31,8 @@
  * JSON.stringify's key order and spacing.
  */
 import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason } from '../formats/wire.ts';
-import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, ignoreEvent } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, ignoreEvent } from './answer-events.ts';
+import type { CarriedItem } from './carried.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { toMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
 import { asRecord } from '../common/json.ts';
@@ -44,6 +50,8 @@ export interface MessagesEncoderOptions {
   model?: string;
   /** Told about output that was repaired (unparsable call arguments; for the request log). */
   onWarning?: (message: string) => void;
+  /** Seals opaque state for the key that asked, naming the provider that answered (./carried.ts). */
+  sealItem?: ((item: CarriedItem) => string) | undefined;
 }
 
 /** Anthropic error types; an error of another type is reported as `api_error`. */
@@ -58,7 +66,7 @@ const MESSAGES_ERROR_TYPES = new Set([
   'overloaded_error',
 ]);
 
-type BlockKind = 'thinking' | 'text' | 'refusal' | 'tool_use';
+type BlockKind = 'thinking' | 'redacted_thinking' | 'text' | 'refusal' | 'tool_use';
 
 const THINKING_BLOCK_JSON = '{"type":"thinking","thinking":"","signature":""}';
 const TEXT_BLOCK_JSON = '{"type":"text","text":""}';
@@ -85,6 +93,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   const messageId = options.messageId ?? newId('msg_');
   const messageIdJson = JSON.stringify(messageId);
   const inputTokensJson = JSON.stringify(estimatedInputTokens);
+  const sealItem = options.sealItem;
 
   let started = false;
   let finished = false;
@@ -100,6 +109,8 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   let openBlock: MessagesResponseBlock | undefined;
   let callArgs = '';
   let callPath: string | undefined;
+  // Whether the open thinking block has its signature.
+  let signed = false;
 
   function start(upstreamModel: string | undefined): void {
     if (started) return;
@@ -113,8 +124,25 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     );
   }
 
+  /** The open thinking block's signature: a `signature_delta` in a stream. */
+  function sign(signature: string): void {
+    signed = true;
+    if (signature === '') return;
+    if (silent) (openBlock as { signature?: string }).signature = signature;
+    else emitDelta(`{"type":"signature_delta","signature":${JSON.stringify(signature)}}`);
+  }
+
+  /** The signature of reasoning ended with `state`: the messages format's own as it came, any other sealed. */
+  function signatureOf(state: OpaqueState | undefined): string {
+    if (state?.kind === 'thinking-signature') return state.signature;
+    if (sealItem === undefined) return '';
+    return sealItem(state?.kind === 'reasoning-details' ? { kind: 'reasoning-details', details: state.details } : { kind: 'reasoning' });
+  }
+
   function closeBlock(): void {
     if (openKind === undefined) return;
+    // Reasoning ended by another kind of content is the provider's reasoning, sealed as such.
+    if (openKind === 'thinking' && !signed) sign(signatureOf(undefined));
     if (silent) {
       if (openBlock?.type === 'tool_use') openBlock.input = inputOf(callArgs, callPath, options.onWarning);
       if (openBlock !== undefined) content.push(openBlock);
@@ -130,6 +158,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     closeBlock();
     if (!started) start(undefined);
     openKind = kind;
+    signed = false;
     const index = nextBlockIndex;
     nextBlockIndex += 1;
     if (silent) openBlock = block;
@@ -169,14 +198,30 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       if (silent) (openBlock as { thinking: string }).thinking += delta;
       else emitDelta(`{"type":"thinking_delta","thinking":${JSON.stringify(delta)}}`);
     },
-    reasoningEnd() {
-      // A signature has its place here (a signature_delta) once an upstream other than the
-      // messages format itself signs reasoning (issue 23); none feeding this encoder does yet.
-      if (openKind === 'thinking') closeBlock();
+    reasoningEnd(state) {
+      if (finished) return;
+      if (openKind === 'thinking') {
+        sign(signatureOf(state));
+        closeBlock();
+      } else if (state?.kind === 'redacted-thinking') {
+        open('redacted_thinking', { type: 'redacted_thinking', data: state.data }, JSON.stringify({ type: 'redacted_thinking', data: state.data }));
+        closeBlock();
+      } else if (state !== undefined && sealItem !== undefined) {
+        // State without text (reasoning details only): a thinking block of its own carries it.
+        open('thinking', { type: 'thinking', thinking: '', signature: '' }, THINKING_BLOCK_JSON);
+        sign(signatureOf(state));
+        closeBlock();
+      }
     },
     callStart(call: CallStart) {
       if (finished) return;
       const id = call.id ?? newId(call.madeUpIdPrefix ?? 'toolu_');
+      if (call.state !== undefined && call.state.kind !== 'thinking-signature' && sealItem !== undefined) {
+        // The call's own state goes right before it, in a thinking block with no text.
+        const item: CarriedItem = call.state.kind === 'thought-signature' ? { kind: 'thought-signature', signature: call.state.signature, callId: id } : { kind: 'reasoning' };
+        open('thinking', { type: 'thinking', thinking: '', signature: '' }, THINKING_BLOCK_JSON);
+        sign(sealItem(item));
+      }
       callArgs = '';
       callPath = call.path;
       open('tool_use', { type: 'tool_use', id, name: call.name, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"input":{}}`);

@@ -181,7 +181,7 @@ describe('createChatToResponsesStream items', () => {
       });
       assert.equal(final.output[1]?.type, 'message');
     }
-    const unsealed = translateBytes([upstream(chunk({ reasoning_content: 'x' }), chunk({}, 'stop'), '[DONE]')], { seal: undefined });
+    const unsealed = translateBytes([upstream(chunk({ reasoning_content: 'x' }), chunk({}, 'stop'), '[DONE]')], { exposeSeals: undefined });
     assert.deepEqual(assembleResponsesStream(unsealed.output).final.output[0], { type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'x' }] });
   });
 

@@ -1,0 +1,106 @@
+/**
+ * What a conversation carries survives every translation (llmux.md section 11), over real sockets
+ * with the official SDKs: a three-turn tool loop (parallel calls, a call, the answer) completes
+ * through every client format and way of keeping history to every upstream that enforces its
+ * state rule as the real one does (test/helpers/fake-stateful.ts), streamed and whole, with nothing
+ * refused on the way and the upstream's own state given back (no placeholder where the
+ * conversation had the real thing).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestGateway } from './helpers/gateway.ts';
+import type { TestGateway } from './helpers/gateway.ts';
+import { type Personality, type StatefulFake, list, startStatefulFake } from './helpers/fake-stateful.ts';
+import { SKIP_SIGNATURE } from './helpers/fake-stateful-chat.ts';
+import { LOOP_CLIENTS, type LoopClient, runLoop, toolLoop } from './helpers/tool-loops.ts';
+
+const fakes = new Map<Personality, StatefulFake>();
+let gw: TestGateway;
+
+const MODEL_OF: Readonly<Record<Personality, string>> = {
+  anthropic: 'claude-x',
+  gemini: 'gemini-x',
+  deepseek: 'deepseek-x',
+  openrouter: 'openrouter-x',
+  responses: 'responses-x',
+};
+
+before(async () => {
+  for (const personality of Object.keys(MODEL_OF) as Personality[]) fakes.set(personality, await startStatefulFake(personality));
+  const url = (personality: Personality): string => `${(fakes.get(personality) as StatefulFake).url}/v1`;
+  gw = await startTestGateway({
+    config: {
+      providers: {
+        'anthropic-up': { format: 'anthropic', base_url: url('anthropic'), api_key: 'a-secret' },
+        'gemini-up': { format: 'openai', base_url: url('gemini'), api_key: 'g-secret', family: 'gemini' },
+        'deepseek-up': { format: 'openai', base_url: url('deepseek'), api_key: 'd-secret' },
+        'openrouter-up': { format: 'openai', base_url: url('openrouter'), api_key: 'o-secret', family: 'openrouter' },
+        'responses-up': { format: 'openai', base_url: url('responses'), api_key: 'r-secret', responses: true },
+      },
+      models: [
+        { id: 'claude-x', provider: 'anthropic-up', upstream_id: 'claude-up', reasoning: true, max_output_tokens: 8192, context_length: 200_000 },
+        { id: 'gemini-x', provider: 'gemini-up', upstream_id: 'gemini-3-up', reasoning: true, context_length: 200_000 },
+        { id: 'deepseek-x', provider: 'deepseek-up', upstream_id: 'deepseek-up', reasoning: true, replay_reasoning: true, context_length: 200_000 },
+        { id: 'openrouter-x', provider: 'openrouter-up', upstream_id: 'google/gemini-3-up', reasoning: true, context_length: 200_000 },
+        { id: 'responses-x', provider: 'responses-up', upstream_id: 'gpt-up', reasoning: true, context_length: 200_000 },
+      ],
+      tiers: { basic: { rpm: 10_000, tpm: 100_000_000, concurrency: 50 } },
+    },
+  });
+});
+
+after(async () => {
+  await gw?.close();
+  for (const fake of fakes.values()) await fake.close();
+});
+
+/** The upstream requests of this loop: the fake's, from `from` on. */
+function sent(fake: StatefulFake, from: number): Array<Record<string, unknown>> {
+  return fake.requests.slice(from).map((request) => request.body);
+}
+
+/** Placeholders in what went up: Google's signature, an empty reasoning_content. */
+function placeholders(bodies: Array<Record<string, unknown>>): string[] {
+  const found: string[] = [];
+  for (const body of bodies) {
+    for (const message of list(body['messages'])) {
+      if (message['role'] !== 'assistant') continue;
+      if (message['reasoning_content'] === '') found.push('empty reasoning_content');
+      for (const call of list(message['tool_calls'])) if (JSON.stringify(call).includes(SKIP_SIGNATURE)) found.push('skip signature');
+    }
+  }
+  return found;
+}
+
+/** Which client formats reach which upstream: a Responses-only fake serves Responses clients (passed through). */
+function pairs(): Array<[LoopClient, Personality]> {
+  const out: Array<[LoopClient, Personality]> = [];
+  for (const client of LOOP_CLIENTS) {
+    for (const personality of Object.keys(MODEL_OF) as Personality[]) {
+      if (personality === 'responses' && !client.startsWith('responses')) continue;
+      out.push([client, personality]);
+    }
+  }
+  return out;
+}
+
+describe('a three-turn tool loop keeps the upstream\'s state', () => {
+  for (const [client, personality] of pairs()) {
+    for (const stream of [true, false]) {
+      test(`${client} client to the ${personality} upstream, ${stream ? 'streamed' : 'whole'}`, async () => {
+        const fake = fakes.get(personality) as StatefulFake;
+        const from = fake.requests.length;
+        const refusals = fake.refusals.length;
+        const turns = await runLoop(toolLoop(client, { baseUrl: gw.url, key: gw.key, model: MODEL_OF[personality], stream }));
+        assert.deepEqual(fake.refusals.slice(refusals), [], 'the upstream refused nothing');
+        assert.deepEqual(turns.map((turn) => turn.calls.length), [2, 1, 0]);
+        assert.equal(turns[2]?.text, 'done');
+        assert.deepEqual(placeholders(sent(fake, from)), [], 'the upstream got its own state back, no placeholder');
+        if (personality === 'anthropic') {
+          const last = sent(fake, from).at(-1) ?? {};
+          assert.equal((last['thinking'] as { type?: string } | undefined)?.type, 'enabled', 'thinking stayed on: the signed thinking came back');
+        }
+      });
+    }
+  }
+});
