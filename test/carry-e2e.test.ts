@@ -7,6 +7,7 @@
  * conversation had the real thing).
  */
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { startTestGateway } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
@@ -43,6 +44,7 @@ before(async () => {
         { id: 'deepseek-x', provider: 'deepseek-up', upstream_id: 'deepseek-up', reasoning: true, replay_reasoning: true, context_length: 200_000 },
         { id: 'openrouter-x', provider: 'openrouter-up', upstream_id: 'google/gemini-3-up', reasoning: true, context_length: 200_000 },
         { id: 'responses-x', provider: 'responses-up', upstream_id: 'gpt-up', reasoning: true, context_length: 200_000 },
+        { id: 'gemini-fb', provider: 'gemini-up', upstream_id: 'gemini-3-up', reasoning: true, context_length: 200_000, fallbacks: ['claude-x'] },
       ],
       tiers: { basic: { rpm: 10_000, tpm: 100_000_000, concurrency: 50 } },
     },
@@ -103,4 +105,70 @@ describe('a three-turn tool loop keeps the upstream\'s state', () => {
       });
     }
   }
+});
+
+/** The log lines of model requests answered with a 4xx. */
+function clientErrors(): Array<Record<string, unknown>> {
+  return (gw.logs as Array<Record<string, unknown>>).filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500);
+}
+
+describe('another family gets none of it', () => {
+  for (const client of ['messages', 'chat-standard', 'responses-stateless'] as const) {
+    test(`a ${client} client's tool loop falls back from Gemini to Claude in its middle and back, and completes`, async () => {
+      const gemini = fakes.get('gemini') as StatefulFake;
+      const claude = fakes.get('anthropic') as StatefulFake;
+      const refused = gemini.refusals.length + claude.refusals.length;
+      const claudeFrom = claude.requests.length;
+      const logsFrom = gw.logs.length;
+      const loop = toolLoop(client, { baseUrl: gw.url, key: gw.key, model: 'gemini-fb', stream: true });
+      const first = await loop.turn();
+      gemini.unavailable = 100;
+      const second = await loop.turn();
+      gemini.unavailable = 0;
+      const third = await loop.turn();
+      assert.deepEqual([first.calls.length, second.calls.length, third.text], [2, 1, 'done']);
+      assert.equal(gemini.refusals.length + claude.refusals.length, refused, 'nothing was refused: Gemini\'s state never reached Claude, nor Claude\'s Gemini');
+      const toClaude = claude.requests.slice(claudeFrom).map((request) => request.body);
+      assert.equal(toClaude.length, 1, 'the middle turn went to Claude');
+      assert.ok(!JSON.stringify(toClaude).includes('gemini-sig-'), 'no Gemini signature went to Claude');
+      const lastToGemini = gemini.requests.at(-1)?.body ?? {};
+      assert.ok(JSON.stringify(lastToGemini).includes(SKIP_SIGNATURE), 'the call Claude made carries Google\'s placeholder');
+      assert.ok(!JSON.stringify(lastToGemini).includes('"signature"'), 'no Anthropic signature went to Gemini');
+      await gw.allLogged();
+      const lines = gw.logs.slice(logsFrom) as Array<Record<string, unknown>>;
+      assert.deepEqual(lines.filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500), []);
+      const warnings = JSON.stringify(lines.map((line) => line['warnings'] ?? []));
+      assert.match(warnings, /issued by provider \\"gemini-up\\" \(family gemini\) stripped: the request goes to provider \\"anthropic-up\\"/);
+      assert.match(warnings, /placeholder thought signature skip_thought_signature_validator/);
+      if (client === 'messages') assert.match(warnings, /thinking turned off for this request/);
+    });
+  }
+
+  test('key B replaying key A\'s sealed history gets nothing of it: the seals are ignored and logged, and Gemini gets its placeholder instead', async () => {
+    const gemini = fakes.get('gemini') as StatefulFake;
+    const refused = gemini.refusals.length;
+    const keyB = (await gw.gateway.keys.create({ name: 'key-b', tier: 'basic' })).key;
+    const a = new Anthropic({ apiKey: gw.key, baseURL: gw.url, maxRetries: 0 });
+    const b = new Anthropic({ apiKey: keyB, baseURL: gw.url, maxRetries: 0 });
+    const tools: Anthropic.Tool[] = [{ name: 'lookup', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }];
+    const first = await a.messages.create({ model: 'gemini-x', max_tokens: 2048, messages: [{ role: 'user', content: 'Look up.' }], tools });
+    const sealedBlock = first.content.find((block) => block.type === 'thinking');
+    assert.ok(sealedBlock?.type === 'thinking' && sealedBlock.signature.startsWith('llmux.v2.'), 'A got the thought signature sealed in a thinking block');
+    const calls = first.content.flatMap((block) => (block.type === 'tool_use' ? [block] : []));
+    const history: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'Look up.' },
+      { role: 'assistant', content: first.content as Anthropic.ContentBlockParam[] },
+      { role: 'user', content: calls.map((call) => ({ type: 'tool_result' as const, tool_use_id: call.id, content: 'r' })) },
+    ];
+    const res = await b.messages.create({ model: 'gemini-x', max_tokens: 2048, messages: history, tools }).asResponse();
+    assert.equal(res.status, 200);
+    assert.equal(gemini.refusals.length, refused);
+    const sentByB = JSON.stringify(gemini.requests.at(-1)?.body ?? {});
+    assert.ok(!sentByB.includes('gemini-sig-'), 'A\'s Gemini signature did not go up for B');
+    assert.ok(sentByB.includes(SKIP_SIGNATURE));
+    await gw.allLogged();
+    const line = gw.logs.find((entry) => (entry as Record<string, unknown>)['request_id'] === res.headers.get('x-request-id')) as Record<string, unknown>;
+    assert.match(JSON.stringify(line['warnings']), /1 llmux seal issued to another key ignored/);
+    assert.deepEqual(clientErrors(), []);
+  });
 });

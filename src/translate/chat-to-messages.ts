@@ -347,8 +347,8 @@ function recalledThinking(message: Record<string, unknown>, recalled: ReadonlyMa
   const blocks: Block[] = [];
   for (const call of records(message['tool_calls'])) {
     const record = typeof call['id'] === 'string' ? recalled.get(call['id']) : undefined;
-    if (record?.message === undefined || !carry.accept(record.issuer)) continue;
-    for (const item of record.message) {
+    if (record === undefined || !carry.accept(record.issuer)) continue;
+    for (const item of record.message ?? []) {
       if (item.kind === 'thinking') blocks.push({ type: 'thinking', thinking: item.thinking, signature: item.signature });
       else if (item.kind === 'redacted-thinking') blocks.push({ type: 'redacted_thinking', data: item.data });
     }

@@ -58,6 +58,8 @@ export interface StatefulFake {
   personality: Personality;
   requests: StatefulRequest[];
   refusals: Refusal[];
+  /** The next this many requests are answered 503 (the provider overloaded), for fallbacks. */
+  unavailable: number;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,7 @@ export async function startStatefulFake(personality: Personality): Promise<State
     personality,
     requests: [],
     refusals: [],
+    unavailable: 0,
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -108,6 +111,12 @@ export async function startStatefulFake(personality: Personality): Promise<State
       } catch { /* an empty body */ }
       const path = req.url ?? '';
       fake.requests.push({ path, body });
+      if (fake.unavailable > 0) {
+        fake.unavailable -= 1;
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { code: 503, message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' } }));
+        return;
+      }
       const answer = personality === 'anthropic' ? serveMessages(body, memory, fake)
         : personality === 'responses' ? serveResponses(body, memory, fake)
         : serveChat(personality, body, memory, fake);
