@@ -4,7 +4,8 @@
  * process takes the next turn.
  *
  * - An entry is one string key, `carry:{KEY}:CALL`, with the store's TTL (one hour).
- * - Each key's entries are counted in `carryidx:{KEY}` (call ids scored by when they expire) and
+ * - Each key's entries are counted in `carryidx:{KEY}` (call ids scored by when they expire, a
+ *   millisecond apart at least, so the oldest is always the first) and
  *   `carrysize:{KEY}` (their bytes); a put drops the key's expired entries, then its oldest while it
  *   holds more than `maxEntriesPerKey` entries or `maxBytesPerKey` bytes, in one script. Values
  *   over `maxValueBytes` are not kept. (The memory store's bound on all keys together is the state
@@ -49,8 +50,12 @@ while redis.call('ZCARD', idx) >= maxEntries or held + bytes > maxBytes do
   held = held - (tonumber(redis.call('HGET', sizes, oldest[1])) or 0)
   drop(oldest[1])
 end
+-- Entries put in the same millisecond stay in the order they were put (ties would sort by call id).
+local newest = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
+local score = now + ttl
+if #newest == 2 and tonumber(newest[2]) >= score then score = tonumber(newest[2]) + 1 end
 redis.call('SET', entry, value, 'PX', ttl)
-redis.call('ZADD', idx, now + ttl, id)
+redis.call('ZADD', idx, score, id)
 redis.call('HSET', sizes, id, bytes)
 redis.call('PEXPIRE', idx, ttl)
 redis.call('PEXPIRE', sizes, ttl)

@@ -94,13 +94,13 @@ export function stripForeign(messages: ChatMessage[], reader: CarryReader): bool
         const { google: _google, ...rest } = call.extra_content;
         if (Object.keys(rest).length === 0) delete call.extra_content;
         else call.extra_content = rest;
-        reader.stripped('the client\'s copy (extra_content.google)');
+        reader.stripped('a provider the client kept it from (extra_content.google on its calls)');
         changed = true;
       }
     }
     if (family !== REASONING_DETAILS_FAMILY && message['reasoning_details'] !== undefined) {
       delete message['reasoning_details'];
-      reader.stripped('the client\'s copy (reasoning_details)');
+      reader.stripped('a provider the client kept it from (reasoning_details on its messages)');
       changed = true;
     }
   }
