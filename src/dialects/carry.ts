@@ -14,18 +14,41 @@
  * conversation its state (the translation then fills or strips as for another family), never the
  * request.
  */
+import { createHash } from 'node:crypto';
 import type { ChatRequest } from '../formats/wire.ts';
-import { type CarriedRecord, type CarryTurn, type ChatTurn, type Unsealed, carriedItem, issuerOf, parseRecord, recordJson } from '../translate/carried.ts';
+import { type CarriedRecord, type CarryTurn, type ChatTurn, type Unsealed, OPENAI_FAMILY, carriedItem, issuerOf, parseRecord, recordJson } from '../translate/carried.ts';
+import type { PassThroughCarry } from './dialect.ts';
 import type { Sealer } from '../responses/seal.ts';
 import type { CarriedStore } from '../carry/store.ts';
 import { asRecord, records } from '../common/json.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
 
 /** The most tool calls a chat request recalls state for: its latest. */
 export const MAX_RECALLED = 1024;
 
-/** Seals and opens for `keyId`. */
-export function carryTurnOf(sealer: Sealer, keyId: string): CarryTurn {
+/** Characters of base64url SHA-256 in a prompt cache key. */
+const CACHE_KEY_CHARS = 32;
+
+/**
+ * The conversation's `prompt_cache_key`: the same every turn of it (src/formats/conversation-key.ts),
+ * different for every llmux key, and saying nothing of either; undefined when nothing says which
+ * conversation it is.
+ */
+export function promptCacheKey(keyId: string, conversation: string | undefined): string | undefined {
+  if (conversation === undefined) return undefined;
+  return `llmux-${createHash('sha256').update(keyId).update('\u0000').update(conversation).digest('base64url').slice(0, CACHE_KEY_CHARS)}`;
+}
+
+/** The turn's `prompt_cache_key` for a same-format body to an OpenAI upstream, when the client gave none of its own. */
+export function promptCacheKeyFor(clientKey: unknown, carry: PassThroughCarry<'chat' | 'responses'>): string | undefined {
+  if (carry.model.issuer?.family !== OPENAI_FAMILY || (typeof clientKey === 'string' && clientKey !== '')) return undefined;
+  return carry.turn?.cacheKey;
+}
+
+/** Seals and opens for `keyId`; `conversation` (its conversation key) gives the prompt cache key. */
+export function carryTurnOf(sealer: Sealer, keyId: string, conversation?: string): CarryTurn {
   return {
+    cacheKey: promptCacheKey(keyId, conversation),
     seal: (issuer, item) => sealer.seal({ k: keyId, p: issuer.provider, f: issuer.family, i: item }),
     open(sealed): Unsealed {
       const value = asRecord(sealer.open(sealed));
@@ -57,6 +80,7 @@ export interface ChatCarry {
 
 /** The chat turn of `body` for `keyId`: its calls' state recalled from `store`. */
 export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore): Promise<ChatCarry> {
+  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : chatConversationKey(body);
   const ids = chatCallIds(body);
   const found = ids.length === 0 ? new Map<string, string>() : await store.get(keyId, ids).catch(() => new Map<string, string>());
   const recalled = new Map<string, CarriedRecord>();
@@ -66,7 +90,7 @@ export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Seal
   }
   const writes: Array<Promise<unknown>> = [];
   const turn: ChatTurn = {
-    ...carryTurnOf(sealer, keyId),
+    ...carryTurnOf(sealer, keyId, conversation),
     recalled,
     remember(callId, record) {
       writes.push(store.put(keyId, callId, recordJson(record)).catch(() => false));

@@ -18,7 +18,7 @@ import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
 import { NO_HEADERS, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
-import { chatCarryOf } from './carry.ts';
+import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
 import { createCarryReader } from '../translate/carried.ts';
 import { carryChatHistory } from '../translate/carry-chat.ts';
 import { lastUserText } from './user-text.ts';
@@ -51,6 +51,11 @@ export const chatDialect: Dialect<'chat'> = {
     if (messages !== undefined) {
       copy.messages = messages;
       edits.set('messages', JSON.stringify(messages));
+    }
+    const cacheKey = carry === undefined ? undefined : promptCacheKeyFor(body['prompt_cache_key'], carry);
+    if (cacheKey !== undefined) {
+      copy['prompt_cache_key'] = cacheKey;
+      edits.set('prompt_cache_key', JSON.stringify(cacheKey));
     }
     // OpenAI refuses a `user` over 64 characters (llmux.md section 5).
     if (typeof body.user === 'string') {

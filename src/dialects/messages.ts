@@ -20,6 +20,7 @@ import { carryMessagesHistory } from '../translate/carry-messages.ts';
 import { bytesOf, keepNothing, passedOn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { carryTurnOf } from './carry.ts';
+import { messagesConversationKey } from '../formats/conversation-key.ts';
 
 /** What every llmux seal starts with, as bytes: a body without it holds none. */
 const SEAL_MARK = Buffer.from('"llmux.v');
@@ -63,7 +64,7 @@ export const messagesDialect: Dialect<'messages'> = {
   wantsStreamUsage: () => true,
   async beginTurn(request, scope) {
     const sealer = await scope.services.responses.sealer();
-    return { request, translation: carryTurnOf(sealer, scope.keyId), keep: keepNothing };
+    return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body)), keep: keepNothing };
   },
 
   formatHeaders(forwarded) {

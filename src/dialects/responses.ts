@@ -37,7 +37,8 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { NO_HEADERS, passedOn } from './dialect.ts';
-import { carryTurnOf } from './carry.ts';
+import { carryTurnOf, promptCacheKey, promptCacheKeyFor } from './carry.ts';
+import { responsesConversationKey } from '../formats/conversation-key.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -78,9 +79,14 @@ export const responsesDialect: Dialect<'responses'> = {
   beginTurn,
 
   formatHeaders: () => NO_HEADERS,
-  passThroughBody(body, upstreamId, raw, envelope) {
+  passThroughBody(body, upstreamId, raw, envelope, carry) {
     const copy: ResponsesRequest = { ...body, model: upstreamId };
     const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
+    const cacheKey = carry === undefined ? undefined : promptCacheKeyFor(body.prompt_cache_key, carry);
+    if (cacheKey !== undefined) {
+      copy.prompt_cache_key = cacheKey;
+      edits.set('prompt_cache_key', JSON.stringify(cacheKey));
+    }
     if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
       copy.input = body.input.filter((item) => !isSealedByUs(item));
       // The input changed: the client's bytes no longer say it.
@@ -148,6 +154,8 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
     }
     answered = { ...request, body: resolved };
   }
+  // The conversation read from the whole history (its first user message), the same every turn of a chain.
+  if (typeof body.prompt_cache_key !== 'string' || body.prompt_cache_key === '') turn.cacheKey = promptCacheKey(keyId, responsesConversationKey(answered.body));
 
   return {
     request: answered,

@@ -67,6 +67,11 @@ export interface CarriedRecord {
 
 /** What a request's turn offers every translation of it (bound to the key that asked). */
 export interface CarryTurn {
+  /**
+   * The conversation's key for an OpenAI-format upstream's prompt cache (`prompt_cache_key`), the
+   * same every turn: derived from the conversation and the llmux key, naming neither.
+   */
+  cacheKey?: string | undefined;
   /** `item`, issued by `issuer`, sealed for this request's key. */
   seal(issuer: Issuer, item: CarriedItem): string;
   /** Opens a string that claims to be a llmux seal (`isLlmuxSeal`). */
@@ -80,6 +85,9 @@ export interface ChatTurn extends CarryTurn {
   /** Remembers state for a call of this answer. */
   remember(callId: string, record: CarriedRecord): void;
 }
+
+/** The family of OpenAI's own API (and Azure OpenAI's): the upstreams that take `prompt_cache_key`. */
+export const OPENAI_FAMILY = 'openai';
 
 /** Whether `target` may be sent state `issuer` gave. */
 export function accepts(target: Issuer | undefined, issuer: Issuer): boolean {

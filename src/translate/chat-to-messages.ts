@@ -28,6 +28,8 @@
  *   whose continued turn still has none is sent without thinking.
  * - `response_format` json_object / json_schema: an instruction appended to the system text (the
  *   schema included as JSON). Best effort: nothing enforces it upstream.
+ * - Prompt caching: with the model's `prompt_cache` on (the default), breakpoints on the tools, the
+ *   system prompt and the last user turn (./cache-breakpoints.ts), so the upstream's cache hits.
  * - Content parts: http(s) image URLs -> url sources, data URLs -> base64 sources (a data URL that is
  *   not base64 is re-encoded); other URLs, `input_audio` and uploaded-file ids cannot be sent, so a
  *   text placeholder `[… omitted: …]` takes their place; a `file` part with PDF `file_data` becomes a
@@ -58,6 +60,7 @@ import { chatContentText } from './chat-choice.ts';
 import { addTurn, closeTurns, continuesUnsignedToolLoop, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 import { type CarriedRecord, type CarryReader, createCarryReader } from './carried.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
@@ -212,6 +215,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
     if (typeof req.top_p === 'number') out.top_p = req.top_p;
   }
 
+  if (model.promptCache === true) addCacheBreakpoints(out);
   if (typeof req.user === 'string') out.metadata = { user_id: req.user };
   if (req.stream === true) out.stream = true;
   return out;

@@ -29,7 +29,7 @@ import { responsesRequestToMessages } from './responses-to-messages.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho, tokenCount } from './responses-output.ts';
 import type { ToolNames } from './responses-tools.ts';
-import { type CarriedItem, type CarryReader, type CarryTurn, type ChatTurn, createCarryReader } from './carried.ts';
+import { type CarriedItem, type CarryReader, type CarryTurn, type ChatTurn, OPENAI_FAMILY, createCarryReader } from './carried.ts';
 import { createCarryRecorder } from './carry-recorder.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
@@ -279,12 +279,24 @@ function sealerFor(context: TranslationContext<WireFormat>): ((item: CarriedItem
   return turn === undefined || issuer === undefined ? undefined : (item) => turn.seal(issuer, item);
 }
 
+/**
+ * A chat body for an OpenAI upstream gets the conversation's `prompt_cache_key` (the client's own,
+ * else the turn's), so its prompt cache routes the conversation's turns alike (llmux.md section 11);
+ * other chat upstreams may refuse the field.
+ */
+function withCacheKey(chat: RequestOf['chat'], clientKey: unknown, context: TranslationContext<WireFormat>): void {
+  if (context.model.issuer?.family !== OPENAI_FAMILY) return;
+  const key = typeof clientKey === 'string' && clientKey !== '' ? clientKey : context.turn?.cacheKey;
+  if (key !== undefined) chat.prompt_cache_key = key;
+}
+
 const messagesToChat: Translation<'messages', 'chat'> = {
   request(body, context) {
     const { modelId, model, onWarning } = context;
     const carry = carryReader(context);
     const chat = messagesRequestToChat(body, model, { onWarning, carry });
     carry.finish();
+    withCacheKey(chat, undefined, context);
     const sealItem = sealerFor(context);
     return {
       body: chat,
@@ -340,6 +352,7 @@ const responsesToChat: Translation<'responses', 'chat'> = {
     const carry = carryReader(context);
     const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, carry, warn: context.onWarning });
     carry.finish();
+    withCacheKey(chat, body.prompt_cache_key, context);
     return {
       body: chat,
       answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),

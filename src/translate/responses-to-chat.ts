@@ -20,8 +20,10 @@
  *   replayed as `reasoning_content` to a `replay_reasoning` model; the state a llmux seal carries
  *   goes back when the upstream is of its issuer's family (./carry-chat.ts: a Gemini thought
  *   signature onto its call, `reasoning_details` onto the message), else it is stripped.
- * - Dropped: `store`, `include`, `prompt_cache_key`, `truncation`, `service_tier` (llmux's own or
- *   no equivalent), `text.verbosity`, `reasoning.summary`, unknown fields (with a warning).
+ * - `prompt_cache_key` goes to an OpenAI upstream only (its own, else the conversation's: the pair
+ *   in ./index.ts adds it); other chat upstreams may refuse it.
+ * - Dropped: `store`, `include`, `truncation`, `service_tier` (llmux's own or no equivalent),
+ *   `text.verbosity`, `reasoning.summary`, unknown fields (with a warning).
  */
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice } from '../formats/wire.ts';
 import type { ResponsesRequest } from '../formats/responses.ts';

@@ -26,6 +26,8 @@
  *   `temperature` and keeps `top_p` only from 0.95.
  * - `text.format` json_object / json_schema: an instruction appended to the system text (best
  *   effort, as translation.md's `response_format` rule).
+ * - Prompt caching: with the model's `prompt_cache` on (the default), breakpoints on the tools, the
+ *   system prompt and the last user turn (./cache-breakpoints.ts).
  */
 import type {
   MessagesContentBlock,
@@ -61,6 +63,7 @@ import { asRecord, records } from '../common/json.ts';
 import type { CarriedItem } from './carried.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;
 
@@ -185,6 +188,7 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
   }
 
   const user = endUserId(request);
+  if (model.promptCache === true) addCacheBreakpoints(body);
   if (user !== undefined) body.metadata = { user_id: user };
   if (request.stream === true) body.stream = true;
   return { body, toolNames: prepared.toolNames };

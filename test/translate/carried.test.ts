@@ -30,7 +30,7 @@ describe('a carry reader', () => {
     const carry = reader(ANTHROPIC, warnings);
     assert.deepEqual(carry.unseal(sealed({ kind: 'thinking', thinking: 't', signature: 's' })), { issuer: ANTHROPIC, item: { kind: 'thinking', thinking: 't', signature: 's' } });
     const gemini = carry.unseal(sealed({ kind: 'thought-signature', signature: 'g' }, GEMINI));
-    assert.ok(gemini !== undefined);
+    assert.ok(gemini !== undefined, 'the Gemini seal opens for this key');
     assert.equal(carry.accept(gemini.issuer), false);
     assert.equal(carry.accept(gemini.issuer), false);
     assert.equal(carry.accept(DEEPSEEK), false);
