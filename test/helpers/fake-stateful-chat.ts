@@ -18,7 +18,7 @@
  * stream (Google sends each call whole in one chunk).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type FakeAnswer, type FakeMemory, type Personality, type StatefulFake, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
+import { type FakeAnswer, type FakeMemory, type Personality, type StatefulFake, callOf, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
 
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 const MISSING = 'Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance.';
@@ -72,9 +72,11 @@ function checkOpenrouter(messages: Array<Record<string, unknown>>, memory: FakeM
 }
 
 function answerOf(personality: Personality, step: 0 | 1 | 2, memory: FakeMemory): ChatAnswer {
-  const calls: Call[] = step === 0
-    ? [{ id: memory.next('call_a'), name: 'lookup', arguments: '{"q":"a"}' }, { id: memory.next('call_b'), name: 'lookup', arguments: '{"q":"b"}' }]
-    : step === 1 ? [{ id: memory.next('call_c'), name: 'lookup', arguments: '{"q":"c"}' }] : [];
+  const call = (q: string): Call => {
+    const { name, input } = callOf(memory, q);
+    return { id: memory.next(`call_${q}`), name, arguments: JSON.stringify(input) };
+  };
+  const calls: Call[] = step === 0 ? [call('a'), call('b')] : step === 1 ? [call('c')] : [];
   const answer: ChatAnswer = { calls };
   if (step === 2) answer.text = 'done';
   const first = calls[0];

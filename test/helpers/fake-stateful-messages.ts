@@ -13,7 +13,7 @@
  *   and one call; then thinking and the text `done`.
  */
 import { createHash } from 'node:crypto';
-import { type FakeAnswer, type FakeMemory, type StatefulFake, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
+import { type FakeAnswer, type FakeMemory, type StatefulFake, callOf, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
 
 const EXTENDED_THINKING = 'https://docs.claude.com/en/docs/build-with-claude/extended-thinking';
 
@@ -98,10 +98,10 @@ function answerBlocks(step: 0 | 1 | 2, thinking: boolean, memory: FakeMemory): B
     blocks.push({ type: 'redacted_thinking', data });
   }
   if (step === 0) {
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_a'), name: 'lookup', input: { q: 'a' } });
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_b'), name: 'lookup', input: { q: 'b' } });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_a'), ...callOf(memory, 'a') });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_b'), ...callOf(memory, 'b') });
   } else if (step === 1) {
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_c'), name: 'lookup', input: { q: 'c' } });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_c'), ...callOf(memory, 'c') });
   } else {
     blocks.push({ type: 'text', text: 'done' });
   }

@@ -8,7 +8,7 @@
  *
  * Answers: two parallel calls, then one, then `done`, each after a reasoning item.
  */
-import { type FakeAnswer, type FakeMemory, type StatefulFake, frame, list, refuse, stepOf } from './fake-stateful.ts';
+import { type FakeAnswer, type FakeMemory, type StatefulFake, callOf, frame, list, refuse, stepOf } from './fake-stateful.ts';
 
 interface Issued { reasoningId: string; encrypted: string; stored: boolean }
 
@@ -55,7 +55,8 @@ export function serveResponses(body: Record<string, unknown>, memory: FakeMemory
   for (const q of calls) {
     const callId = memory.next('call_');
     memory.issued.set(`responses:${callId}`, { reasoningId, encrypted, stored } satisfies Issued);
-    output.push({ type: 'function_call', id: memory.next('fc_'), call_id: callId, name: 'lookup', arguments: JSON.stringify({ q }), status: 'completed' });
+    const { name, input } = callOf(memory, q);
+    output.push({ type: 'function_call', id: memory.next('fc_'), call_id: callId, name, arguments: JSON.stringify(input), status: 'completed' });
   }
   if (step === 2) output.push({ type: 'message', id: memory.next('msg_'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] });
   const response = {

@@ -34,8 +34,16 @@ export interface Refusal {
   message: string;
 }
 
+/** The tool every call of the loop calls, and its input (default: `lookup` with `{q}`). */
+export interface FakeTool {
+  name: string;
+  input: Record<string, unknown>;
+}
+
 /** What a personality keeps between requests: what it issued, and counters for fresh ids. */
 export interface FakeMemory {
+  /** The tool the loop's calls call; undefined: `lookup` with a different `q` each. */
+  tool: FakeTool | undefined;
   /** Ids made so far, for fresh ones. */
   next(prefix: string): string;
   /** A signature of `text` only this fake makes. */
@@ -80,10 +88,16 @@ export function halves(text: string): [string, string] {
   return [text.slice(0, half), text.slice(half)];
 }
 
-/** Starts a fake of `personality` on 127.0.0.1. */
-export async function startStatefulFake(personality: Personality): Promise<StatefulFake> {
+/** The name and input of the loop's call `q` (`a`, `b`, `c`). */
+export function callOf(memory: FakeMemory, q: string): FakeTool {
+  return memory.tool ?? { name: 'lookup', input: { q } };
+}
+
+/** Starts a fake of `personality` on 127.0.0.1; `tool`: what its calls call (a real client's tool). */
+export async function startStatefulFake(personality: Personality, options: { tool?: FakeTool } = {}): Promise<StatefulFake> {
   let counter = 0;
   const memory: FakeMemory = {
+    tool: options.tool,
     next: (prefix) => `${prefix}${(counter += 1)}`,
     sign: (text) => createHmac('sha256', `fake-${personality}-secret`).update(text).digest('base64'),
     issued: new Map(),
