@@ -5,10 +5,10 @@
  *
  * - An entry is one string key, `carry:{KEY}:CALL`, with the store's TTL (one hour).
  * - Each key's entries are counted in `carryidx:{KEY}` (call ids scored by when they expire, a
- *   millisecond apart at least, so the oldest is always the first) and
- *   `carrysize:{KEY}` (their bytes); a put drops the key's expired entries, then its oldest while it
- *   holds more than `maxEntriesPerKey` entries or `maxBytesPerKey` bytes, in one script. Values
- *   over `maxValueBytes` are not kept. (The memory store's bound on all keys together is the state
+ *   millisecond apart at least, so the oldest is always the first) and `carrysize:{KEY}` (their
+ *   bytes, counted as the memory store counts them); a put drops the key's expired entries, then
+ *   its oldest while it holds more than `maxEntriesPerKey` entries or `maxBytesPerKey` bytes, in
+ *   one script. Values over `maxValueBytes` are not kept. (The memory store's bound on all keys together is the state
  *   server's `maxmemory` here: each key's share is bounded, and keys are the operator's.)
  * - A read is one MGET of the calls asked for.
  *
@@ -16,7 +16,7 @@
  * conversation's next turn is filled or stripped as for another family), never fails the request.
  */
 import { stateUnavailable } from '../common/errors.ts';
-import { carriedLimits } from '../carry/store.ts';
+import { ENTRY_OVERHEAD_BYTES, carriedLimits } from '../carry/store.ts';
 import type { CarriedStore, CarriedStoreLimits } from '../carry/store.ts';
 import type { RespClient } from './resp.ts';
 
@@ -90,7 +90,7 @@ export function createSharedCarriedStore(options: SharedCarriedStoreOptions): Ca
       return found;
     },
     async put(keyId, callId, value) {
-      const bytes = Buffer.byteLength(value) + Buffer.byteLength(callId);
+      const bytes = Buffer.byteLength(value) + Buffer.byteLength(callId) + ENTRY_OVERHEAD_BYTES;
       if (Buffer.byteLength(value) > limits.maxValueBytes || bytes > limits.maxBytesPerKey) return false;
       const keys = [base(keyId) + callId, `${prefix}carryidx:{${keyId}}`, `${prefix}carrysize:{${keyId}}`];
       await call('Keeping carried reasoning state', () => putScript.run(keys, [callId, value, bytes, limits.ttlMs, limits.maxEntriesPerKey, limits.maxBytesPerKey, base(keyId)], { timeoutMs: Math.max(1000, Math.ceil(value.length / 10_000)) }));

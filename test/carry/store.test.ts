@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CARRIED_TTL_MS, createMemoryCarriedStore } from '../../src/carry/store.ts';
+import { CARRIED_TTL_MS, ENTRY_OVERHEAD_BYTES, createMemoryCarriedStore } from '../../src/carry/store.ts';
 import { createManualClock } from '../helpers/clock.ts';
 
 describe('the memory store of chat clients\' carried state', () => {
@@ -40,7 +40,8 @@ describe('the memory store of chat clients\' carried state', () => {
   });
 
   it('holds at most maxBytesPerKey bytes per key and refuses a value over maxValueBytes', async () => {
-    const store = createMemoryCarriedStore({ maxBytesPerKey: 100, maxValueBytes: 60 });
+    // An entry counts its value, its call id and its overhead in memory.
+    const store = createMemoryCarriedStore({ maxBytesPerKey: 2 * ENTRY_OVERHEAD_BYTES + 100, maxValueBytes: 60 });
     assert.equal(await store.put('key_a', 'c1', 'x'.repeat(55)), true);
     assert.equal(await store.put('key_a', 'c2', 'y'.repeat(55)), true);
     assert.deepEqual([...(await store.get('key_a', ['c1', 'c2'])).keys()], ['c2'], 'the oldest made room');
@@ -48,8 +49,15 @@ describe('the memory store of chat clients\' carried state', () => {
     assert.equal((await store.get('key_a', ['c3'])).size, 0);
   });
 
+  it('counts what an entry costs besides its value, so many tiny entries cannot outgrow maxBytes', async () => {
+    const store = createMemoryCarriedStore({ maxBytes: 10 * (ENTRY_OVERHEAD_BYTES + 8), maxBytesPerKey: 1_000_000, maxEntriesPerKey: 1_000_000 });
+    for (let i = 0; i < 100; i++) await store.put('key_a', `c${String(i).padStart(3, '0')}`, 'vvvv');
+    const held = await store.get('key_a', Array.from({ length: 100 }, (_, i) => `c${String(i).padStart(3, '0')}`));
+    assert.equal(held.size, 10);
+  });
+
   it('makes room within maxBytes in the key holding the most, so one key\'s flood evicts its own state only', async () => {
-    const store = createMemoryCarriedStore({ maxBytes: 200, maxBytesPerKey: 1000 });
+    const store = createMemoryCarriedStore({ maxBytes: 6 * (ENTRY_OVERHEAD_BYTES + 32), maxBytesPerKey: 100_000 });
     await store.put('quiet', 'q1', 'q'.repeat(30));
     for (let i = 0; i < 10; i++) await store.put('flood', `f${i}`, 'f'.repeat(30));
     assert.equal((await store.get('quiet', ['q1'])).size, 1, 'the key holding less keeps its state');

@@ -44,10 +44,10 @@ describe('chat clients\' carried state on a real state server', { skip }, () => 
 
   it('holds at most maxEntriesPerKey entries and maxBytesPerKey bytes per key, the oldest going first, and refuses a value too large', async () => {
     const prefix = freshPrefix();
-    const store = createSharedCarriedStore({ client: client(), prefix, maxEntriesPerKey: 3, maxBytesPerKey: 1000, maxValueBytes: 500 });
+    const store = createSharedCarriedStore({ client: client(), prefix, maxEntriesPerKey: 3, maxBytesPerKey: 100_000, maxValueBytes: 500 });
     for (let i = 0; i < 5; i++) await store.put('key_a', `call_${i}`, `value ${i}`);
     assert.deepEqual([...(await store.get('key_a', ['call_0', 'call_1', 'call_2', 'call_3', 'call_4'])).keys()], ['call_2', 'call_3', 'call_4']);
-    const bytes = createSharedCarriedStore({ client: client(), prefix: freshPrefix(), maxEntriesPerKey: 10, maxBytesPerKey: 700, maxValueBytes: 500 });
+    const bytes = createSharedCarriedStore({ client: client(), prefix: freshPrefix(), maxEntriesPerKey: 10, maxBytesPerKey: 1500, maxValueBytes: 500 });
     for (let i = 0; i < 5; i++) await bytes.put('key_a', `call_${i}`, `value ${i}`);
     for (const big of ['big_1', 'big_2', 'big_3']) await bytes.put('key_a', big, big.repeat(60));
     assert.deepEqual([...(await bytes.get('key_a', ['call_4', 'big_1', 'big_2', 'big_3'])).keys()], ['big_2', 'big_3'], 'bytes made room, oldest first');
