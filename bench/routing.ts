@@ -1,10 +1,10 @@
 /**
  * Micro-benchmark of routing on a request's path: time per pick + outcome + end (an attempt
- * sequence's `next`, `outcome` and `end`, the way the attempts loop will call them), for a model
+ * sequence's `next`, `outcome` and `end`, the way src/providers/attempts.ts calls them), for a model
  * with one deployment and one key (the common case, whose target is at most ~3 µs: 2 % of a 1 KB
  * JSON pass-through), for three weighted deployments, and for three deployments with two keys each
- * and a sticky conversation; the resolver with aliases and routes; and heap bytes per sticky-map
- * entry. Not a test.
+ * and a sticky conversation; the resolver without and with aliases and routes; and heap bytes per
+ * sticky-map entry. Not a test.
  *
  *   node --import tsx bench/routing.ts               src/ under tsx (every closure also pays for a
  *                                                    `__name` call that compiled code does not have)
@@ -131,11 +131,16 @@ const resolver = createResolver({
   },
   isModel: (id) => id === 'claude-sonnet-4-5' || id === 'qwen-local',
 });
+const none = createResolver({ routing: undefined, isModel: () => true });
 const input = { clientFormat: 'messages' as const, keyTier: 'basic' as const, traits: () => ({ thinking: false, hasImages: false, hasTools: false }), inputTokens: () => 2_000 };
 const resolveNs = nsPerOp(N, () => {
   for (let i = 0; i < N; i++) resolver.resolve('claude-sonnet-4-5', input);
 });
 rows.push(['resolve, 2 aliases + 2 routes, a real model matched by both routes\' globs', `${(resolveNs / 1000).toFixed(2)} µs`]);
+const noneNs = nsPerOp(N, () => {
+  for (let i = 0; i < N; i++) none.resolve('claude-sonnet-4-5', input);
+});
+rows.push(['resolve, no aliases and no routes (the common case)', `${(noneNs / 1000).toFixed(2)} µs`]);
 
 process.stdout.write(`routing from ${root}\n`);
 const width = Math.max(...rows.map(([name]) => name.length));

@@ -41,6 +41,7 @@ export const SYSTEM_FILES = {
   'test/web/device-page.test.ts': 'a whole gateway over sockets',
   'test/web/device-routes.test.ts': 'a whole gateway over sockets',
   'test/web/health.test.ts': 'a whole gateway over sockets',
+  'test/web/deployments.test.ts': 'a whole gateway over sockets',
   'test/web/usage-page.test.ts': 'a whole gateway over sockets',
 };
 

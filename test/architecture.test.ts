@@ -61,30 +61,33 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'platforms/aws/': ['common/'],
   'platforms/google/': ['common/'],
   // Upstreams and answers.
-  'providers/': ['config/types', 'formats/', 'dialects/', 'platforms/', 'translate/', 'common/', 'gateway/request-record'],
+  // routing/: each attempt's deployment and provider key come from the attempt sequence.
+  'providers/': ['config/types', 'formats/', 'dialects/', 'platforms/', 'translate/', 'common/', 'gateway/request-record', 'routing/'],
   'relay/': ['config/types', 'formats/', 'dialects/', 'translate/', 'passthrough/', 'sse/', 'common/', 'http/', 'providers/'],
   // One request's life, and the gateway's own routes.
-  'gateway/metrics': ['gateway/request-record', 'formats/', 'usage/'],
+  'gateway/metrics': ['gateway/request-record', 'formats/', 'usage/', 'routing/'],
   'gateway/request-log': ['gateway/request-record', 'formats/'],
   'gateway/pipeline': [
     'config/types', 'catalog/', 'auth/', 'limits/', 'formats/', 'dialects/', 'usage/', 'common/', 'http/',
-    'providers/', 'relay/', 'gateway/request-record',
+    'providers/', 'relay/', 'gateway/request-record', 'routing/',
   ],
+  // Routing's wiring: the router, the resolver and discovery over the config and the catalog's rules.
+  'gateway/routing': ['config/types', 'catalog/', 'platforms/', 'routing/', 'gateway/request-log'],
   // common/: the error a route's error renderer takes.
-  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'common/', 'doctor/report'],
+  'gateway/feature': ['config/types', 'catalog/', 'auth/', 'limits/', 'usage/', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'common/', 'doctor/report', 'routing/'],
   // dialects/: each format's model routes, its error body and its estimate come from its dialect.
   'gateway/routes': [
     'gateway/pipeline', 'gateway/feature', 'auth/', 'catalog/', 'formats/', 'responses/', 'common/', 'http/', 'usage/',
-    'gateway/metrics', 'gateway/request-record', 'dialects/',
+    'gateway/metrics', 'gateway/request-record', 'dialects/', 'routing/',
   ],
   // Features mounted on the gateway: pages and the device flow. They receive what they need.
-  'web/': ['auth/', 'config/types', 'common/', 'gateway/feature', 'http/', 'limits/', 'usage/', 'gateway/request-log', 'gateway/request-record', 'doctor/report'],
+  'web/': ['auth/', 'config/types', 'common/', 'gateway/feature', 'http/', 'limits/', 'usage/', 'gateway/request-log', 'gateway/request-record', 'doctor/report', 'routing/'],
   'gateway/features': ['gateway/feature', 'web/', 'auth/', 'common/', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'gateway/server': [
     'config/load', 'config/types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'carry/', 'http/', 'common/',
     'gateway/pipeline', 'gateway/routes', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'gateway/feature',
-    'usage/', 'state/', 'platforms/', 'doctor/',
+    'usage/', 'state/', 'platforms/', 'doctor/', 'gateway/routing',
   ],
   // `llmux doctor`'s checks (the dashboard runs them too, through the gateway's services), and the
   // report they make, a leaf the pages render.
@@ -92,7 +95,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'doctor/': ['config/types', 'catalog/', 'auth/', 'state/', 'dialects/', 'providers/', 'platforms/', 'doctor/report'],
   // The CLI's command table and its commands, and their terminal helpers.
   // platforms/: `llmux models` resolves platform credentials as the gateway does before it lists their models.
-  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/', 'doctor/', 'doctor/report', 'platforms/'],
+  'commands/': ['config/load', 'config/types', 'catalog/', 'auth/', 'formats/', 'common/', 'usage/', 'state/', 'doctor/', 'doctor/report', 'platforms/', 'routing/'],
   'cli': ['config/load', 'config/types', 'auth/', 'catalog/', 'commands/', 'common/', 'usage/', 'gateway/server', 'gateway/features'],
   'index': ['gateway/server', 'gateway/features', 'auth/', 'config/types', 'usage/', 'common/'],
 };

@@ -282,7 +282,8 @@ describe('Responses failures and refusals', () => {
       },
     });
     try {
-      for (let i = 0; i < 3; i++) fallbackGateway.upstream.queue.push(respond.json(503, { error: { message: 'overloaded' } }));
+      // The fallback is tried right after the first failure (llmux.md section 10).
+      fallbackGateway.upstream.queue.push(respond.json(503, { error: { message: 'overloaded' } }));
       fallbackGateway.upstream.queue.push(answer({ text: 'Backup here.' }));
       const sdk = new OpenAI({ apiKey: fallbackGateway.key, baseURL: `${fallbackGateway.url}/v1`, maxRetries: 0 });
       const response = await sdk.responses.create({ model: 'primary', input: 'Hi' });

@@ -34,7 +34,8 @@ describe('every answer names the llmux model that answered', () => {
   before(async () => {
     t = await startTestGateway({
       config: {
-        retry: { attempts: 1, base_delay_ms: 1, max_delay_ms: 1 },
+        // One try of the model asked for, one of its fallback (attempts count across both, llmux.md section 10).
+        retry: { attempts: 2, base_delay_ms: 1, max_delay_ms: 1 },
         models: [
           { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', max_output_tokens: 16384 },
           { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', max_output_tokens: 8192 },

@@ -10,6 +10,10 @@
  *   `process.env` follows changes (a key exported after start-up shows up) and passing a copy
  *   freezes it. The check is a handful of lookups; `list()` reuses its last answer while the set
  *   of usable providers is unchanged, and public records are built once per entry.
+ * - A model with `deployments` is usable when any of them is (its provider's credentials
+ *   resolve); a provider with `api_keys` when any key resolves (llmux.md section 10).
+ * - Models a provider lists (`"discover": true`, src/routing/discovery.ts) follow the others, in
+ *   the discovery's order; it leaves out the ids configured here, which win.
  */
 import type { ModelCapabilities, ModelEntry, ModelPricing, ProviderConfig } from '../config/types.ts';
 import { BUILTIN_MODELS, ECHO_MODEL } from './builtin-models.ts';
@@ -44,6 +48,15 @@ export interface Catalog {
   get(id: string): ModelEntry | undefined;
   /** A configured provider by provider id (`model.provider`), or undefined; `llmux` has none. */
   provider(id: string): ProviderConfig | undefined;
+  /** Whether the built-in catalog or the config has a model of this id, usable now or not (it wins over a discovered one). */
+  configured(id: string): boolean;
+}
+
+/** Models listed by the providers that discover theirs (src/routing/discovery.ts). */
+export interface DiscoveredModels {
+  /** In the discovery's order; configured ids already left out. */
+  models(): readonly ModelEntry[];
+  get(id: string): ModelEntry | undefined;
 }
 
 export interface CatalogOptions {
@@ -60,7 +73,11 @@ export interface CatalogOptions {
    * know, which the catalog then judges by its configured key.
    */
   platformUsable?: (provider: ProviderConfig) => boolean | undefined;
+  /** Models the discovering providers list, served when their provider is usable. */
+  discovered?: DiscoveredModels;
 }
+
+const NO_MODELS: readonly ModelEntry[] = Object.freeze([]);
 
 /** Merges the catalog once; answers list/get against the providers usable at call time. */
 export function createCatalog(options: CatalogOptions): Catalog {
@@ -71,9 +88,14 @@ export function createCatalog(options: CatalogOptions): Catalog {
   );
   const byId = new Map<string, ModelEntry>();
   for (const entry of entries) byId.set(entry.id, entry);
-  const providerIds = [...new Set(entries.map((entry) => entry.provider))];
+  const { discovered } = options;
+  const providerIds = [...new Set([
+    ...entries.flatMap((entry) => entry.deployments?.map((d) => d.provider) ?? [entry.provider]),
+    ...Object.values(providers).filter((p) => p.discover === true).map((p) => p.id),
+  ])];
 
   let lastSignature: string | undefined;
+  let lastFound: readonly ModelEntry[] | undefined;
   let lastList: ModelEntry[] = [];
 
   function providerOf(id: string): ProviderConfig | undefined {
@@ -88,21 +110,35 @@ export function createCatalog(options: CatalogOptions): Catalog {
     return options.platformUsable?.(provider) ?? isProviderUsable(provider, env);
   }
 
+  /** Usable now: its provider is, or with deployments, any of theirs. */
+  function isModelUsable(entry: ModelEntry): boolean {
+    const deployments = entry.deployments;
+    if (deployments === undefined) return isUsable(entry.provider);
+    for (const deployment of deployments) if (isUsable(deployment.provider)) return true;
+    return false;
+  }
+
   return {
     list() {
       let signature = '';
       for (const id of providerIds) signature += isUsable(id) ? '1' : '0';
-      if (signature !== lastSignature) {
-        lastList = entries.filter((entry) => isUsable(entry.provider));
+      const found = discovered?.models() ?? NO_MODELS;
+      if (signature !== lastSignature || found !== lastFound) {
+        lastList = entries.filter(isModelUsable);
+        for (const model of found) if (isUsable(model.provider)) lastList.push(model);
         lastSignature = signature;
+        lastFound = found;
       }
       return lastList.slice();
     },
     get(id) {
       const entry = byId.get(id);
-      return entry !== undefined && isUsable(entry.provider) ? entry : undefined;
+      if (entry !== undefined) return isModelUsable(entry) ? entry : undefined;
+      const found = discovered?.get(id);
+      return found !== undefined && isUsable(found.provider) ? found : undefined;
     },
     provider: providerOf,
+    configured: (id) => byId.has(id),
   };
 }
 

@@ -63,8 +63,19 @@ export function resolveSecret(written: string | undefined, env: Readonly<Record<
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** The values of a provider's `api_keys` that resolve now (none without `api_keys`): every one is a credential to keep out of upstream text. */
+export function resolvePoolKeys(provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>): string[] {
+  const values: string[] = [];
+  for (const written of provider.apiKeys ?? []) {
+    const value = resolveSecret(written, env);
+    if (value !== undefined) values.push(value);
+  }
+  return values;
+}
+
 /**
- * Usable now: keyless, or its credential resolves to a non-empty value.
+ * Usable now: keyless, or its credential resolves to a non-empty value (with `api_keys`: any of
+ * them, llmux.md section 10).
  *
  * Decision: a provider named `ollama` still pointing at Ollama's default local address counts as
  * usable only when OLLAMA_HOST is set. Otherwise every fresh machine would list local models
@@ -78,6 +89,7 @@ export function isProviderUsable(provider: ProviderConfig, env: Record<string, s
     const host = env['OLLAMA_HOST'];
     return host !== undefined && host.trim() !== '';
   }
+  if (provider.apiKeys !== undefined) return provider.apiKeys.some((written) => resolveSecret(written, env) !== undefined);
   return resolveApiKey(provider, env) !== undefined;
 }
 

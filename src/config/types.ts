@@ -262,7 +262,7 @@ export interface LimitsConfig {
 }
 
 export interface RetryConfig {
-  /** Attempts per model, the first included. */
+  /** Attempts per request, the first included, across a model's deployments and its fallbacks (llmux.md section 10). */
   attempts: number;
   baseDelayMs: number;
   maxDelayMs: number;

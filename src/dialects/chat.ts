@@ -16,7 +16,9 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { NO_HEADERS, passedOn } from './dialect.ts';
+import { chatTraits } from '../formats/traits.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
+import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
 import { createCarryReader } from '../translate/carried.ts';
@@ -42,6 +44,9 @@ export const chatDialect: Dialect<'chat'> = {
     const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried);
     return { request, translation: turn, keep: settled };
   },
+  traits: chatTraits,
+  conversationKey: chatConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope, carry) {

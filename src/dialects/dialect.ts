@@ -21,6 +21,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
+import type { RequestTraits } from '../formats/traits.ts';
 import type { TurnOf, UpstreamModel } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import type { CarriedStore } from '../carry/store.ts';
@@ -136,6 +137,15 @@ export interface Dialect<F extends WireFormat> {
   wantsStreamUsage(body: RequestOf[F]): boolean;
   /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
   beginTurn(request: ClientRequestOf<F>, scope: TurnScope): Turn<F> | Promise<Turn<F>>;
+  /** What `routes` may ask of the body (src/formats/traits.ts): whether it thinks, carries images, offers tools. */
+  traits(body: RequestOf[F]): RequestTraits;
+  /** Which conversation the request belongs to (src/formats/conversation-key.ts), for sticky routing; undefined when nothing says. */
+  conversationKey(body: RequestOf[F]): string | undefined;
+  /**
+   * The id a later request names to continue from this answer (Responses' response id, which a
+   * `previous_response_id` names); undefined for formats without one, or an answer without it.
+   */
+  answerId(answer: unknown): string | undefined;
 
   /**
    * The format's own headers for an upstream of this format (`anthropic-version`, the client's
@@ -175,14 +185,14 @@ export interface Dialect<F extends WireFormat> {
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }
 
-/** The turn of a format that keeps nothing between requests: the request as it came. */
-export function statelessTurn<F extends 'chat' | 'messages'>(request: ClientRequestOf<F>): Turn<F> {
-  return { request, translation: undefined, keep: keepNothing };
-}
-
 /** The `keep` of a turn that keeps nothing of its answer. */
 export function keepNothing(): Promise<void> {
   return Promise.resolve();
+}
+
+/** The `answerId` of a format whose answers nothing continues from by id. */
+export function noAnswerId(): undefined {
+  return undefined;
 }
 
 /** The client's bytes of `body` when they can be passed on: parsed into this very object, no top-level key twice. */

@@ -15,16 +15,17 @@ import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { withModel } from '../passthrough/model-field.ts';
 import type { MessagesRequest } from '../formats/wire.ts';
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import { messagesTraits } from '../formats/traits.ts';
+import { messagesConversationKey } from '../formats/conversation-key.ts';
 import { createCarryReader } from '../translate/carried.ts';
 import { carryMessagesHistory } from '../translate/carry-messages.ts';
-import { bytesOf, keepNothing, passedOn } from './dialect.ts';
+import { bytesOf, keepNothing, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { carryTurnOf } from './carry.ts';
-import { messagesConversationKey } from '../formats/conversation-key.ts';
+import { lastUserText } from './user-text.ts';
 
 /** What every llmux seal starts with, as bytes: a body without it holds none. */
 const SEAL_MARK = Buffer.from('"llmux.v');
-import { lastUserText } from './user-text.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
 const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
@@ -66,6 +67,9 @@ export const messagesDialect: Dialect<'messages'> = {
     const sealer = await scope.services.responses.sealer();
     return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body)), keep: keepNothing };
   },
+  traits: messagesTraits,
+  conversationKey: messagesConversationKey,
+  answerId: noAnswerId,
 
   formatHeaders(forwarded) {
     const headers: Record<string, string> = { 'anthropic-version': forwarded.version ?? DEFAULT_VERSION };

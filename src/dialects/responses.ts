@@ -32,13 +32,14 @@ import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { responsesTraits } from '../formats/traits.ts';
+import { responsesConversationKey } from '../formats/conversation-key.ts';
 import { asRecord, isRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { NO_HEADERS, passedOn } from './dialect.ts';
 import { carryTurnOf, promptCacheKey, promptCacheKeyFor } from './carry.ts';
-import { responsesConversationKey } from '../formats/conversation-key.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -77,6 +78,10 @@ export const responsesDialect: Dialect<'responses'> = {
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
+  traits: responsesTraits,
+  conversationKey: responsesConversationKey,
+  // A later turn names this answer by its id (`previous_response_id`): sticky routing binds it.
+  answerId: (answer) => (isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== '' ? answer['id'] : undefined),
 
   formatHeaders: () => NO_HEADERS,
   passThroughBody(body, upstreamId, raw, envelope, carry) {

@@ -15,6 +15,7 @@ import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { GatewayError } from '../common/errors.ts';
 import type { DoctorReport } from '../doctor/report.ts';
+import type { DeploymentSnapshot } from '../routing/index.ts';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, record: RequestRecord) => Promise<void> | void;
 
@@ -43,6 +44,8 @@ export interface GatewayServices {
   deviceFlow?(options: DeviceFlowOptions): DeviceFlow;
   /** Runs `llmux doctor`'s checks against the config this gateway runs with (the dashboard's Health section). */
   health?(): Promise<DoctorReport>;
+  /** Every deployment's counters and health (llmux.md section 10), for the dashboard. */
+  deployments?(): DeploymentSnapshot[];
   now(): number;
 }
 

@@ -19,16 +19,23 @@
  * - `llmux_upstream_attempts_total`, `llmux_upstream_retries_total`, `llmux_stream_errors_total`,
  *   and the gauges `llmux_open_requests`, `llmux_limiter_keys`, and with shared state
  *   `llmux_state_degraded` (1 while the state server is not answering)
+ * - per deployment (llmux.md section 10; `deployment` is `{provider}/{upstream_id}` of a configured,
+ *   built-in or discovered model, never a client's words), from the router's own counters:
+ *   `llmux_deployment_requests_total{deployment,provider}`, `llmux_deployment_errors_total{deployment,code}`,
+ *   `llmux_deployment_time_to_first_byte_seconds{deployment}` (a summary: `_sum` and `_count`),
+ *   and the gauges `llmux_deployment_in_flight{deployment}` and `llmux_deployment_resting{deployment}`
+ *   (1 while it rests). Only deployments that were tried (or rest) are shown.
  */
 import type { RequestRecord } from './request-record.ts';
 import { promptTokens } from '../formats/usage.ts';
-import { createCounter, createHistogram } from '../usage/histogram.ts';
+import { createCounter, createHistogram, escapeLabelValue, formatValue } from '../usage/histogram.ts';
+import type { DeploymentSnapshot } from '../routing/index.ts';
 
 export interface Metrics {
   /** One finished request: the status it was answered with and how long it took. */
   observe(status: number, record: RequestRecord, durationMs: number): void;
-  /** `stateDegraded` is shown only for a gateway with shared state. */
-  render(gauges: { openStreams: number; keysTracked: number; stateDegraded?: boolean | undefined }): string;
+  /** `stateDegraded` is shown only for a gateway with shared state; `deployments`: the router's snapshot. */
+  render(gauges: { openStreams: number; keysTracked: number; stateDegraded?: boolean | undefined; deployments?: readonly DeploymentSnapshot[] }): string;
 }
 
 const NO_ROUTE = 'other';
@@ -69,7 +76,7 @@ export function createMetrics(): Metrics {
       if (record.attempts.length > 1) retries += record.attempts.length - 1;
       if (record.streamError !== undefined) streamErrors++;
     },
-    render({ openStreams, keysTracked, stateDegraded }) {
+    render({ openStreams, keysTracked, stateDegraded, deployments = [] }) {
       return requests.render('llmux_requests_total', 'Requests answered, by route pattern and status.')
         + duration.render('llmux_request_duration_seconds', 'Time from a request arriving to its response closing, by route pattern and provider.')
         + firstByte.render('llmux_time_to_first_byte_seconds', 'Time from a model request going upstream to its first byte, by route pattern and provider.')
@@ -98,7 +105,37 @@ export function createMetrics(): Metrics {
             `llmux_state_degraded ${stateDegraded ? 1 : 0}`,
           ]),
           '',
-        ].join('\n');
+        ].join('\n')
+        + renderDeployments(deployments);
     },
   };
+}
+
+/** The per-deployment series, from the router's snapshot (its counters live there, not here). */
+export function renderDeployments(all: readonly DeploymentSnapshot[]): string {
+  const shown = all.filter((d) => d.requests > 0 || d.inFlight > 0 || d.resting);
+  if (shown.length === 0) return '';
+  const label = (d: DeploymentSnapshot): string => `deployment="${escapeLabelValue(d.deployment)}"`;
+  const lines = [
+    '# HELP llmux_deployment_requests_total Attempts sent to each deployment, retries and fallbacks included.',
+    '# TYPE llmux_deployment_requests_total counter',
+    ...shown.map((d) => `llmux_deployment_requests_total{${label(d)},provider="${escapeLabelValue(d.provider)}"} ${d.requests}`),
+    '# HELP llmux_deployment_errors_total Failed attempts at each deployment, by the upstream\'s HTTP status, or unreachable / timeout.',
+    '# TYPE llmux_deployment_errors_total counter',
+    ...shown.flatMap((d) => Object.keys(d.errors).sort().map((code) => `llmux_deployment_errors_total{${label(d)},code="${escapeLabelValue(code)}"} ${d.errors[code]}`)),
+    '# HELP llmux_deployment_time_to_first_byte_seconds Time from an attempt going upstream to its answer\'s first byte, per deployment.',
+    '# TYPE llmux_deployment_time_to_first_byte_seconds summary',
+    ...shown.flatMap((d) => [
+      `llmux_deployment_time_to_first_byte_seconds_sum{${label(d)}} ${formatValue(d.ttfbSumMs / 1000)}`,
+      `llmux_deployment_time_to_first_byte_seconds_count{${label(d)}} ${d.ttfbCount}`,
+    ]),
+    '# HELP llmux_deployment_in_flight Attempts at each deployment now (streams count until they end), every process\'s with shared state.',
+    '# TYPE llmux_deployment_in_flight gauge',
+    ...shown.map((d) => `llmux_deployment_in_flight{${label(d)}} ${d.inFlight}`),
+    '# HELP llmux_deployment_resting 1 while the deployment rests after failures (a cooldown): requests go to its other deployments.',
+    '# TYPE llmux_deployment_resting gauge',
+    ...shown.map((d) => `llmux_deployment_resting{${label(d)}} ${d.resting ? 1 : 0}`),
+    '',
+  ];
+  return lines.join('\n');
 }

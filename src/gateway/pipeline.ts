@@ -2,12 +2,15 @@
  * One model request, top to bottom:
  *
  *   authenticate -> budget -> format headers -> limits a body can't change -> body (held against
- *     the body budget until the provider answers) -> validate -> model -> permission
+ *     the body budget until the provider answers) -> validate -> the model that answers (aliases,
+ *     then routes over the request's traits: src/routing/resolve.ts) -> permission, on that model
  *     -> the turn begins (what the request builds on resolved: Responses' previous_response_id)
  *     -> context length -> limits with its reservation -> its worst case held against the budget
- *     -> provider (retries, fallbacks: src/providers/attempts.ts; a same-format provider is sent
- *        the client's bytes with its model id spliced in) -> the request is let go
+ *     -> attempts (the model's deployments, provider keys, retries, fallbacks:
+ *        src/providers/attempts.ts over src/routing/; a same-format provider is sent the client's
+ *        bytes with its model id spliced in) -> the request is let go
  *     -> answer (stream or whole; same format passes bytes through, else translated: src/relay/)
+ *     -> the answering attempt ended (its deployment's in-flight lease freed, its tokens counted)
  *     -> usage, held to what the request could have used, settled against tokens/min and the
  *        budget and priced -> the answer kept (Responses' store) -> the
  *        log record (the gateway then writes the log line, the metrics and the usage ledger when
@@ -28,7 +31,7 @@ import { authenticate, checkModelAllowed } from '../auth/authenticate.ts';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import type { Admission, Limiter } from '../limits/limiter.ts';
-import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
 import { boundUsage, totalTokens } from '../formats/usage.ts';
@@ -55,6 +58,7 @@ import { relayStream } from '../relay/stream.ts';
 import { relayWhole } from '../relay/whole.ts';
 import { passThroughCarry } from '../relay/carry.ts';
 import type { PassThroughCarry } from '../relay/carry.ts';
+import type { Resolution, Resolver } from '../routing/index.ts';
 import type { RequestRecord } from './request-record.ts';
 
 /** What the pipeline needs from the gateway around it. */
@@ -68,6 +72,8 @@ export interface PipelineContext {
   /** Registers an open stream to be cut with an in-stream error when the gateway stops; returns the unregistering function. */
   registerStream(cut: (message: string) => void): () => void;
   attempts: AttemptContext;
+  /** The model that answers a requested id: config `aliases`, then `routes` (llmux.md section 10). */
+  resolver: Resolver;
   /** Where answered requests' usage is kept; the budget check reads spend from it. */
   usage: UsageLedger;
   /** Each admitted request's worst case held against its key's budget (src/usage/budget.ts). */
@@ -144,7 +150,7 @@ export async function handleModelRequest<F extends WireFormat>(
     if (!res.headersSent) setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw err;
   }
-  const { model, estimate, admission, claim } = admitted;
+  const { model, estimate, admission, claim, resolution, reservedTokens, conversation } = admitted;
   const { keep, translation } = admitted.turn;
   const asked: Asked = {
     format,
@@ -167,26 +173,39 @@ export async function handleModelRequest<F extends WireFormat>(
     (record.warnings ??= []).push(message);
   };
   let outcome: Outcome | undefined;
+  let answered: Answered<F> | undefined;
   let answeredBy = model;
   try {
     const startedMs = ctx.now();
-    const answered = await sendWithFallbacks(ctx.attempts, held, model, {
+    answered = await sendWithFallbacks(ctx.attempts, held, model, {
       turn: translation,
       cancellation,
       onAttempt: (attempt) => record.attempts.push(attempt),
       onWarning,
+      keyId: key.id,
+      answerAs: resolution.answerAs,
+      conversation: conversation.read,
+      reservedTokens,
     });
     // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
     // hold on the body budget.
     claim.release();
     held.request = undefined;
+    conversation.drop();
     answeredBy = answered.model;
     record.provider = answered.provider.id;
-    if (answered.model.id !== model.id) record.model = answered.model.id;
+    record.model = answered.model.id;
+    record.deployment = answered.deployment.id;
+    if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
     const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
     outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning, carry });
   } finally {
+    // Once, however the answer ended: the deployment's lease goes, what it used replaces its reservation.
+    answered?.end(outcome === undefined ? undefined : {
+      ...(outcome.usage === undefined ? {} : { tokens: totalTokens(outcome.usage) }),
+      ...responseIdOf(dialect.answerId(outcome.answer)),
+    });
     if (outcome?.usage !== undefined) {
       outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
       admission.settle(totalTokens(outcome.usage));
@@ -226,12 +245,50 @@ interface Admitted<F extends WireFormat> {
   /** The request as it goes on: what it builds on resolved by its turn. */
   request: ClientRequestOf<F>;
   turn: Turn<F>;
+  /** The model that answers, and how the requested id led to it. */
   model: ModelEntry;
+  resolution: Resolution;
   /** Input tokens estimated before any upstream counted them. */
   estimate: number;
   admission: Admission;
+  /** What the admission reserved against tokens/min: the deployment's window counts it too while the request runs. */
+  reservedTokens: number;
+  /** The request's conversation, for sticky routing. */
+  conversation: ConversationSource;
   /** The body's hold on the body budget. */
   claim: BodyClaim;
+}
+
+/**
+ * The conversation key of a request (src/formats/conversation-key.ts), read at most once, from the
+ * body as it arrived: a Responses turn's `previous_response_id` is not in the resolved body sent
+ * on. `drop` lets the body go once no attempt can need it.
+ */
+interface ConversationSource {
+  read(): string | undefined;
+  drop(): void;
+}
+
+function conversationSource<F extends WireFormat>(dialect: Dialect<F>, body: RequestOf[F]): ConversationSource {
+  let source: RequestOf[F] | undefined = body;
+  let key: string | undefined;
+  return {
+    read() {
+      if (source !== undefined) {
+        key = dialect.conversationKey(source);
+        source = undefined;
+      }
+      return key;
+    },
+    drop() {
+      source = undefined;
+    },
+  };
+}
+
+/** `{ responseId }` when there is one, for the answering attempt's end. */
+function responseIdOf(id: string | undefined): { responseId?: string } {
+  return id === undefined ? {} : { responseId: id };
 }
 
 /**
@@ -258,9 +315,18 @@ async function readAndAdmit<F extends WireFormat>(
     arrived.raw = parsed;
     record.model = arrived.model;
     record.stream = arrived.stream;
-    const model = ctx.catalog.get(arrived.model);
+    // The model that answers (aliases, then routes); the estimate a route reads is kept for the context check.
+    let routeEstimate: number | undefined;
+    const resolution = ctx.resolver.resolve(arrived.model, {
+      clientFormat: dialect.format,
+      keyTier: key.tier,
+      traits: () => dialect.traits(arrived.body),
+      inputTokens: () => (routeEstimate = dialect.estimate(arrived.body)),
+    });
+    const model = ctx.catalog.get(resolution.model);
     if (model === undefined) throw modelNotFound(arrived.model);
-    record.requestedModel = model.id;
+    record.requestedModel = arrived.model;
+    // On the model that answers: neither an alias nor a route widens what a key reaches.
     checkModelAllowed(key, model.id, req.headers);
     const provider = ctx.attempts.provider(model.provider);
     const turn = await dialect.beginTurn(arrived, {
@@ -271,19 +337,19 @@ async function readAndAdmit<F extends WireFormat>(
       now: ctx.now,
     });
     const request = turn.request;
-    const estimate = dialect.estimate(request.body);
+    const estimate = routeEstimate !== undefined && request.body === arrived.body ? routeEstimate : dialect.estimate(request.body);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
+    const reservedTokens = estimate + outputReservation(dialect.maxTokens(request.body), model);
     // One round trip to the state server when the limits are shared; immediate otherwise.
-    const output = outputReservation(dialect.maxTokens(request.body), model);
-    const admission = await ctx.limiter.admit(key.id, limits, estimate + output);
+    const admission = await ctx.limiter.admit(key.id, limits, reservedTokens);
     if (!admission.ok) throw rateLimitError(admission);
     // Released by the usage recorder once the request's cost is in the ledger (src/usage/budget.ts).
-    record.budgetHold = await holdBudget(ctx, key, model, estimate, output).catch((err: unknown) => {
+    record.budgetHold = await holdBudget(ctx, key, model, estimate, reservedTokens - estimate).catch((err: unknown) => {
       admission.settle(0);
       admission.release();
       throw err;
     });
-    return { request, turn, model, estimate, admission, claim };
+    return { request, turn, model, resolution, estimate, admission, reservedTokens, conversation: conversationSource(dialect, arrived.body), claim };
   } catch (err) {
     refused();
     throw err;
@@ -344,7 +410,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       clientFormat: asked.format,
       upstreamFormat: answered.format,
       translated: answered.translated,
-      modelId: answered.model.id,
+      modelId: answered.answerAs,
       estimatedInputTokens: exchange.estimate,
       cancellation: exchange.cancellation,
       idleTimeoutMs: limits.streamIdleTimeoutMs,
@@ -367,7 +433,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(events, res, (write) => (translated === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.model.id, redact, observe: exchange.carry?.stream() })
+    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,

@@ -1,7 +1,10 @@
 /**
  * The request log (llmux.md section 4): one JSON line per request on stderr with time, request id,
  * key id, method, path, model, provider, status, duration, time to first byte, tokens and cost.
- * Never a key or a body.
+ * Never a key or a body. With routing (llmux.md section 10): `model` is the model that answered,
+ * `requested_model` the id asked for when an alias or a route had another model answer it,
+ * `deployment` the deployment that answered and `provider_key` its provider key by its label (the
+ * environment variable or its place in the config), never the key.
  */
 import type { RequestRecord } from './request-record.ts';
 import { promptTokens } from '../formats/usage.ts';
@@ -15,6 +18,9 @@ export interface LogRecord {
   path: string;
   model: string | null;
   provider: string | null;
+  requested_model?: string;
+  deployment?: string;
+  provider_key?: string;
   status: number;
   duration_ms: number;
   ttfb_ms: number | null;
@@ -54,6 +60,9 @@ export function logLine(request: { id: string; method: string; path: string; sta
     tokens_out: record.usage?.outputTokens ?? null,
     cost_usd: record.costUsd === undefined ? null : Math.round(record.costUsd * 1e8) / 1e8,
   };
+  if (record.requestedModel !== undefined && record.requestedModel !== record.model) line.requested_model = record.requestedModel.slice(0, MAX_LOGGED_TEXT);
+  if (record.deployment !== undefined) line.deployment = record.deployment;
+  if (record.providerKey !== undefined) line.provider_key = record.providerKey;
   if (record.stream !== undefined) line.stream = record.stream;
   if (record.translated !== undefined) line.translated = record.translated;
   if (record.attempts.length > 0) line.attempts = record.attempts;

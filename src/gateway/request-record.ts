@@ -9,6 +9,10 @@ import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 export interface Attempt {
   model: string;
   provider: string;
+  /** The deployment tried (`{provider}/{upstream_id}`, llmux.md section 10). */
+  deployment?: string;
+  /** The provider key it was sent with, by its label (the environment variable or its place in the config), never its value. */
+  key?: string;
   status?: number;
   error?: string;
   ms: number;
@@ -25,10 +29,13 @@ export interface RequestRecord {
    * answered (a fallback's, when one answered). Only then may it be a metric label.
    */
   model?: string;
-  /** The catalog id of the model asked for, once the catalog knows it. */
+  /** The model id the client asked for, once it is known to be served (an alias or a route may have another model answer it). */
   requestedModel?: string;
   /** The configured id of the provider that answered. */
   provider?: string;
+  /** The deployment that answered (`{provider}/{upstream_id}`), and its provider key's label (never the key). */
+  deployment?: string;
+  providerKey?: string;
   ttfbMs?: number;
   usage?: TokenUsage;
   costUsd?: number;

@@ -10,10 +10,14 @@ import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import { authenticate, requireAdmin } from '../auth/authenticate.ts';
 import { toModelList, toModelRecord } from '../catalog/catalog.ts';
+import { withAliases } from '../catalog/aliases.ts';
+import type { DeploymentSnapshot } from '../routing/index.ts';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
 import { dialects } from '../dialects/index.ts';
+import type { Dialect } from '../dialects/index.ts';
+import type { RequestOf } from '../formats/wire.ts';
 import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
@@ -43,6 +47,8 @@ export interface CoreRoutesContext extends PipelineContext {
   stateDegraded(): boolean | undefined;
   /** A read or delete of what a Responses provider keeps, forwarded with its credential (src/providers/forward.ts). */
   forward(providerId: string, method: 'GET' | 'DELETE', path: string): Promise<Buffer>;
+  /** Every deployment's counters and health (src/routing/router.ts `snapshot`), for `/metrics`. */
+  deployments(): DeploymentSnapshot[];
 }
 
 export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): void {
@@ -77,19 +83,27 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     sendJson(res, 200, JSON.stringify({ status: ctx.isClosing() ? 'shutting_down' : 'ok', version: VERSION, uptime_s: Math.floor((ctx.now() - ctx.startedAtMs) / 1000) }));
   });
 
+  /** The models a key may use now, and the literal aliases of those (llmux.md section 10): an alias shows as its target. */
+  const listedFor = (key: KeyRecord): ReturnType<typeof catalog.list> => withAliases(catalog.list().filter((m) => key.models === null || key.models.includes(m.id)), ctx.resolver.literalAliases);
   const listModels: RouteHandler = async (req, res, _params, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
-    const models = catalog.list().filter((m) => key.models === null || key.models.includes(m.id));
-    sendJson(res, 200, JSON.stringify(toModelList(models)));
+    sendJson(res, 200, JSON.stringify(toModelList(listedFor(key))));
   };
   const getModel: RouteHandler = async (req, res, params, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
     const id = params['id'] ?? '';
-    const model = catalog.get(id);
-    if (model === undefined || (key.models !== null && !key.models.includes(model.id))) throw modelNotFound(id);
+    // What the list shows, one of it (not a hot path).
+    const model = listedFor(key).find((m) => m.id === id);
+    if (model === undefined) throw modelNotFound(id);
     sendJson(res, 200, JSON.stringify(toModelRecord(model)));
+  };
+  /** Whether a model answers `body` asking for `model` (its aliases and routes followed), for the counting routes. */
+  const served = <F extends 'messages' | 'responses'>(key: KeyRecord, format: F, body: RequestOf[F], model: string): boolean => {
+    const dialect: Dialect<F> = dialects[format];
+    const resolution = ctx.resolver.resolve(model, { clientFormat: format, keyTier: key.tier, traits: () => dialect.traits(body), inputTokens: () => dialect.estimate(body) });
+    return catalog.get(resolution.model) !== undefined;
   };
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
@@ -98,7 +112,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const { bytes } = await readCountedBody(req, res, key);
     const body = validateMessagesRequest(parseJsonBody(bytes), { countTokens: true, strict: config.validation === 'strict' });
     record.model = body.model;
-    if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
+    if (!served(key, 'messages', body, body.model)) throw modelNotFound(body.model);
     sendJson(res, 200, JSON.stringify({ input_tokens: dialects.messages.estimate(body) }));
   };
 
@@ -149,7 +163,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const body = validateResponsesRequest(parseJsonBody(bytes), { countTokens: true });
     if (typeof body.model === 'string') {
       record.model = body.model;
-      if (catalog.get(body.model) === undefined) throw modelNotFound(body.model);
+      if (!served(key, 'responses', body, body.model)) throw modelNotFound(body.model);
     }
     const input = await resolveInput(body, key.id, store);
     sendJson(res, 200, JSON.stringify({ object: 'response.input_tokens', input_tokens: dialects.responses.estimate({ ...body, input }) }));
@@ -192,7 +206,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     await peekHeaders(res, key);
     requireAdmin(key, req.headers);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded() }));
+    res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded(), deployments: ctx.deployments() }));
   });
 }
 

@@ -13,7 +13,7 @@ import { loadConfig } from '../config/load.ts';
 import type { ConfigInput } from '../config/load.ts';
 import { createCatalog } from '../catalog/catalog.ts';
 import type { Catalog } from '../catalog/catalog.ts';
-import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
+import { resolveApiKey, resolvePoolKeys, resolveSecret } from '../catalog/providers.ts';
 import { createKeyStore } from '../auth/key-store.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import type { DeviceFlowOptions } from '../auth/device-flow.ts';
@@ -34,6 +34,8 @@ import { pickRequestId, sendError } from '../http/respond.ts';
 import type { RenderError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { mountCoreRoutes } from './routes.ts';
+import { createGatewayRouting } from './routing.ts';
+import type { GatewayRouting } from './routing.ts';
 import { createMetrics } from './metrics.ts';
 import { createStderrLogger, logLine, logMessage, redactLine } from './request-log.ts';
 import type { Logger } from './request-log.ts';
@@ -100,6 +102,8 @@ export interface Gateway {
   readonly usage: UsageLedger;
   /** The shared state, when config `state` (or `LLMUX_STATE_URL`) names a server. */
   readonly state: SharedState | undefined;
+  /** Deployments and routing (llmux.md section 10): the router, aliases and routes, discovered models. */
+  readonly routing: GatewayRouting;
   readonly server: Server | undefined;
 }
 
@@ -114,7 +118,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = loadConfig({ ...options, file: options.config });
   const now = options.now ?? Date.now;
   // Every credential, those configured and those platforms learn at run time, out of what clients and the log see.
-  const redactor = createRedactor(credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env)));
+  const redactor = createRedactor([
+    ...credentialsOf(Object.values(config.providers), (provider) => resolveApiKey(provider, config.env)),
+    // Every key of every pool is a credential too.
+    ...Object.values(config.providers).flatMap((provider) => resolvePoolKeys(provider, config.env)),
+  ]);
   const logger: Logger = options.logger === null ? () => {} : (options.logger ?? createStderrLogger());
   const log: Logger = (line) => logger(redactLine(line, redactor));
   const carriers = createCarriers({ secret: (written) => resolveSecret(written, config.env), env: config.env, now, learn: (secret) => redactor.learn(secret) });
@@ -128,6 +136,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     builtinCatalog: config.builtinCatalog,
     env: config.env,
     platformUsable: (provider) => credentialWatch.usable(provider),
+    // Read at request time, once routing (below) is made.
+    discovered: { models: () => routing.discovery.models(), get: (id) => routing.discovery.get(id) },
   });
   // Bodies held at once: four of the largest in all, one per key (src/http/body-budget.ts); and a
   // key's refused or count_tokens bodies may total four of the largest a minute.
@@ -160,6 +170,18 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     maxBytes: config.responses.storeMaxBytes,
     now,
   });
+  const providerOf = (id: string) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined);
+  const routing = createGatewayRouting({
+    config,
+    provider: providerOf,
+    isModel: (id) => catalog.get(id) !== undefined,
+    isConfigured: (id) => catalog.configured(id),
+    platformUsable: (provider) => credentialWatch.usable(provider),
+    state: shared?.routing,
+    log,
+    now,
+    random: options.random ?? Math.random,
+  });
   const ctx: PipelineContext = {
     config,
     catalog,
@@ -169,6 +191,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     budgets,
     bodies,
     state: { responses, carried: shared?.carried ?? createMemoryCarriedStore({ now }) },
+    resolver: routing.resolver,
     now,
     ...(shared === undefined ? {} : { deviceFlow: (flowOptions: DeviceFlowOptions) => shared.deviceFlow(flowOptions) }),
     registerStream(cut) {
@@ -177,8 +200,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     },
     attempts: {
       model: (id) => catalog.get(id),
-      provider: (id) => catalog.provider(id) ?? (id === ECHO_PROVIDER.id ? ECHO_PROVIDER : undefined),
+      provider: providerOf,
       carriers,
+      router: routing.router,
       redact: redactor,
       transport: upstream,
       retry: config.retry,
@@ -211,10 +235,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     openRequests: () => inFlight.size,
     stateDegraded: () => shared?.health.degraded(),
     forward: (providerId, method, path) => forwardToProvider(ctx.attempts, providerId, method, path),
+    deployments: () => routing.router.snapshot(),
   });
   // The health checks are loaded when an admin runs them: most gateways never do.
   const health = async () => (await import('../doctor/doctor.ts')).diagnose({ load: () => config, running: true });
-  const internals: GatewayInternals = { ctx: { ...ctx, health }, metrics, log, routes };
+  const internals: GatewayInternals = { ctx: { ...ctx, health, deployments: () => routing.router.snapshot() }, metrics, log, routes };
   for (const mount of options.features ?? []) mount(internals);
 
   function handler(req: IncomingMessage, res: ServerResponse): void {
@@ -358,6 +383,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       srv.closeAllConnections();
     }
     upstream.close();
+    routing.close();
     // Responses cut off at the deadline record their usage as they close: let them, then flush.
     await new Promise<void>((resolve) => setImmediate(resolve));
     await usage.close();
@@ -378,6 +404,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     limiter,
     usage,
     state: shared,
+    routing,
     get server() {
       return server;
     },

@@ -43,12 +43,13 @@ export const azurePlatform: Platform = {
     const apiVersion = versionParameter === undefined ? undefined : `?${versionParameter}`;
     const adToken = settings.azureAdToken;
     const credentialSetting = adToken === undefined ? apiKeySetting(provider) : settingOf(provider, 'azure_ad_token', adToken);
-    const credential = (): Record<string, string> | undefined => {
+    // `chosen`: the key of the provider's `api_keys` routing picked for this attempt, as written.
+    const credential = (chosen: string | undefined): Record<string, string> | undefined => {
       if (adToken !== undefined) {
         const token = services.secret(adToken);
         return token === undefined ? undefined : { authorization: `Bearer ${token}` };
       }
-      const key = services.secret(provider.apiKey);
+      const key = services.secret(chosen ?? provider.apiKey);
       return key === undefined ? undefined : { 'api-key': key };
     };
     return {
@@ -63,7 +64,7 @@ export const azurePlatform: Platform = {
       envelope: () => undefined,
       headers: (call) => ({ accept: call.stream ? 'text/event-stream' : 'application/json', ...call.formatHeaders }),
       authorise(request) {
-        const headers = credential();
+        const headers = credential(request.apiKey);
         // The message names no value; the attempts answer 502 upstream_auth_failed naming the setting.
         if (headers === undefined) throw new Error('its credential is not set');
         Object.assign(request.headers, headers);
@@ -77,7 +78,7 @@ export const azurePlatform: Platform = {
       events: (answer) => (String(answer.headers['content-type'] ?? '').includes('text/event-stream') ? answer : undefined),
       readError: (status, _headers, text) => readJsonError(status, text),
       credentials() {
-        const set = credential() !== undefined;
+        const set = credential(undefined) !== undefined;
         return Promise.resolve(set ? { ok: true, detail: `from ${credentialSetting}` } : { ok: false, reason: `${credentialSetting} is not set` });
       },
       secrets() {

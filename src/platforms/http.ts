@@ -1,7 +1,7 @@
 /**
  * The `http` platform (llmux.md sections 2 and 8): a provider is its base URL, each format's
- * operation path under it, and its `api_key` in the header its format's own API reads, sent as
- * written in the config (a literal or `env:NAME`). Streams are server-sent events as they come;
+ * operation path under it, and its `api_key` (or the key of its `api_keys` chosen for the attempt)
+ * in the header its format's own API reads, resolved as written in the config (a literal or `env:NAME`). Streams are server-sent events as they come;
  * error bodies are read as OpenAI and Anthropic write them (`{"error": {message, type, code}}`,
  * `{"error": "…"}` or a bare `{"message"}`), which also reads Google's `{"error": {code, message, status}}`.
  *
@@ -45,10 +45,15 @@ export function httpCredentialHeaders(format: WireFormat, key: string): Record<s
 
 const ENV_PREFIX = 'env:';
 
-/** Where a provider's `api_key` is set, in words that never include it. */
-export function apiKeySetting(provider: ProviderConfig): string {
-  const setting = `providers.${provider.id}.api_key`;
-  const written = provider.apiKey;
+/**
+ * Where a provider's `api_key` is set, in words that never include it; with `keyIndex`, where that
+ * key of its `api_keys` is.
+ */
+export function apiKeySetting(provider: ProviderConfig, keyIndex?: number): string {
+  if (keyIndex === undefined && provider.apiKeys !== undefined) return `providers.${provider.id}.api_keys (each of its ${provider.apiKeys.length} keys)`;
+  const pooled = keyIndex !== undefined && provider.apiKeys !== undefined;
+  const setting = pooled ? `providers.${provider.id}.api_keys[${keyIndex}]` : `providers.${provider.id}.api_key`;
+  const written = pooled ? provider.apiKeys?.[keyIndex] : provider.apiKey;
   if (written === undefined) return `${setting} (none is set)`;
   if (written.startsWith(ENV_PREFIX)) return `the environment variable ${written.slice(ENV_PREFIX.length)} (${setting})`;
   return `${setting} in the llmux config`;
@@ -88,7 +93,7 @@ export const httpPlatform: Platform = {
       envelope: () => undefined,
       headers: (call) => ({ accept: call.stream ? 'text/event-stream' : 'application/json', ...call.formatHeaders }),
       authorise(request) {
-        const key = services.secret(provider.apiKey);
+        const key = services.secret(request.apiKey ?? provider.apiKey);
         if (key !== undefined) OPERATIONS[request.call.format].credential(request.headers, key);
         return undefined;
       },

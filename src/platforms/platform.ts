@@ -63,6 +63,12 @@ export interface OutgoingRequest {
    * `content-length`, `accept-encoding`) and the provider's configured `headers`. Authorising adds to them.
    */
   headers: Record<string, string>;
+  /**
+   * The provider key chosen for this attempt from its pool (config `api_keys`, llmux.md section
+   * 10), as written in the config (a literal or `env:NAME`): a platform that sends a key sends this
+   * one. Undefined: the provider's own credential (`api_key`, or what the platform finds itself).
+   */
+  apiKey?: string | undefined;
 }
 
 /** An upstream's error answer, in the words llmux reads from it. */

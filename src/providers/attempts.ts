@@ -1,15 +1,26 @@
 /**
- * Retries and fallbacks before the client has a byte (llmux.md section 4): the model, then its
- * fallbacks in order, each with up to `retry.attempts` attempts on connect errors and retryable
- * statuses, with exponential backoff and full jitter, honouring the upstream's `retry-after` up to
- * a bound. Resolves with the first answer that is not retryable: a success, or an error worth
- * returning as it is.
+ * The attempts of one request before the client has a byte (llmux.md sections 4 and 10), in the
+ * order the routing unit's attempt sequence gives them (src/routing/sequence.ts): the model's
+ * deployments in its strategy's order (a conversation's own first), each with a provider key from
+ * its pool, then its fallbacks; a retryable failure moves to the next deployment at once, and
+ * repeats wait a backoff (exponential, full jitter, the upstream's `retry-after` as a floor) only
+ * where the sequence says. `retry.attempts` counts them all. A key answering 401/403 rests and the
+ * request goes on with another key. Resolves with the first answer that is not retryable: a
+ * success, or an error worth returning as it is. Every attempt begun is ended exactly once: a
+ * failed one here, the answer's by the caller when it has been relayed (`Answered.end`), so a long
+ * stream keeps its deployment's in-flight lease.
+ *
+ * Every deployment resting or at its limits before anything was tried: our 429
+ * `rate_limit_exceeded`, with the earliest `retry-after`.
  */
 import type { ModelEntry, ProviderConfig, RetryConfig } from '../config/types.ts';
 import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Carrier, Carriers, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
-import { ClientClosedError, GatewayError, UpstreamError, truncate, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
+import { apiKeySetting } from '../platforms/http.ts';
+import { createAttemptSequence, writtenKey } from '../routing/index.ts';
+import type { Deployment, ProviderKey, Refusal, Router, SequenceOptions, Step } from '../routing/index.ts';
+import { ClientClosedError, GatewayError, UpstreamError, rateLimited, truncate, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
 import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import { IN_PROCESS_SCHEME } from './upstream.ts';
@@ -21,7 +32,8 @@ import type { Redact } from './redact.ts';
 
 /** Upstream statuses worth another try before the client has a byte. */
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504, 529]);
-
+/** Upstream statuses that refuse the provider key, not the request: another key may do. */
+const KEY_REFUSED_STATUS = new Set([401, 403]);
 
 /** What the attempts need from the gateway. */
 export interface AttemptContext {
@@ -31,6 +43,8 @@ export interface AttemptContext {
   provider(id: string): ProviderConfig | undefined;
   /** How each provider's requests are carried: URL, envelope, authorisation, stream framing (src/platforms/). */
   carriers: Carriers;
+  /** Which deployment and provider key each attempt goes to, and what it learns from their answers (src/routing/). */
+  router: Router;
   transport: Transport;
   retry: RetryConfig;
   connectTimeoutMs: number;
@@ -49,17 +63,35 @@ export interface AttemptContext {
   sleep(ms: number, cancellation: Cancellation): Promise<void>;
 }
 
+/** What the answer's attempt learns when it is over. */
+export interface AnswerUsage {
+  /** Tokens used (input + output): they replace the deployment's reservation in its tokens/min window. */
+  tokens?: number;
+  /** The answer's own id, when a later request may name it (Responses): the conversation follows it. */
+  responseId?: string;
+}
+
 /** The answer that ended the attempts, and who gave it. */
 export interface Answered<F extends WireFormat = WireFormat> {
   response: UpstreamResponse;
   model: ModelEntry;
+  /** The model id the answer names: the id asked for through an alias, else the answering model's. */
+  answerAs: string;
   provider: ProviderConfig;
+  /** The deployment that answered, and the provider key it was sent with (undefined: a provider without keys). */
+  deployment: Deployment;
+  key: ProviderKey | undefined;
   /** How the provider was reached: its stream framing and error shape are the answer's. */
   carrier: Carrier;
   /** The format the provider answered in. */
   format: WireFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
   translated: AnswerTranslation<F> | undefined;
+  /**
+   * The answer has been relayed (or failed, or the client left): frees the deployment's in-flight
+   * lease. Call it exactly once; later calls do nothing.
+   */
+  end(usage?: AnswerUsage): void;
 }
 
 export interface AttemptOptions<F extends WireFormat> {
@@ -68,29 +100,39 @@ export interface AttemptOptions<F extends WireFormat> {
   cancellation: Cancellation;
   onAttempt(attempt: Attempt): void;
   onWarning(message: string): void;
+  /** The llmux key that asked: conversations are scoped by it. */
+  keyId: string;
+  /** The id answers of the model asked for name (an alias's requested id); default: the model's own. */
+  answerAs?: string;
+  /** The request's conversation key (src/formats/conversation-key.ts), read only when a model is sticky. */
+  conversation?: () => string | undefined;
+  /** Tokens the request may use (its limiter reservation), counted against deployments' tpm while it runs. */
+  reservedTokens?: number;
 }
 
 /** The model asked for, then its usable fallbacks (never the echo model), each once. */
-function candidatesFor(ctx: AttemptContext, model: ModelEntry): ModelEntry[] {
-  const candidates: ModelEntry[] = [model];
+function chainOf(ctx: AttemptContext, model: ModelEntry): ModelEntry[] {
+  const chain: ModelEntry[] = [model];
   for (const id of model.fallbacks) {
     const fallback = ctx.model(id);
-    if (fallback !== undefined && fallback.provider !== 'llmux' && !candidates.includes(fallback)) candidates.push(fallback);
+    if (fallback !== undefined && fallback.provider !== 'llmux' && !chain.includes(fallback)) chain.push(fallback);
   }
-  return candidates;
+  return chain;
 }
 
 /**
- * The request, held for as long as an attempt may still build a body from it. Once the last
- * candidate's body is built it is let go (`request` becomes undefined): an upstream that takes its
+ * The request, held for as long as an attempt may still build a body from it. When only one
+ * upstream body can ever be needed (a model with one deployment and no fallbacks, the common case)
+ * it is let go once that body is built (`request` becomes undefined): an upstream that takes its
  * time to answer then holds only the bytes being sent, not a 200 KB agent turn's parsed objects,
- * which every garbage collection in the meantime would otherwise have to copy.
+ * which every garbage collection in the meantime would otherwise have to copy. Otherwise the caller
+ * lets it go once the provider has answered.
  */
 export interface HeldRequest<F extends WireFormat> {
   request: ClientRequestOf<F> | undefined;
 }
 
-/** One candidate's upstream request, built from the held request. */
+/** One deployment's upstream request, built from the held request. */
 interface Prepared<F extends WireFormat> {
   format: WireFormat;
   call: UpstreamCall;
@@ -103,17 +145,20 @@ interface Prepared<F extends WireFormat> {
 }
 
 /**
- * Builds `candidate`'s call, body and headers; `last`: no later candidate needs the request, which
- * is let go. A function of its own, so nothing of the request stays in the attempts' frame while
- * they wait on the upstream.
+ * Builds the call, body and headers of `model` on `deployment`, answering as `answerAs`; `last`:
+ * no later attempt needs the request, which is let go. A function of its own, so nothing of the
+ * request stays in the attempts' frame while they wait on the upstream.
  */
-function prepare<F extends WireFormat>(held: HeldRequest<F>, candidate: ModelEntry, carrier: Carrier, last: boolean, options: AttemptOptions<F>): Prepared<F> {
+function prepare<F extends WireFormat>(held: HeldRequest<F>, model: ModelEntry, deployment: Deployment, answerAs: string, carrier: Carrier, last: boolean, options: AttemptOptions<F>): Prepared<F> {
   const request = held.request;
   if (request === undefined) throw new Error('the request was let go before its last attempt was built');
   if (last) held.request = undefined;
+  // The translators read the upstream id and the answer's model id from the entry: a deployment
+  // of its own, or an alias's name, is a view of it (the common case needs none).
+  const shaped = model.upstream_id === deployment.upstreamId && model.id === answerAs ? model : { ...model, id: answerAs, upstream_id: deployment.upstreamId };
   const format = upstreamFormatFor(carrier.provider, request.format);
-  const call: UpstreamCall = { upstreamId: candidate.upstream_id, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
-  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, candidate, options.turn, options.onWarning, carrier.envelope(call), carrier.provider);
+  const call: UpstreamCall = { upstreamId: deployment.upstreamId, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
+  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, shaped, options.turn, options.onWarning, carrier.envelope(call), carrier.provider);
   return {
     format,
     call,
@@ -150,6 +195,26 @@ function authorisationFailed(ctx: AttemptContext, carrier: Carrier, err: unknown
   );
 }
 
+/** Our 429 when every deployment is resting or at its limits: the earliest moment one is back. */
+function refusalError(model: ModelEntry, refusal: Refusal): GatewayError {
+  const seconds = Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
+  const why = refusal.reason === 'resting' ? 'resting after failures' : 'at its own rate limits';
+  return rateLimited(`Every deployment of model "${truncate(model.id, 200)}" (and of its fallbacks) is ${why}; try again in ${seconds} s`, { 'retry-after': String(seconds) });
+}
+
+/** The 401/403 of a key from a pool names that key's setting; otherwise the provider's. */
+function credentialSettingOf(carrier: Carrier, key: ProviderKey | undefined): string {
+  return key !== undefined && carrier.provider.apiKeys !== undefined ? apiKeySetting(carrier.provider, key.index) : carrier.credentialSetting;
+}
+
+/** What the attempts learned so far about how the request fails. */
+interface Failures {
+  /** The last upstream failure, returned when nothing answers. */
+  last: GatewayError | undefined;
+  /** Why the model asked for cannot take this request (a 400), when none of its deployments can. */
+  refused: unknown;
+}
+
 export async function sendWithFallbacks<F extends WireFormat>(
   ctx: AttemptContext,
   held: HeldRequest<F>,
@@ -157,73 +222,138 @@ export async function sendWithFallbacks<F extends WireFormat>(
   options: AttemptOptions<F>,
 ): Promise<Answered<F>> {
   const { cancellation } = options;
-  const { retry } = ctx;
-  let lastError: GatewayError | undefined;
-  const candidates = candidatesFor(ctx, model).filter((candidate) => ctx.provider(candidate.provider) !== undefined);
-  for (const [index, candidate] of candidates.entries()) {
-    const provider = ctx.provider(candidate.provider) as ProviderConfig;
-    const carrier = ctx.carriers.of(provider);
-    let prepared: Prepared<F>;
+  const chain = chainOf(ctx, model);
+  const answerAs = options.answerAs ?? model.id;
+  const sequenceOptions: SequenceOptions = { keyId: options.keyId, attempts: ctx.retry.attempts, maxRetryAfterMs: ctx.retry.maxRetryAfterMs };
+  if (options.conversation !== undefined) sequenceOptions.conversation = options.conversation;
+  if (options.reservedTokens !== undefined) sequenceOptions.reservedTokens = options.reservedTokens;
+  const sequence = createAttemptSequence(ctx.router, chain, sequenceOptions);
+  // Only one body can ever be needed: the request is let go once it is built.
+  const single = chain.length === 1 && ctx.router.deployments.of(model).length === 1;
+  // Bodies built, by model and deployment (most requests build one).
+  const prepared: Array<{ model: ModelEntry; deployment: Deployment; prepared: Prepared<F> }> = [];
+  const failures: Failures = { last: undefined, refused: undefined };
+  let sent = 0;
+  let backoffs = 0;
+  for (;;) {
+    if (cancellation.cancelled) throw new ClientClosedError();
+    const next = sequence.next();
+    const step = next instanceof Promise ? await next : next;
+    if (step === undefined) break;
+    let answered: Answered<F> | undefined;
     try {
-      prepared = prepare(held, candidate, carrier, index === candidates.length - 1, options);
-    } catch (err) {
-      // A request this provider can't take (say n > 1 for a messages upstream): refuse it when it
-      // is the model asked for, else try the next fallback.
-      if (candidate === model) throw err;
-      continue;
-    }
-    const { format, call, target, body, translated, client } = prepared;
-    // A stale credential (src/platforms/platform.ts `renew`) earns one more attempt per candidate.
-    let renewed = false;
-    for (let attempt = 1; attempt <= retry.attempts; attempt++) {
-      if (cancellation.cancelled) throw new ClientClosedError();
-      const started = ctx.now();
-      let response: UpstreamResponse;
-      // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
-      const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call) };
-      try {
-        const pending = authorise(ctx, carrier, outgoing);
-        if (pending !== undefined) await pending;
-        response = await ctx.transport.send({
-          provider,
-          endpoint: carrier.endpoint,
-          format,
-          path: outgoing.target,
-          body: outgoing.body,
-          headers: outgoing.headers,
-          client,
-          cancellation,
-          connectTimeoutMs: ctx.connectTimeoutMs,
-          firstByteTimeoutMs: ctx.firstByteTimeoutMs,
-        });
-      } catch (err) {
-        if (err instanceof ClientClosedError) {
-          options.onAttempt({ model: candidate.id, provider: provider.id, error: 'client_closed', ms: ctx.now() - started });
-          throw err;
+      const provider = ctx.provider(step.deployment.provider);
+      if (provider === undefined) continue;
+      const carrier = ctx.carriers.of(provider);
+      // The model asked for could not take the request on any of its deployments: refused, no fallback tried.
+      if (failures.refused !== undefined && sent === 0 && step.model !== model) throw failures.refused;
+      // A fallback that answers names itself.
+      const names = step.model === model ? answerAs : step.model.id;
+      let ready = prepared.find((p) => p.model === step.model && p.deployment === step.deployment)?.prepared;
+      if (ready === undefined) {
+        try {
+          ready = prepare(held, step.model, step.deployment, names, carrier, single, options);
+        } catch (err) {
+          // A request this deployment's provider can't take (say n > 1 for a messages upstream):
+          // another deployment of the model asked for may; when none can, it is refused, and
+          // fallbacks are not tried for it.
+          if (step.model === model) failures.refused ??= err;
+          continue;
         }
-        const error = err instanceof GatewayError ? err : upstreamFailed(`Provider "${provider.id}" failed`, { retryable: true, cause: err });
-        options.onAttempt({ model: candidate.id, provider: provider.id, error: error.code, ms: ctx.now() - started });
-        if (!(error instanceof UpstreamError) || !error.retryable) throw error;
-        lastError = error;
-        if (attempt < retry.attempts) await backoff(ctx, attempt, undefined, cancellation);
-        continue;
+        prepared.push({ model: step.model, deployment: step.deployment, prepared: ready });
       }
-      const status = response.statusCode ?? 502;
-      options.onAttempt({ model: candidate.id, provider: provider.id, status, ms: ctx.now() - started });
-      if (status >= 400 && !renewed && carrier.renew?.(status, outgoing) === true) {
-        renewed = true;
-        response.resume();
-        attempt -= 1;
-        continue;
-      }
-      if (!RETRYABLE_STATUS.has(status)) return { response, model: candidate, provider, carrier, format, translated };
-      const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
-      lastError = await upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact);
-      if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) break; // this provider asks for too long a wait
-      if (attempt < retry.attempts) await backoff(ctx, attempt, retryAfterMs, cancellation);
+      if (step.backoff) await backoff(ctx, ++backoffs, step.retryAfterMs, cancellation);
+      sent++;
+      answered = await attempt(ctx, step, provider, carrier, ready, names, options, failures);
+      if (answered !== undefined) return answered;
+    } finally {
+      // A failed attempt (or one never sent) frees its lease now; the answer's, once relayed.
+      if (answered === undefined) step.end();
     }
   }
-  throw lastError ?? upstreamFailed(`No provider could be reached for model "${model.id}"`);
+  const refusal = sequence.refusal();
+  if (refusal !== undefined) throw refusalError(model, refusal);
+  if (sent === 0 && failures.refused !== undefined) throw failures.refused;
+  throw failures.last ?? upstreamFailed(`No provider could be reached for model "${model.id}"`);
+}
+
+/**
+ * One attempt: authorised, sent, its outcome told to the router. Resolves with the answer when it
+ * ends the attempts, undefined when the sequence goes on (the failure kept in `failures`); throws
+ * what ends the request at once (the client left, a failure no other attempt would change).
+ */
+async function attempt<F extends WireFormat>(
+  ctx: AttemptContext,
+  step: Step,
+  provider: ProviderConfig,
+  carrier: Carrier,
+  ready: Prepared<F>,
+  answerAs: string,
+  options: AttemptOptions<F>,
+  failures: Failures,
+): Promise<Answered<F> | undefined> {
+  const { format, call, target, body, translated, client } = ready;
+  const { cancellation } = options;
+  const { deployment, key } = step;
+  const started = ctx.now();
+  const record = (status: number | undefined, error: string | undefined): void => {
+    const attempt: Attempt = { model: step.model.id, provider: provider.id, deployment: deployment.id, ms: ctx.now() - started };
+    if (key !== undefined) attempt.key = key.label;
+    if (status !== undefined) attempt.status = status;
+    if (error !== undefined) attempt.error = error;
+    options.onAttempt(attempt);
+  };
+  let response: UpstreamResponse;
+  // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
+  const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call), apiKey: key === undefined ? undefined : writtenKey(provider, key.index) };
+  const send = async (): Promise<UpstreamResponse> => {
+    const pending = authorise(ctx, carrier, outgoing);
+    if (pending !== undefined) await pending;
+    return ctx.transport.send({
+      provider,
+      endpoint: carrier.endpoint,
+      format,
+      path: outgoing.target,
+      body: outgoing.body,
+      headers: outgoing.headers,
+      client,
+      cancellation,
+      connectTimeoutMs: ctx.connectTimeoutMs,
+      firstByteTimeoutMs: ctx.firstByteTimeoutMs,
+    });
+  };
+  try {
+    response = await send();
+    // A stale credential (src/platforms/platform.ts `renew`: a refused token, dropped) earns this
+    // attempt one more try with a fresh one, not counted against retry.attempts.
+    const first = response.statusCode ?? 502;
+    if (first >= 400 && carrier.renew?.(first, outgoing) === true) {
+      record(first, undefined);
+      response.resume();
+      outgoing.headers = carrier.headers(call);
+      response = await send();
+    }
+  } catch (err) {
+    if (err instanceof ClientClosedError) {
+      record(undefined, 'client_closed');
+      throw err;
+    }
+    const error = err instanceof GatewayError ? err : upstreamFailed(`Provider "${provider.id}" failed`, { retryable: true, cause: err });
+    record(undefined, error.code);
+    if (!(error instanceof UpstreamError) || !error.retryable) throw error;
+    step.outcome({ failure: error.code === 'upstream_timeout' ? 'timeout' : 'unreachable' });
+    failures.last = error;
+    return undefined;
+  }
+  const status = response.statusCode ?? 502;
+  const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
+  record(status, undefined);
+  step.outcome({ status, ttfbMs: ctx.now() - started, retryAfterMs });
+  if (!RETRYABLE_STATUS.has(status) && !KEY_REFUSED_STATUS.has(status)) {
+    return { response, model: step.model, answerAs, provider, deployment, key, carrier, format, translated, end: step.end };
+  }
+  failures.last = await upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact, credentialSettingOf(carrier, key));
+  return undefined;
 }
 
 /** `retry-after` in milliseconds from `nowMs`: whole seconds or an HTTP date; undefined when absent or unreadable. */

@@ -22,7 +22,8 @@ const MAX_ERROR_BODY_BYTES = 1024 * 1024;
 /** The longest `retry-after` llmux gives (llmux.md section 3: never more than the 60 s window). */
 const MAX_RETRY_AFTER_SECONDS = 60;
 
-export async function upstreamErrorOf(response: UpstreamResponse, carrier: Carrier, idleTimeoutMs: number, redact: Redact): Promise<GatewayError> {
+/** `credentialSetting`: where the credential the request was sent with is set (a pool's key: its own); default the carrier's. */
+export async function upstreamErrorOf(response: UpstreamResponse, carrier: Carrier, idleTimeoutMs: number, redact: Redact, credentialSetting = carrier.credentialSetting): Promise<GatewayError> {
   const { provider } = carrier;
   let text = '';
   try {
@@ -52,7 +53,7 @@ export async function upstreamErrorOf(response: UpstreamResponse, carrier: Carri
     const what = said.code ?? said.type;
     return upstreamAuthFailed(
       `Provider "${provider.id}" refused the credential llmux sends it (HTTP ${status}${what === undefined ? '' : `, ${what.slice(0, 100)}`}): ` +
-        `your key for llmux is fine; the llmux operator should check ${carrier.credentialSetting}`,
+        `your key for llmux is fine; the llmux operator should check ${credentialSetting}`,
     );
   }
   const type: ErrorType = status === 404 ? 'not_found_error' : 'invalid_request_error';

@@ -1,7 +1,8 @@
 /**
  * Deployments and routing (llmux.md section 10): several deployments behind one model id, the
  * strategies that pick among them, rests, provider key pools, sticky conversations, aliases and
- * routes, and discovery. A unit with a narrow interface; the gateway wires it in this way:
+ * routes, and discovery. A unit with a narrow interface; the gateway wires it in this way
+ * (src/gateway/routing.ts, src/gateway/pipeline.ts, src/providers/attempts.ts):
  *
  * ```ts
  * // Once, at start-up (gateway/server.ts):
@@ -59,12 +60,12 @@
  *   an outcome, and `next()` moves on.
  * - Metrics: `router.snapshot()` per deployment (requests, errors by code, time to first byte,
  *   in flight, resting), labels from the config and the catalog only.
- * - `GET /v1/models`: `withAliases([...catalog.list(), ...discovery.models()], resolver.literalAliases)`
- *   (src/catalog/aliases.ts); `catalog.get(id)` falls back to `discovery.get(id)`.
- * - Still for the integration: the catalog's usability of a model with deployments (any deployment
- *   usable) and of a provider with `api_keys` (any key resolves); every key of a pool in the
- *   redaction of upstream text (src/providers/redact.ts); a key's value by `writtenKey(provider,
- *   step.key.index)` resolved as `api_key` is.
+ * - `GET /v1/models`: `withAliases(catalog.list(), resolver.literalAliases)` (src/catalog/aliases.ts);
+ *   the catalog serves the discovered models after its own (`createCatalog({ discovered })`).
+ * - The catalog serves a model with deployments when any deployment is usable, a provider with
+ *   `api_keys` when any key resolves; every key of a pool is in the redaction of upstream text; a
+ *   step's key reaches the platform as written (`writtenKey(provider, step.key.index)`, the
+ *   `OutgoingRequest.apiKey` its carrier resolves as it resolves `api_key`).
  */
 export { createRouter } from './router.ts';
 export type { AttemptHandle, AttemptOutcome, Candidate, Plan, PlanOptions, RestEvent, Router, RouterOptions, Unusable } from './router.ts';

@@ -80,7 +80,7 @@ export interface AttemptOutcome {
   /** Why there is no status: no connection (or reset before any byte), or no answer in time. */
   failure?: 'unreachable' | 'timeout';
   /** The upstream's `retry-after`, in milliseconds. */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /** Time to the first byte of the answer. */
   ttfbMs?: number;
 }
@@ -130,6 +130,8 @@ interface Runtime {
   turn: number;
   /** `[the only key]`, made once: a pool of one is the common case. */
   readonly onlyKey: readonly ProviderKey[];
+  /** The candidates of a plan with this deployment alone and its only key (or none), made once. */
+  readonly alone: readonly Candidate[];
 }
 
 /** Per model, made once. */
@@ -140,6 +142,8 @@ interface ModelRoute {
   readonly several: boolean;
   /** Sticky, and there is a choice to keep (several deployments or keys). */
   readonly sticky: boolean;
+  /** The only deployment's runtime when there is nothing to choose (one deployment with at most one key). */
+  readonly alone: Runtime | undefined;
 }
 
 const NO_KEYS: readonly ProviderKey[] = Object.freeze([]);
@@ -161,7 +165,9 @@ export function createRouter(options: RouterOptions): Router {
         keySubject: `key:${deployment.provider}#${key.label}`,
         pairSubject: `pair:${deployment.id}#${key.label}`,
       }));
-      runtime = { deployment, provider, keys, subject: `deployment:${deployment.id}`, stats: createStats(), turn: 0, onlyKey: keys.length === 1 ? Object.freeze([keys[0]!.key]) : NO_KEYS };
+      const onlyKey = keys.length === 1 ? Object.freeze([keys[0]!.key]) : NO_KEYS;
+      const alone = Object.freeze([Object.freeze({ deployment, keys: onlyKey })]);
+      runtime = { deployment, provider, keys, subject: `deployment:${deployment.id}`, stats: createStats(), turn: 0, onlyKey, alone };
       runtimes.set(deployment.id, runtime);
     }
     return runtime;
@@ -173,10 +179,28 @@ export function createRouter(options: RouterOptions): Router {
       const list = deployments.of(model);
       const several = list.length > 1;
       const choice = several || list.some((d) => runtimeOf(d.deployment).keys.length > 1);
-      route = { deployments: list, strategy: model.routing ?? 'weighted', several, sticky: model.sticky !== false && choice };
+      route = { deployments: list, strategy: model.routing ?? 'weighted', several, sticky: model.sticky !== false && choice, alone: choice ? undefined : runtimeOf(list[0]!.deployment) };
       routes.set(model, route);
     }
     return route;
+  }
+
+  /** A failure's rest of `subject`, told to `onRest` when it starts or lengthens one. */
+  function change(subject: string, policy: RestPolicy, kind: 'immediate' | 'counted' | 'auth', retryAfterMs: number | undefined, event: Omit<RestEvent, 'restMs'>): void {
+    const nowMs = now();
+    const before = state.rest(subject);
+    state.changeRest(subject, (current) => afterFailure(current, kind, nowMs, retryAfterMs, policy));
+    const after: RestRecord | undefined = state.rest(subject);
+    if (options.onRest !== undefined && after !== undefined && isResting(after, nowMs) && after.untilMs !== before?.untilMs) {
+      options.onRest({ ...event, restMs: after.untilMs - nowMs });
+    }
+  }
+
+  /** A success: `subject`'s record, if it has one, starts over. */
+  function reset(subject: string): void {
+    if (state.rest(subject) === undefined) return;
+    const nowMs = now();
+    state.changeRest(subject, (current) => afterSuccess(current, nowMs));
   }
 
   const view: StrategyView = {
@@ -243,6 +267,12 @@ export function createRouter(options: RouterOptions): Router {
   /** The plan once the conversation's binding (if any) is known. */
   function planWith(model: ModelEntry, route: ModelRoute, planOptions: PlanOptions, conversation: string | undefined, binding: StickyBinding | undefined): Plan {
     const nowMs = now();
+    const alone = route.alone;
+    if (alone !== undefined) {
+      // Nothing to choose: no strategy, no list to build; its usability is still checked.
+      const blockedBy = blocked(route, alone, nowMs) ?? (alone.keys.length === 1 ? keyBlocked(alone, alone.keys[0]!, nowMs) : undefined);
+      return blockedBy === undefined ? { ok: true, model, candidates: alone.alone, conversation, options: planOptions } : refusal(model, [blockedBy]);
+    }
     const why: { reason: Unusable; waitMs: number }[] = [];
     const usable: ModelDeployment[] = [];
     let bound: ModelDeployment | undefined;
@@ -301,22 +331,6 @@ export function createRouter(options: RouterOptions): Router {
       let answered = false;
       let ended = false;
 
-      function change(subject: string, policy: RestPolicy, kind: 'immediate' | 'counted' | 'auth', retryAfterMs: number | undefined, event: Omit<RestEvent, 'restMs'>): void {
-        const nowMs = now();
-        const before = state.rest(subject);
-        state.changeRest(subject, (current) => afterFailure(current, kind, nowMs, retryAfterMs, policy));
-        const after: RestRecord | undefined = state.rest(subject);
-        if (options.onRest !== undefined && after !== undefined && isResting(after, nowMs) && after.untilMs !== before?.untilMs) {
-          options.onRest({ ...event, restMs: after.untilMs - nowMs });
-        }
-      }
-
-      function reset(subject: string): void {
-        if (state.rest(subject) === undefined) return;
-        const nowMs = now();
-        state.changeRest(subject, (current) => afterSuccess(current, nowMs));
-      }
-
       return {
         model: plan.model,
         deployment,
@@ -326,10 +340,7 @@ export function createRouter(options: RouterOptions): Router {
           if (learned) return kind;
           learned = true;
           if (outcome.ttfbMs !== undefined && outcome.status !== undefined) countTtfb(runtime.stats, outcome.ttfbMs);
-          const keyRuntime = key === undefined ? undefined : runtime.keys.find((k) => k.key === key);
-          const pool = runtime.keys.length > 1 ? keyRuntime : undefined;
-          const cause = outcome.failure ?? String(outcome.status);
-          const base = { provider: deployment.provider, deployment: deployment.id, cause };
+          const pool = key !== undefined && runtime.keys.length > 1 ? runtime.keys.find((k) => k.key === key) : undefined;
           if (kind === 'success') {
             answered = true;
             if (route.several) reset(runtime.subject);
@@ -341,6 +352,7 @@ export function createRouter(options: RouterOptions): Router {
             return kind;
           }
           if (outcome.failure !== undefined || (outcome.status !== undefined && outcome.status >= 400)) countError(runtime.stats, outcome.status, outcome.failure);
+          const base = { provider: deployment.provider, deployment: deployment.id, cause: outcome.failure ?? String(outcome.status) };
           if (kind === 'auth') {
             if (pool !== undefined) change(pool.keySubject, KEY_REST, 'auth', undefined, { ...base, kind: 'key', deployment: undefined, key: pool.key.label });
           } else if (kind === 'immediate' && outcome.status === 429 && pool !== undefined) {

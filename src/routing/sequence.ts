@@ -70,116 +70,129 @@ function retryable(kind: RestKind | undefined): boolean {
   return kind === 'immediate' || kind === 'counted';
 }
 
+/**
+ * One request's sequence, as data: the functions below work on it, so a sequence costs one object
+ * and its two methods, not a closure per helper (most requests make one step and are done).
+ */
+interface SequenceState {
+  readonly router: Router;
+  readonly chain: readonly ModelEntry[];
+  readonly options: SequenceOptions;
+  // Arrays, not sets: a request tries a handful of targets, and a Set costs more to make than to search.
+  readonly plans: Array<Plan | undefined>;
+  readonly tried: Deployment[];
+  /** Keys refused (401/403) in this request; made on the first. */
+  failedKeys: ProviderKey[] | undefined;
+  modelIndex: number;
+  made: number;
+  last: Last | undefined;
+  refusal: Refusal | undefined;
+}
+
+function step(s: SequenceState, plan: Planned, candidate: Candidate, key: ProviderKey | undefined, backoff: boolean, retryAfterMs: number | undefined): Step {
+  const handle = s.router.begin(plan, candidate.deployment, key);
+  const record: Last = { deployment: candidate.deployment, candidate, plan, kind: undefined, retryAfterMs: undefined };
+  s.last = record;
+  s.tried.push(candidate.deployment);
+  s.made++;
+  return {
+    model: handle.model,
+    deployment: handle.deployment,
+    key: handle.key,
+    attempt: s.made,
+    backoff,
+    retryAfterMs,
+    outcome(outcome: AttemptOutcome) {
+      const kind = handle.outcome(outcome);
+      if (record.kind === undefined) {
+        record.kind = kind;
+        record.retryAfterMs = outcome.retryAfterMs;
+        if (kind === 'auth' && key !== undefined) (s.failedKeys ??= []).push(key);
+      }
+      return kind;
+    },
+    end: handle.end,
+  };
+}
+
+/** The first key of the candidate usable now and not refused in this request; null when none is. */
+function keyFor(s: SequenceState, plan: Planned, candidate: Candidate): ProviderKey | undefined | null {
+  if (candidate.keys.length === 0) return undefined;
+  for (const key of candidate.keys) {
+    if (!(s.failedKeys?.includes(key) ?? false) && s.router.keyUsable(plan.model, candidate.deployment, key)) return key;
+  }
+  return null;
+}
+
+function noteRefusal(s: SequenceState, plan: Plan): void {
+  if (plan.ok || plan.reason === 'credentials') return;
+  if (s.refusal === undefined || plan.retryAfterMs < s.refusal.retryAfterMs) s.refusal = { reason: plan.reason, retryAfterMs: plan.retryAfterMs };
+}
+
+/** The first untried candidate usable now; `justPlanned`: the plan was made now, so its first candidate is usable as it stands. */
+function fresh(s: SequenceState, plan: Planned, justPlanned: boolean): Step | undefined {
+  for (const candidate of plan.candidates) {
+    if (justPlanned && s.tried.length === 0) return step(s, plan, candidate, candidate.keys[0], false, undefined);
+    if (s.tried.includes(candidate.deployment) || !s.router.usable(plan.model, candidate.deployment)) continue;
+    const key = keyFor(s, plan, candidate);
+    if (key !== null) return step(s, plan, candidate, key, false, undefined);
+  }
+  return undefined;
+}
+
+function repeat(s: SequenceState): Step | undefined {
+  const last = s.last;
+  if (last === undefined || !retryable(last.kind)) return undefined;
+  if (last.retryAfterMs !== undefined && last.retryAfterMs > s.options.maxRetryAfterMs) return undefined;
+  for (const plan of s.plans) {
+    if (plan === undefined || !plan.ok) continue;
+    for (const candidate of plan.candidates) {
+      if (!s.router.usable(plan.model, candidate.deployment)) continue;
+      const key = keyFor(s, plan, candidate);
+      if (key === null) continue;
+      return step(s, plan, candidate, key, true, candidate.deployment === last.deployment ? last.retryAfterMs : undefined);
+    }
+  }
+  return undefined;
+}
+
+function next(s: SequenceState): Step | undefined | Promise<Step | undefined> {
+  if (s.made >= s.options.attempts) return undefined;
+  const last = s.last;
+  if (last !== undefined && last.kind === 'auth') {
+    const key = keyFor(s, last.plan, last.candidate);
+    if (key !== null && key !== undefined) return step(s, last.plan, last.candidate, key, false, undefined);
+  }
+  while (s.modelIndex < s.chain.length) {
+    let plan = s.plans[s.modelIndex];
+    const justPlanned = plan === undefined;
+    if (plan === undefined) {
+      const planned = s.router.plan(s.chain[s.modelIndex]!, s.options);
+      if (planned instanceof Promise) {
+        const index = s.modelIndex;
+        return planned.then((resolved) => {
+          s.plans[index] = resolved;
+          return resolved.ok && s.tried.length === 0 ? fresh(s, resolved, true) ?? next(s) : next(s);
+        });
+      }
+      s.plans[s.modelIndex] = plan = planned;
+    }
+    if (plan.ok) {
+      const found = fresh(s, plan, justPlanned);
+      if (found !== undefined) return found;
+    } else if (s.made === 0) {
+      noteRefusal(s, plan);
+    }
+    s.modelIndex++;
+  }
+  return repeat(s);
+}
+
 /** The attempts of one request over `chain` (the model asked for, then its usable fallbacks). */
 export function createAttemptSequence(router: Router, chain: readonly ModelEntry[], options: SequenceOptions): AttemptSequence {
-  const plans: Array<Plan | undefined> = [];
-  // Arrays, not sets: a request tries a handful of targets, and a Set costs more to make than to search.
-  const tried: Deployment[] = [];
-  const failedKeys: ProviderKey[] = [];
-  let modelIndex = 0;
-  let made = 0;
-  let last: Last | undefined;
-  let refusal: Refusal | undefined;
-
-  function step(plan: Planned, candidate: Candidate, key: ProviderKey | undefined, backoff: boolean, retryAfterMs: number | undefined): Step {
-    const handle = router.begin(plan, candidate.deployment, key);
-    const record: Last = { deployment: candidate.deployment, candidate, plan, kind: undefined, retryAfterMs: undefined };
-    last = record;
-    tried.push(candidate.deployment);
-    made++;
-    return {
-      model: handle.model,
-      deployment: handle.deployment,
-      key: handle.key,
-      attempt: made,
-      backoff,
-      retryAfterMs,
-      outcome(outcome: AttemptOutcome) {
-        const kind = handle.outcome(outcome);
-        if (record.kind === undefined) {
-          record.kind = kind;
-          record.retryAfterMs = outcome.retryAfterMs;
-          if (kind === 'auth' && key !== undefined) failedKeys.push(key);
-        }
-        return kind;
-      },
-      end: (usage) => handle.end(usage),
-    };
-  }
-
-  /** The first key of the candidate usable now and not refused in this request; null when none is. */
-  function keyFor(plan: Planned, candidate: Candidate): ProviderKey | undefined | null {
-    if (candidate.keys.length === 0) return undefined;
-    for (const key of candidate.keys) {
-      if (!failedKeys.includes(key) && router.keyUsable(plan.model, candidate.deployment, key)) return key;
-    }
-    return null;
-  }
-
-  function noteRefusal(plan: Plan): void {
-    if (plan.ok || plan.reason === 'credentials') return;
-    if (refusal === undefined || plan.retryAfterMs < refusal.retryAfterMs) refusal = { reason: plan.reason, retryAfterMs: plan.retryAfterMs };
-  }
-
-  /** The first untried candidate usable now; `justPlanned`: the plan was made now, so its first candidate is usable as it stands. */
-  function fresh(plan: Planned, justPlanned: boolean): Step | undefined {
-    for (const candidate of plan.candidates) {
-      if (justPlanned && tried.length === 0) return step(plan, candidate, candidate.keys[0], false, undefined);
-      if (tried.includes(candidate.deployment) || !router.usable(plan.model, candidate.deployment)) continue;
-      const key = keyFor(plan, candidate);
-      if (key !== null) return step(plan, candidate, key, false, undefined);
-    }
-    return undefined;
-  }
-
-  function repeat(): Step | undefined {
-    if (last === undefined || !retryable(last.kind)) return undefined;
-    if (last.retryAfterMs !== undefined && last.retryAfterMs > options.maxRetryAfterMs) return undefined;
-    for (const plan of plans) {
-      if (plan === undefined || !plan.ok) continue;
-      for (const candidate of plan.candidates) {
-        if (!router.usable(plan.model, candidate.deployment)) continue;
-        const key = keyFor(plan, candidate);
-        if (key === null) continue;
-        return step(plan, candidate, key, true, candidate.deployment === last.deployment ? last.retryAfterMs : undefined);
-      }
-    }
-    return undefined;
-  }
-
-  function next(): Step | undefined | Promise<Step | undefined> {
-    if (made >= options.attempts) return undefined;
-    if (last !== undefined && last.kind === 'auth') {
-      const key = keyFor(last.plan, last.candidate);
-      if (key !== null && key !== undefined) return step(last.plan, last.candidate, key, false, undefined);
-    }
-    while (modelIndex < chain.length) {
-      let plan = plans[modelIndex];
-      const justPlanned = plan === undefined;
-      if (plan === undefined) {
-        const planned = router.plan(chain[modelIndex]!, options);
-        if (planned instanceof Promise) {
-          const index = modelIndex;
-          return planned.then((resolved) => {
-            plans[index] = resolved;
-            return resolved.ok && tried.length === 0 ? fresh(resolved, true) ?? next() : next();
-          });
-        }
-        plans[modelIndex] = plan = planned;
-      }
-      if (plan.ok) {
-        const found = fresh(plan, justPlanned);
-        if (found !== undefined) return found;
-      } else if (made === 0) {
-        noteRefusal(plan);
-      }
-      modelIndex++;
-    }
-    return repeat();
-  }
-
+  const s: SequenceState = { router, chain, options, plans: [], tried: [], failedKeys: undefined, modelIndex: 0, made: 0, last: undefined, refusal: undefined };
   return {
-    next,
-    refusal: () => (made === 0 ? refusal : undefined),
+    next: () => next(s),
+    refusal: () => (s.made === 0 ? s.refusal : undefined),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * `/dashboard`: sign in with an admin key, then the API keys section (list, create new key,
  * revoke), pending device requests (approve, deny), each key's usage against its limits
- * (gateway-api.md "Authentication" 4, llmux.md section 1) and the health checks (`health.ts`). Plain HTML forms; the only script is
+ * (gateway-api.md "Authentication" 4, llmux.md section 1), the deployments and their health
+ * (`deployments.ts`, llmux.md section 10) and the health checks (`health.ts`). Plain HTML forms; the only script is
  * the copy button.
  *
  * Decisions beyond the specs:
@@ -33,6 +34,7 @@ import { formatAgo, formatLimit, formatTime, html, isSameOrigin, layout, readFor
 import type { Raw } from './html.ts';
 import { notice, tierSelect } from './device-page.ts';
 import { createHealthRunner, healthSection } from './health.ts';
+import { deploymentsSection } from './deployments.ts';
 import {
   CSRF_COOKIE, SESSION_COOKIE, checkAdminSecret, clearCookie, cookie, currentSession, newToken, parseCookies, tokensEqual,
 } from './session.ts';
@@ -237,6 +239,7 @@ ${pending.length === 0 ? html`<p class="muted">None. When a program starts devic
 <p class="muted">${active} active of ${keys.length}. Usage is what counts in the current minute. Last use is not recorded.</p>
 ${createForm(csrf)}
 <div class="grid">${cards}</div>
+${deploymentsSection(ctx.deployments?.())}
 ${healthSection(health, ctx.health !== undefined, csrf, nowMs)}`;
   }
 

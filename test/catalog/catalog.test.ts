@@ -258,3 +258,47 @@ describe('toModelList', () => {
     assert.deepEqual(toModelList([]), { object: 'list', data: [], has_more: false, first_id: null, last_id: null });
   });
 });
+
+describe('createCatalog: deployments, key pools and discovered models (llmux.md section 10)', () => {
+  const keyed = (id: string, fields: Partial<ProviderConfig>): ProviderConfig => ({ id, format: 'chat', baseUrl: `http://${id}.invalid/v1`, apiKey: undefined, keyless: false, headers: {}, ...fields });
+
+  it('serves a model with deployments when any deployment\'s provider is usable, none when none is', () => {
+    const providers = { a: keyed('a', { apiKey: 'env:A_KEY' }), b: keyed('b', { apiKey: 'env:B_KEY' }) };
+    const model = entry({ id: 'spread', provider: 'a', upstream_id: 'm', deployments: [{ provider: 'a', upstream_id: 'm', weight: 1 }, { provider: 'b', upstream_id: 'm', weight: 1 }] });
+    const env: Record<string, string | undefined> = {};
+    const catalog = catalogWith(env, { providers, models: [model], builtinCatalog: false });
+    assert.equal(catalog.get('spread'), undefined);
+    assert.ok(!ids(catalog.list()).includes('spread'));
+    env['B_KEY'] = 'sk-b';
+    assert.equal(catalog.get('spread'), model, 'the second deployment is enough');
+    assert.ok(ids(catalog.list()).includes('spread'));
+  });
+
+  it('serves a provider with api_keys when any of its keys resolves', () => {
+    const providers = { pool: keyed('pool', { apiKey: 'env:K1', apiKeys: ['env:K1', 'env:K2'] }) };
+    const model = entry({ id: 'pooled', provider: 'pool' });
+    const env: Record<string, string | undefined> = {};
+    const catalog = catalogWith(env, { providers, models: [model], builtinCatalog: false });
+    assert.equal(catalog.get('pooled'), undefined);
+    env['K2'] = 'sk-two';
+    assert.equal(catalog.get('pooled'), model);
+  });
+
+  it('adds discovered models after the others while their provider is usable, and says which ids are configured', () => {
+    let found: ModelEntry[] = [entry({ id: 'qwen3:8b', provider: 'local' })];
+    const catalog = createCatalog({
+      providers: { local: { ...LOCAL, discover: true } },
+      models: [entry({ id: 'custom' })],
+      builtinCatalog: false,
+      env: {},
+      discovered: { models: () => found, get: (id) => found.find((m) => m.id === id) },
+    });
+    assert.deepEqual(ids(catalog.list()), ['llmux-echo', 'custom', 'qwen3:8b']);
+    assert.equal(catalog.get('qwen3:8b')?.provider, 'local');
+    assert.equal(catalog.configured('custom'), true);
+    assert.equal(catalog.configured('qwen3:8b'), false);
+    found = [];
+    assert.deepEqual(ids(catalog.list()), ['llmux-echo', 'custom'], 'a new list is read at once');
+    assert.equal(catalog.get('qwen3:8b'), undefined);
+  });
+});

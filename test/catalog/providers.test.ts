@@ -7,6 +7,7 @@ import {
   isProviderUsable,
   ollamaBaseUrl,
   resolveApiKey,
+  resolvePoolKeys,
 } from '../../src/catalog/providers.ts';
 
 function provider(overrides: Partial<ProviderConfig>): ProviderConfig {
@@ -139,5 +140,13 @@ describe('isProviderUsable', () => {
     const configured = provider({ id: 'ollama', baseUrl: 'http://gpu-box:11434/v1', keyless: true });
     assert.equal(isProviderUsable(configured, {}), true);
     assert.equal(isProviderUsable(provider({ id: 'local', keyless: true }), {}), true);
+  });
+
+  it('counts a provider with api_keys as usable when any of its keys resolves', () => {
+    const pooled = provider({ apiKey: 'env:K1', apiKeys: ['env:K1', 'env:K2'] });
+    assert.equal(isProviderUsable(pooled, {}), false);
+    assert.equal(isProviderUsable(pooled, { K2: 'sk-2' }), true);
+    assert.deepEqual(resolvePoolKeys(pooled, { K1: 'sk-1', K2: 'sk-2' }), ['sk-1', 'sk-2']);
+    assert.deepEqual(resolvePoolKeys(provider({ apiKey: 'sk-lone' }), {}), [], 'a lone api_key is not a pool');
   });
 });

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMetrics } from '../../src/gateway/metrics.ts';
 import type { RequestRecord } from '../../src/gateway/request-record.ts';
+import type { DeploymentSnapshot } from '../../src/routing/index.ts';
 
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 20, cacheCreationTokens: 1 };
 
@@ -50,5 +51,31 @@ describe('metrics', () => {
     assert.match(text, /^llmux_open_requests 2$/m);
     assert.match(text, /^llmux_limiter_keys 3$/m);
     for (const line of text.split('\n').filter((l) => l.startsWith('# TYPE'))) assert.match(line, /^# TYPE llmux_\w+ (counter|histogram|gauge)$/);
+  });
+
+  it('shows each deployment tried: attempts, errors by code, time to first byte, in flight and resting, its label escaped', () => {
+    const metrics = createMetrics();
+    const snapshot = (deployment: string, fields: Partial<DeploymentSnapshot>): DeploymentSnapshot => ({
+      deployment, provider: deployment.split('/')[0]!, upstreamId: deployment.split('/')[1]!, requests: 0, errors: {}, ttfbCount: 0, ttfbSumMs: 0,
+      ttfbAverageMs: undefined, inFlight: 0, resting: false, restingForMs: 0, ...fields,
+    });
+    const text = metrics.render({
+      openStreams: 0,
+      keysTracked: 0,
+      deployments: [
+        snapshot('openai/gpt-5', { requests: 12, errors: { '429': 2, unreachable: 1 }, ttfbCount: 9, ttfbSumMs: 1800, inFlight: 1 }),
+        snapshot('bedrock/anthropic.claude"x', { requests: 3, resting: true, restingForMs: 4000 }),
+        snapshot('never/tried', {}),
+      ],
+    });
+    assert.match(text, /^llmux_deployment_requests_total\{deployment="openai\/gpt-5",provider="openai"\} 12$/m);
+    assert.match(text, /^llmux_deployment_errors_total\{deployment="openai\/gpt-5",code="429"\} 2$/m);
+    assert.match(text, /^llmux_deployment_errors_total\{deployment="openai\/gpt-5",code="unreachable"\} 1$/m);
+    assert.match(text, /^llmux_deployment_time_to_first_byte_seconds_sum\{deployment="openai\/gpt-5"\} 1\.8$/m);
+    assert.match(text, /^llmux_deployment_time_to_first_byte_seconds_count\{deployment="openai\/gpt-5"\} 9$/m);
+    assert.match(text, /^llmux_deployment_in_flight\{deployment="openai\/gpt-5"\} 1$/m);
+    assert.match(text, /^llmux_deployment_resting\{deployment="bedrock\/anthropic\.claude\\"x"\} 1$/m);
+    assert.ok(!text.includes('never/tried'), 'a deployment never tried is not shown');
+    assert.doesNotMatch(metrics.render({ openStreams: 0, keysTracked: 0, deployments: [] }), /llmux_deployment_/);
   });
 });

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { createCarriers, platforms } from '../../src/platforms/index.ts';
+import { apiKeySetting } from '../../src/platforms/http.ts';
 import type { OutgoingRequest, PlatformServices, UpstreamAnswer, UpstreamCall } from '../../src/platforms/index.ts';
 import type { ProviderConfig } from '../../src/config/types.ts';
 import type { WireFormat } from '../../src/formats/wire.ts';
@@ -94,6 +95,21 @@ describe('the http platform', () => {
     assert.equal(platforms.http.bind(provider(), services).credentialSetting, 'the environment variable OPENAI_KEY (providers.p.api_key)');
     assert.equal(platforms.http.bind(provider({ apiKey: 'sk-literal' }), services).credentialSetting, 'providers.p.api_key in the llmux config');
     assert.equal(platforms.http.bind(provider({ apiKey: undefined }), services).credentialSetting, 'providers.p.api_key (none is set)');
+  });
+});
+
+describe('the http platform with a pool of keys (api_keys, llmux.md section 10)', () => {
+  it('sends the key chosen for the attempt, resolved as written, and names its own setting', () => {
+    env['POOL_B'] = 'sk-pool-b';
+    const pooled = provider({ apiKey: 'sk-pool-a', apiKeys: ['sk-pool-a', 'env:POOL_B'] });
+    const carrier = platforms.http.bind(pooled, services);
+    const c = call('chat');
+    const request: OutgoingRequest = { call: c, target: carrier.target(c), body: '{}', headers: carrier.headers(c), apiKey: 'env:POOL_B' };
+    carrier.authorise(request);
+    assert.equal(request.headers['authorization'], 'Bearer sk-pool-b');
+    assert.equal(apiKeySetting(pooled, 1), 'the environment variable POOL_B (providers.p.api_keys[1])');
+    assert.equal(apiKeySetting(pooled, 0), 'providers.p.api_keys[0] in the llmux config');
+    assert.equal(platforms.http.bind(pooled, services).credentialSetting, 'providers.p.api_keys (each of its 2 keys)');
   });
 });
 

@@ -13,6 +13,7 @@ import { GatewayError } from '../../src/common/errors.ts';
 import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
 import type { ClientRequestOf } from '../../src/formats/wire.ts';
 import type { Attempt } from '../../src/gateway/request-record.ts';
+import { createRouter } from '../../src/routing/index.ts';
 
 const services: PlatformServices = { secret: (written) => written, env: {}, now: () => 0 };
 const OPENAI: ProviderConfig = { id: 'fake-openai', format: 'chat', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-upstream', keyless: false, headers: {} };
@@ -59,6 +60,7 @@ function context({ transport, carrier = (c) => c, providers = [OPENAI, ANTHROPIC
     model: () => undefined,
     provider: (id) => providers.find((p) => p.id === id),
     carriers: { of: (p) => carrier(platforms.http.bind(p, services)) },
+    router: createRouter({ models: [], provider: (id) => providers.find((p) => p.id === id), hasCredential: () => true }),
     transport,
     retry: { attempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 5_000 },
     connectTimeoutMs: 1_000,
@@ -83,7 +85,7 @@ function held(body: Record<string, unknown>): HeldRequest<'chat'> {
 }
 
 function options(attempts: Attempt[] = []): AttemptOptions<'chat'> {
-  return { turn: undefined, cancellation: createCancellation(), onAttempt: (attempt) => attempts.push(attempt), onWarning: () => {} };
+  return { turn: undefined, cancellation: createCancellation(), onAttempt: (attempt) => attempts.push(attempt), onWarning: () => {}, keyId: 'key_0123456789abcdef' };
 }
 
 const bodyOf = (request: UpstreamRequest | undefined): string => {
@@ -146,8 +148,12 @@ describe('the attempts', () => {
     assert.deepEqual(transport.sent.map((r) => r.headers['authorization']), ['Bearer token-1', 'Bearer token-2']);
 
     const again = scripted([response(401, '{}'), response(401, '{}'), response(200, '{}')]);
-    const refused = await sendWithFallbacks({ ...ctx, transport: again }, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options());
-    assert.equal(refused.response.statusCode, 401, 'a second refusal is answered, not renewed again');
+    // A second refusal is not renewed again: with no other key to try, it is llmux's credential that
+    // was refused (502 upstream_auth_failed), never the client's.
+    await assert.rejects(
+      sendWithFallbacks({ ...ctx, transport: again }, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options()),
+      (err: unknown) => err instanceof GatewayError && err.status === 502 && err.code === 'upstream_auth_failed',
+    );
     assert.equal(again.sent.length, 2);
   });
 
@@ -215,5 +221,77 @@ describe('the attempts', () => {
     assert.equal(body['anthropic_version'], 'bedrock-2023-05-31');
     // The translated body carries the prompt-cache breakpoint llmux adds (llmux.md section 11).
     assert.deepEqual(body['messages'], [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }]);
+  });
+});
+
+describe('the attempts over deployments and provider keys (llmux.md section 10)', () => {
+  const POOL: ProviderConfig = { id: 'pool', format: 'chat', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-pool-a', apiKeys: ['sk-pool-a', 'sk-pool-b'], keyless: false, headers: {} };
+  const spread = (id: string, upstreams: Array<[string, string]>): ModelEntry => ({
+    ...model(id, upstreams[0]![0]),
+    upstream_id: upstreams[0]![1],
+    deployments: upstreams.map(([provider, upstreamId]) => ({ provider, upstream_id: upstreamId, weight: 1 })),
+  });
+
+  function routed(transport: Transport, models: ModelEntry[], providers = [OPENAI, ANTHROPIC, POOL]): AttemptContext & { slept: number[] } {
+    const ctx = context({ transport, providers });
+    return { ...ctx, router: createRouter({ models, provider: (id) => providers.find((p) => p.id === id), hasCredential: () => true, random: () => 0 }) };
+  }
+
+  it('send the chosen key of a pool to the platform, and go on at once with the other key after a 401', async () => {
+    const keyed = model('pooled', 'pool');
+    const transport = scripted([response(401, '{"error":{"message":"bad key"}}'), response(200, '{}')]);
+    const ctx = routed(transport, [keyed]);
+    const attempts: Attempt[] = [];
+    const answered = await sendWithFallbacks(ctx, held({ model: 'pooled', messages: [] }), keyed, options(attempts));
+    assert.deepEqual(transport.sent.map((r) => r.headers['authorization']), ['Bearer sk-pool-a', 'Bearer sk-pool-b']);
+    assert.deepEqual(ctx.slept, [], 'another key is no repeat: no backoff');
+    assert.equal(answered.key?.label, 'api_keys[1]');
+    assert.deepEqual(attempts.map((a) => `${a.key}:${a.status}`), ['api_keys[0]:401', 'api_keys[1]:200']);
+    answered.end();
+  });
+
+  it('move to the next deployment without a backoff, and hold the answer\'s lease until it is ended, once', async () => {
+    const two = spread('two', [['fake-openai', 'up-1'], ['fake-openai', 'up-2']]);
+    const transport = scripted([response(503, '{}'), response(200, '{}')]);
+    const ctx = routed(transport, [two]);
+    const answered = await sendWithFallbacks(ctx, held({ model: 'two', messages: [] }), two, options());
+    assert.deepEqual(transport.sent.map((r) => JSON.parse(bodyOf(r)).model), ['up-1', 'up-2']);
+    assert.deepEqual(ctx.slept, []);
+    const inFlight = (): number[] => ctx.router.snapshot().map((d) => d.inFlight);
+    assert.deepEqual(inFlight(), [0, 1], 'the failed attempt\'s lease is freed, the answer\'s held');
+    answered.end({ tokens: 10 });
+    answered.end({ tokens: 10 });
+    assert.deepEqual(inFlight(), [0, 0]);
+  });
+
+  it('answer our 429 with the earliest retry-after when every deployment rests', async () => {
+    const two = spread('two', [['fake-openai', 'up-1'], ['fake-openai', 'up-2']]);
+    const ctx = routed(scripted([
+      response(429, '{}', { 'retry-after': '9' }),
+      response(503, '{}', { 'retry-after': '4' }),
+    ]), [two]);
+    const first = await sendWithFallbacks(ctx, held({ model: 'two', messages: [] }), two, options()).catch((err: unknown) => err);
+    assert.ok(first instanceof GatewayError && first.code === 'upstream_error', 'both tried: the last failure is passed on');
+    const refused = await sendWithFallbacks(ctx, held({ model: 'two', messages: [] }), two, options()).catch((err: unknown) => err);
+    assert.ok(refused instanceof GatewayError);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.code, 'rate_limit_exceeded');
+    assert.equal(refused.headers?.['retry-after'], '4');
+  });
+
+  it('skip a deployment whose provider cannot take the request, and refuse it when none of the model\'s can, fallbacks untried', async () => {
+    // n > 1 is not expressible to a messages upstream.
+    const mixed = spread('mixed', [['fake-anthropic', 'claude-up'], ['fake-openai', 'gpt-up']]);
+    const transport = scripted([response(200, '{}')]);
+    const ctx = routed(transport, [mixed]);
+    await sendWithFallbacks(ctx, held({ model: 'mixed', n: 2, messages: [{ role: 'user', content: 'hi' }] }), mixed, options());
+    assert.deepEqual(transport.sent.map((r) => r.path), ['/chat/completions']);
+
+    const only = { ...model('only', 'fake-anthropic'), fallbacks: ['gpt-test'] };
+    const none = scripted([response(200, '{}')]);
+    const fallbackCtx = { ...routed(none, [only]), model: (id: string) => (id === 'gpt-test' ? model('gpt-test', 'fake-openai') : undefined) };
+    const error = await sendWithFallbacks(fallbackCtx, held({ model: 'only', n: 2, messages: [{ role: 'user', content: 'hi' }] }), only, options()).catch((err: unknown) => err);
+    assert.ok(error instanceof GatewayError && error.status === 400, String(error));
+    assert.equal(none.sent.length, 0);
   });
 });

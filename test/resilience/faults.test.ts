@@ -76,9 +76,9 @@ describe('retries and fallbacks before the first byte', () => {
     assert.equal(t.upstream.requests.length - before, 1);
   });
 
-  it('falls back to the next model, in its own wire format, when retries are spent', async () => {
+  it('falls back to the next model, in its own wire format, before the one asked for is tried again (llmux.md section 10)', async () => {
     const fail: Responder = respond.json(503, { error: { message: 'overloaded' } });
-    t.upstream.queue.push(fail, fail, fail, respond.fixtureJson('anthropic-nonstream-text.json'));
+    t.upstream.queue.push(fail, respond.fixtureJson('anthropic-nonstream-text.json'));
     const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody() });
     assert.equal(res.status, 200);
     const body = await res.json() as { object: string; choices: Array<{ message: { content: string } }> };
@@ -88,7 +88,7 @@ describe('retries and fallbacks before the first byte', () => {
     assert.equal(last.path, '/v1/messages');
     assert.equal(last.body['model'], 'claude-upstream');
     const line = await logLineOf(t, res) as { attempts: Array<{ model: string; status?: number }>; model: string };
-    assert.deepEqual(line.attempts.map((a) => `${a.model}:${a.status}`), ['gpt-test:503', 'gpt-test:503', 'gpt-test:503', 'claude-test:200']);
+    assert.deepEqual(line.attempts.map((a) => `${a.model}:${a.status}`), ['gpt-test:503', 'claude-test:200']);
     assert.equal(line.model, 'claude-test');
   });
 
