@@ -67,6 +67,23 @@ export function messagesBody(model: string, stream: boolean): string {
   return JSON.stringify(body);
 }
 
+/**
+ * A Gemini generateContent request body (its model is in the path): the same conversation, the
+ * assistant turn as Gemini's `model` role, the system prompt as `systemInstruction`.
+ */
+export function geminiBody(): string {
+  return JSON.stringify({
+    systemInstruction: { parts: [{ text: SYSTEM }] },
+    contents: CONVERSATION.map((turn) => ({ role: turn.role === 'assistant' ? 'model' : 'user', parts: [{ text: turn.content }] })),
+    generationConfig: { maxOutputTokens: 512, temperature: 0.7 },
+  });
+}
+
+/** Headers `@google/genai` sends (the key is filled in by {@link withKey}). */
+export function geminiHeaders(): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-goog-api-key': '${KEY}' };
+}
+
 /** Headers an OpenAI SDK sends (the key is filled in by {@link withKey}). */
 export function chatHeaders(): Record<string, string> {
   return { 'content-type': 'application/json', authorization: 'Bearer ${KEY}' };
@@ -84,7 +101,7 @@ export function withKey(headers: Record<string, string>, key: string): Record<st
   return out;
 }
 
-/** The six load scenarios of issue 7 and the two 200 KB agent turns of issue 15, in report order. */
+/** The six load scenarios of issue 7, the Gemini client's translated stream (issue 21) and the two 200 KB agent turns of issue 15, in report order. */
 export function loadScenarios(): LoadScenario[] {
   return [
     { id: 'chat-json', label: 'chat JSON pass-through', kind: 'json', path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody('bench-chat', false), baseline: 'chat-json' },
@@ -93,6 +110,7 @@ export function loadScenarios(): LoadScenario[] {
     { id: 'messages-stream', label: 'messages stream pass-through (100 chunks)', kind: 'stream', path: '/v1/messages', headers: messagesHeaders(), body: messagesBody('bench-messages', true), baseline: 'messages-stream' },
     { id: 'messages-from-chat', label: 'messages client ← chat upstream (translated stream)', kind: 'translated', path: '/v1/messages', headers: messagesHeaders(), body: messagesBody('bench-chat', true), baseline: 'chat-stream' },
     { id: 'chat-from-messages', label: 'chat client ← messages upstream (translated stream)', kind: 'translated', path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody('bench-messages', true), baseline: 'messages-stream' },
+    { id: 'gemini-from-chat', label: 'Gemini client ← chat upstream (translated stream)', kind: 'translated', path: '/v1beta/models/bench-chat:streamGenerateContent?alt=sse', headers: geminiHeaders(), body: geminiBody(), baseline: 'chat-stream' },
     // Both agent turns are compared with the bare proxy piping the same 200 KB request: the cost
     // measured is the request's (read, check, forward), the answer being a 1 KB JSON.
     { id: 'agent-messages', label: '200 KB agent turn, same format (messages → messages upstream)', kind: 'agent', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-messages', false), baseline: 'agent-messages' },

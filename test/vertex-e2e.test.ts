@@ -21,6 +21,7 @@ import type { FakeVertex } from './helpers/fake-vertex.ts';
 import { assertNoSecrets, createPlatformClient, logText, platformScript, THINKING } from './helpers/platform-clients.ts';
 import type { PlatformClient } from './helpers/platform-clients.ts';
 import { assembleMessagesStream } from './helpers/assemble.ts';
+import { SCRIPTED_THOUGHT_SIGNATURE } from './helpers/scripted-answers.ts';
 
 const CLAUDE = 'claude-sonnet-4-5@20250929';
 const GEMINI = 'google/gemini-2.5-flash';
@@ -49,10 +50,12 @@ before(async () => {
         vertex: { format: 'anthropic', platform: 'vertex', project: 'llmux-project', base_url: vertex.url, credentials_file: keyPath },
         // Written as Claude Code users write ANTHROPIC_VERTEX_BASE_URL, with /v1: not doubled.
         'vertex-openai': { format: 'openai', platform: 'vertex', project: 'llmux-project', base_url: `${vertex.url}/v1`, credentials_file: keyPath },
+        'vertex-gemini': { format: 'gemini', platform: 'vertex', project: 'llmux-project', base_url: vertex.url, credentials_file: keyPath },
       },
       models: [
         { id: 'claude-vertex', provider: 'vertex', upstream_id: CLAUDE, reasoning: true, max_output_tokens: 8192 },
         { id: 'gemini-vertex', provider: 'vertex-openai', upstream_id: GEMINI, max_output_tokens: 8192 },
+        { id: 'gemini-native', provider: 'vertex-gemini', upstream_id: 'gemini-2.5-flash', max_output_tokens: 8192 },
       ],
     },
   });
@@ -140,6 +143,29 @@ describe("Vertex AI's OpenAI-compatible endpoint", () => {
   it('serves messages and Responses clients, translated', async () => {
     await client.messagesToolRoundTrip('gemini-vertex', true);
     assert.equal(await client.responsesText('gemini-vertex', true), 'Hello from the platform.');
+  });
+});
+
+describe('Gemini on Vertex AI, in its own format', () => {
+  it("passes a Gemini client's request through to generateContent and streamGenerateContent?alt=sse, its call's signature back as it came", async () => {
+    for (const stream of [false, true]) {
+      const before = vertex.requests.length;
+      await client.geminiToolRoundTrip('gemini-native', stream);
+      const [first, second] = vertex.requests.slice(before);
+      assert.equal(first?.path, `/v1/projects/llmux-project/locations/global/publishers/google/models/gemini-2.5-flash:${stream ? 'streamGenerateContent' : 'generateContent'}`);
+      assert.equal(first?.operation, stream ? 'streamGenerateContent' : 'generateContent');
+      assert.ok(!('model' in (first?.body ?? {})), 'the body names no model');
+      const history = JSON.stringify(second?.body['contents']);
+      assert.ok(history.includes(SCRIPTED_THOUGHT_SIGNATURE), "Google's signature went back untouched");
+    }
+  });
+
+  it('serves chat, messages and Responses clients, translated to generateContent', async () => {
+    await client.chatToolRoundTrip('gemini-native', false);
+    await client.chatToolRoundTrip('gemini-native', true);
+    await client.messagesToolRoundTrip('gemini-native', true);
+    assert.equal(await client.responsesText('gemini-native', true), 'Hello from the platform.');
+    assert.ok(vertex.requests.slice(-5).every((seen) => seen.path.includes('/publishers/google/models/gemini-2.5-flash:')));
   });
 });
 

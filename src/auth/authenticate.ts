@@ -38,10 +38,18 @@ function isDebug(headers: IncomingHttpHeaders): boolean {
 
 /** Authenticates a request; returns its key record or throws 401. `places`: where its format sends the key (default `x-api-key`, then bearer). */
 export function authenticate(headers: IncomingHttpHeaders, store: KeyStore, now: number, places: CredentialPlaces = STANDARD_PLACES): KeyRecord {
+  return authenticateFrom(headers, store, now, places).key;
+}
+
+/**
+ * {@link authenticate}, telling also which source carried the key (a header's name, or `?name`):
+ * a route shared by formats answers in the one whose place the client used (`GET /v1/models`).
+ */
+export function authenticateFrom(headers: IncomingHttpHeaders, store: KeyStore, now: number, places: CredentialPlaces): { key: KeyRecord; source: string } {
   const { source: header, secret } = readCredential(headers, places.query, places.sources);
   const prefixOk = secret !== undefined && secret.length === KEY_LENGTH && secret.startsWith(KEY_PREFIX);
   const record = prefixOk ? store.findBySecret(secret) : undefined;
-  if (record !== undefined && keyStatus(record, now) === 'active') return record;
+  if (record !== undefined && header !== null && keyStatus(record, now) === 'active') return { key: record, source: header };
   const revoked = record !== undefined && record.revoked_at !== null;
   const expired = record !== undefined && isExpired(record, now);
   if (!isDebug(headers)) throw invalidApiKey();

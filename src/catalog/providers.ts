@@ -2,7 +2,8 @@
  * The built-in upstream providers and the rules for whether one can be used right now.
  *
  * Base URLs were checked against each provider's own docs (November 2026): OpenAI, Anthropic,
- * Google's OpenAI-compatible Gemini endpoint, Mistral, Groq (`/openai/v1`), DeepSeek (which also
+ * Google's Gemini API (its native generateContent; the OpenAI-compatible surface at `/v1beta/openai`
+ * is a configurable provider, README "Providers"), Mistral, Groq (`/openai/v1`), DeepSeek (which also
  * accepts `/v1`), xAI, Together, Fireworks (`/inference/v1`), OpenRouter (`/api/v1`), Cerebras, and
  * Ollama's OpenAI-compatible `/v1`.
  */
@@ -26,8 +27,8 @@ export function builtinProviders(env: Record<string, string | undefined>): Recor
     // OpenAI's base URL also serves the Responses API: Responses clients pass through.
     openai: { ...keyed('openai', 'chat', 'https://api.openai.com/v1', 'OPENAI_API_KEY'), serves: ['responses'] },
     anthropic: keyed('anthropic', 'messages', 'https://api.anthropic.com/v1', 'ANTHROPIC_API_KEY'),
-    // Google's OpenAI-compatible surface, so Gemini needs no third wire format.
-    gemini: keyed('gemini', 'chat', 'https://generativelanguage.googleapis.com/v1beta/openai', 'GEMINI_API_KEY'),
+    // Google's own generateContent API, where Gemini's thought signatures travel as Google wrote them.
+    gemini: keyed('gemini', 'gemini', 'https://generativelanguage.googleapis.com/v1beta', 'GEMINI_API_KEY'),
     mistral: keyed('mistral', 'chat', 'https://api.mistral.ai/v1', 'MISTRAL_API_KEY'),
     groq: keyed('groq', 'chat', 'https://api.groq.com/openai/v1', 'GROQ_API_KEY'),
     deepseek: keyed('deepseek', 'chat', 'https://api.deepseek.com/v1', 'DEEPSEEK_API_KEY'),

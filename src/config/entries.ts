@@ -16,13 +16,12 @@ export type Fail = (field: string, problem: string) => never;
  * The config file names a provider's wire format by vendor; the code by operation (see
  * src/formats/wire.ts). Both directions, so `llmux setup` writes what the file documents.
  */
-const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages' };
-export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic' };
+const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages', gemini: 'gemini' };
+export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic', gemini: 'gemini' };
 
 /** Formats the config names that llmux does not serve yet, and what to do meanwhile. */
 const NOT_YET_FORMATS: Readonly<Record<string, string>> = {
   converse: '"converse" (Bedrock\'s Converse API, for Bedrock models other than Claude) is not served yet; Claude on Bedrock is "format": "anthropic"',
-  gemini: '"gemini" (Google\'s generateContent) is not served yet; Vertex AI\'s Gemini models are reachable through its OpenAI-compatible endpoint, "format": "openai"',
 };
 
 /** Which platforms each platform-only field belongs to. */
@@ -40,7 +39,7 @@ const PLATFORM_OF_FIELD: Readonly<Record<string, readonly PlatformName[]>> = {
 
 /** What each platform carries and how it is authorised, for the checks above. */
 const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly ProviderFormat[]; formatProblem: string; baseUrlRequired: boolean; apiKey: boolean; credentialHint: string }>> = {
-  http: { formats: ['chat', 'messages'], formatProblem: 'must be "openai" or "anthropic"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
+  http: { formats: ['chat', 'messages', 'gemini'], formatProblem: 'must be "openai", "anthropic" or "gemini"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
   bedrock: {
     formats: ['messages'],
     formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel); its other models need "converse", which is not served yet',
@@ -49,8 +48,8 @@ const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly Provider
     credentialHint: 'Bedrock requests are signed with AWS credentials: give credentials or profile, or let llmux find them (AWS_* variables, ~/.aws/credentials, the container or instance role)',
   },
   vertex: {
-    formats: ['messages', 'chat'],
-    formatProblem: 'Vertex AI carries "anthropic" (Claude through rawPredict) and "openai" (its OpenAI-compatible endpoint)',
+    formats: ['messages', 'chat', 'gemini'],
+    formatProblem: 'Vertex AI carries "anthropic" (Claude through rawPredict), "gemini" (Gemini through generateContent) and "openai" (its OpenAI-compatible endpoint)',
     baseUrlRequired: false,
     apiKey: false,
     credentialHint: 'Vertex AI takes OAuth access tokens: give credentials_file, or let llmux find them (GOOGLE_APPLICATION_CREDENTIALS, gcloud\'s file, the metadata server)',
@@ -85,7 +84,7 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   const rules = PLATFORM_RULES[platform as PlatformName];
   if (typeof p['format'] === 'string' && Object.hasOwn(NOT_YET_FORMATS, p['format'])) fail(`${at}.format`, NOT_YET_FORMATS[p['format']] as string);
   const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
-  if (format === undefined) fail(`${at}.format`, 'must be "openai" or "anthropic"');
+  if (format === undefined) fail(`${at}.format`, 'must be "openai", "anthropic" or "gemini"');
   if (!rules.formats.includes(format as ProviderFormat)) fail(`${at}.format`, rules.formatProblem);
   for (const key of Object.keys(p)) {
     const owner = PLATFORM_OF_FIELD[key];

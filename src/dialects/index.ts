@@ -7,6 +7,7 @@ import type { Dialect } from './dialect.ts';
 import { chatDialect } from './chat.ts';
 import { messagesDialect } from './messages.ts';
 import { responsesDialect } from './responses.ts';
+import { geminiDialect } from './gemini.ts';
 
 export type { Arrival, Dialect, DialectServices, ForwardedHeaders, TextAnswer, Turn, TurnScope } from './dialect.ts';
 
@@ -14,4 +15,5 @@ export const dialects: { readonly [F in WireFormat]: Dialect<F> } = {
   chat: chatDialect,
   messages: messagesDialect,
   responses: responsesDialect,
+  gemini: geminiDialect,
 };

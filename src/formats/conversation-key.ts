@@ -10,8 +10,7 @@
  *    every turn of a conversation, since later turns only append.
  *
  * One pure reader per client format over the validated body; Gemini's comes with the Gemini format
- * in the same shape (`geminiConversationKey(body): string | undefined`, from `systemInstruction` and
- * the first `user` content). The caller scopes the key by the llmux key id
+ * in the same shape (from `systemInstruction` and the first `user` content). The caller scopes the key by the llmux key id
  * (src/routing/sticky.ts), so two keys never share a conversation.
  *
  * The hash reads text parts as they are and other parts by their type only, so a large image does
@@ -22,6 +21,7 @@ import { createHash } from 'node:crypto';
 import type { Hash } from 'node:crypto';
 import type { ChatRequest, MessagesRequest } from './wire.ts';
 import type { ResponsesRequest } from './responses-types.ts';
+import type { GeminiRequest } from './gemini-types.ts';
 
 /** Characters of base64url SHA-256 kept: 132 bits. */
 const DIGEST_CHARS = 22;
@@ -96,6 +96,11 @@ export function responsesConversationKey(body: ResponsesRequest): string | undef
     if (isSystemRole(record['role'])) system.push(record['content']);
   }
   return promptKey(system, undefined);
+}
+
+export function geminiConversationKey(body: GeminiRequest): string | undefined {
+  const first = body.contents.find((content) => content.role === 'user' || content.role === undefined);
+  return promptKey(body.systemInstruction === undefined ? [] : [body.systemInstruction.parts], first?.parts);
 }
 
 /** The key a Responses answer's own id is bound under, so the next turn (`previous_response_id`) finds it. */

@@ -4,6 +4,7 @@
  * a messages-format stream repeats. The translators and the dialects both use them.
  */
 import type { ErrorType } from '../common/errors.ts';
+import { geminiErrorBody, geminiHttpStatusOf } from './gemini-errors.ts';
 
 /** What an in-stream error says. */
 export interface StreamErrorInfo {
@@ -47,3 +48,11 @@ export function chatErrorFrame(error: StreamErrorInfo): string {
 export const MESSAGES_PING_FRAME = 'event: ping\ndata: {"type": "ping"}\n\n';
 /** Keep-alive of a chat-format stream: an SSE comment, which clients ignore. */
 export const COMMENT_PING_FRAME = ': ping\n\n';
+
+/**
+ * An error after a Gemini stream has started: one more `data:` event holding Google's error object
+ * (llmux.md section 9), its code and status from the error's type (`api_error`: 500 `INTERNAL`).
+ */
+export function geminiErrorFrame(error: StreamErrorInfo): string {
+  return `data: ${JSON.stringify(geminiErrorBody(geminiHttpStatusOf(error.type), error.message))}\n\n`;
+}

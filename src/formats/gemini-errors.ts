@@ -24,6 +24,21 @@ const STATUS_BY_HTTP: ReadonlyMap<number, GeminiStatus> = new Map([
   [529, 'UNAVAILABLE'],
 ]);
 
+/** The HTTP status Google would answer an error of each of our types with (an in-stream error has none of its own). */
+const HTTP_BY_TYPE: ReadonlyMap<string, number> = new Map([
+  ['invalid_request_error', 400],
+  ['authentication_error', 401],
+  ['permission_error', 403],
+  ['not_found_error', 404],
+  ['rate_limit_error', 429],
+  ['overloaded_error', 503],
+]);
+
+/** The HTTP status of an error of `type` (one of our error types), 500 for any other. */
+export function geminiHttpStatusOf(type: string | undefined): number {
+  return (type === undefined ? undefined : HTTP_BY_TYPE.get(type)) ?? 500;
+}
+
 /** The `@type` of Google's RetryInfo detail. */
 export const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 

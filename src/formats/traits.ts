@@ -1,7 +1,6 @@
 /**
  * What `routes` (llmux.md section 10) may ask of a request's body: whether it thinks, carries
- * images, offers tools. One pure reader per client format over the validated body; Gemini's comes
- * with the Gemini format, in the same shape (`geminiTraits(body): RequestTraits`).
+ * images, offers tools. One pure reader per client format over the validated body.
  *
  * - thinking: messages `thinking` of any type but `disabled` (`enabled`, and `adaptive` as newer
  *   models take it); chat `reasoning_effort` other than `none`; Responses `reasoning.effort`
@@ -9,9 +8,13 @@
  * - images: an image part anywhere a model reads one: a message's content, and a tool result's
  *   (messages `tool_result.content`, Responses `function_call_output.output`).
  * - tools: a non-empty `tools` array.
+ * - Gemini: thinking when `generationConfig.thinkingConfig` asks for it (a budget other than 0, a
+ *   level, or thoughts included); images in an `inlineData` or `fileData` part whose type is an image
+ *   (a function response's parts too); tools as the others.
  */
 import type { ChatRequest, MessagesRequest } from './wire.ts';
 import type { ResponsesRequest } from './responses-types.ts';
+import type { GeminiPart, GeminiRequest } from './gemini-types.ts';
 
 export interface RequestTraits {
   thinking: boolean;
@@ -74,6 +77,22 @@ export function responsesTraits(body: ResponsesRequest): RequestTraits {
   return {
     thinking: typeof effort === 'string' && effort !== 'none',
     hasImages,
+    hasTools: hasTools(body.tools),
+  };
+}
+
+function geminiPartIsImage(part: GeminiPart): boolean {
+  const type = part.inlineData?.mimeType ?? part.fileData?.mimeType;
+  if (typeof type === 'string' && type.startsWith('image/')) return true;
+  const nested = (part.functionResponse as { parts?: unknown } | undefined)?.parts;
+  return Array.isArray(nested) && nested.some((inner) => typeof inner === 'object' && inner !== null && geminiPartIsImage(inner as GeminiPart));
+}
+
+export function geminiTraits(body: GeminiRequest): RequestTraits {
+  const thinking = body.generationConfig?.thinkingConfig as { thinkingBudget?: unknown; thinkingLevel?: unknown; includeThoughts?: unknown } | undefined;
+  return {
+    thinking: thinking !== undefined && (thinking.includeThoughts === true || thinking.thinkingLevel !== undefined || (typeof thinking.thinkingBudget === 'number' && thinking.thinkingBudget !== 0)),
+    hasImages: body.contents.some((content) => content.parts.some(geminiPartIsImage)),
     hasTools: hasTools(body.tools),
   };
 }

@@ -157,3 +157,42 @@ export function foldMessagesUsage(known: TokenUsage | undefined, raw: Record<str
     cacheCreationTokens: latestNonZero(next.cacheCreationTokens, prior.cacheCreationTokens),
   };
 }
+
+/**
+ * Reads a Gemini `usageMetadata` object. `promptTokenCount` includes `cachedContentTokenCount`
+ * (taken out of `inputTokens` once), the tool-use prompt (`toolUsePromptTokenCount`, Google's own
+ * tools) is input too, and output is `candidatesTokenCount` plus `thoughtsTokenCount`: Gemini
+ * counts thinking apart from the answer, the other formats inside it.
+ */
+export function fromGeminiUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  const prompt = count(usage['promptTokenCount']) + count(usage['toolUsePromptTokenCount']);
+  const cached = Math.min(prompt, count(usage['cachedContentTokenCount']));
+  return {
+    inputTokens: prompt - cached,
+    outputTokens: count(usage['candidatesTokenCount']) + count(usage['thoughtsTokenCount']),
+    cacheReadTokens: cached,
+    cacheCreationTokens: 0,
+  };
+}
+
+/** The thinking tokens of a Gemini `usageMetadata` object (`thoughtsTokenCount`), 0 when it reports none. */
+export function geminiThoughtsTokens(usage: Record<string, unknown>): number {
+  return count(usage['thoughtsTokenCount']);
+}
+
+/**
+ * Neutral usage -> Gemini `usageMetadata`: every input token in `promptTokenCount` (cache reads
+ * also as `cachedContentTokenCount`), the answer in `candidatesTokenCount` and thinking in
+ * `thoughtsTokenCount` when the upstream reported its reasoning tokens apart (`reasoningTokens`,
+ * part of `outputTokens`); otherwise all output is candidates.
+ */
+export function toGeminiUsage(usage: TokenUsage, reasoningTokens: number): Record<string, number> {
+  const prompt = promptTokens(usage);
+  const thoughts = Math.min(usage.outputTokens, Math.max(0, reasoningTokens));
+  const out: Record<string, number> = { promptTokenCount: prompt, candidatesTokenCount: usage.outputTokens - thoughts };
+  if (thoughts > 0) out['thoughtsTokenCount'] = thoughts;
+  if (usage.cacheReadTokens > 0) out['cachedContentTokenCount'] = usage.cacheReadTokens;
+  out['totalTokenCount'] = prompt + usage.outputTokens;
+  return out;
+}

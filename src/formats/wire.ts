@@ -7,20 +7,22 @@
  */
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
+import type { GeminiRequest, GeminiResponse } from './gemini-types.ts';
 
 /**
  * A wire format, named by its operation: `chat` (OpenAI chat-completions), `messages` (Anthropic
- * messages) and `responses` (OpenAI's Responses API). The config file names the first two by vendor
- * (`"openai"`, `"anthropic"`); src/config/entries.ts maps those names to these.
+ * messages), `responses` (OpenAI's Responses API) and `gemini` (Google's generateContent). The
+ * config file names the first two by vendor (`"openai"`, `"anthropic"`); src/config/entries.ts maps
+ * those names to these.
  */
-export type WireFormat = 'chat' | 'messages' | 'responses';
+export type WireFormat = 'chat' | 'messages' | 'responses' | 'gemini';
 
 /**
  * The formats a provider's base URL speaks natively, the ones llmux translates to. A provider may
  * serve `responses` too (`"responses": true`), but never only that: Responses clients are the only
  * ones sent there, as they are.
  */
-export type ProviderFormat = 'chat' | 'messages';
+export type ProviderFormat = 'chat' | 'messages' | 'gemini';
 
 // ---------- messages format ----------
 
@@ -206,6 +208,7 @@ export interface RequestOf {
   chat: ChatRequest;
   messages: MessagesRequest;
   responses: ResponsesRequest;
+  gemini: GeminiRequest;
 }
 
 /** The whole (non-streamed) answer of each format. */
@@ -213,6 +216,7 @@ export interface AnswerOf {
   chat: ChatResponse;
   messages: MessagesResponse;
   responses: ResponsesResponse;
+  gemini: GeminiResponse;
 }
 
 /**
@@ -229,6 +233,11 @@ export interface ClientRequestOf<F extends WireFormat> {
   stream: boolean;
   version?: string | undefined;
   beta?: string | undefined;
+  /**
+   * How the client reads its stream when it is not server-sent events: `json-array` is one JSON
+   * array written element by element (Gemini's `:streamGenerateContent` without `?alt=sse`).
+   */
+  framing?: 'json-array' | undefined;
   /**
    * The client's bytes, when `body` was parsed from them (`raw.value === body`: a body changed since,
    * by validation or by the request's turn, is a new object and no longer matches them).

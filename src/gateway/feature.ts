@@ -24,8 +24,9 @@ export interface RouteOptions {
   /**
    * Renders an error on this route (a refusal, a 405 on its path) as its clients' format expects
    * it (src/dialects/: the messages format's carries `"type": "error"`); our error body by default.
+   * Given the request, a route shared by formats renders in the one its client speaks.
    */
-  errors?: (error: GatewayError) => string;
+  errors?: (error: GatewayError, req: IncomingMessage) => string;
 }
 
 export interface RouteRegistry {

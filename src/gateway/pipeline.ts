@@ -59,6 +59,7 @@ import { relayWhole } from '../relay/whole.ts';
 import { passThroughCarry } from '../relay/carry.ts';
 import type { PassThroughCarry } from '../relay/carry.ts';
 import type { Resolution, Resolver } from '../routing/index.ts';
+import { jsonArrayFraming } from '../relay/json-array.ts';
 import type { RequestRecord } from './request-record.ts';
 
 /** What the pipeline needs from the gateway around it. */
@@ -95,6 +96,8 @@ interface Asked {
   includeUsage: boolean;
   /** The client's output cap, if it gave one: with the model's limits, the most usage it can be charged. */
   maxTokens: number | undefined;
+  /** How the client reads a stream that is not server-sent events (Gemini's JSON array). */
+  framing: ClientRequestOf<WireFormat>['framing'];
 }
 
 /** The values that travel together from the provider's answer to the client's. */
@@ -157,6 +160,7 @@ export async function handleModelRequest<F extends WireFormat>(
     stream: admitted.request.stream,
     includeUsage: dialect.wantsStreamUsage(admitted.request.body),
     maxTokens: dialect.maxTokens(admitted.request.body),
+    framing: admitted.request.framing,
   };
   // From here the request is only held for building upstream bodies, and let go once the last is built.
   const held: HeldRequest<F> = { request: admitted.request };
@@ -442,6 +446,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     onStart: onFirstByte,
     register: ctx.registerStream,
     redact,
+    framing: asked.framing === 'json-array' ? jsonArrayFraming() : undefined,
   });
   return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
 }

@@ -8,23 +8,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
-import { authenticate, requireAdmin } from '../auth/authenticate.ts';
+import { authenticate, authenticateFrom, requireAdmin } from '../auth/authenticate.ts';
 import { toModelList, toModelRecord } from '../catalog/catalog.ts';
 import { withAliases } from '../catalog/aliases.ts';
 import type { DeploymentSnapshot } from '../routing/index.ts';
+import { geminiModelPage, toGeminiModel } from '../catalog/gemini-models.ts';
+import { validateGeminiCountTokens } from '../formats/gemini.ts';
+import { GEMINI_CREDENTIALS, GEMINI_PREFIXES, geminiModelId } from '../dialects/gemini.ts';
+import type { CredentialSource } from '../common/credentials.ts';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { validateResponsesRequest } from '../formats/responses.ts';
 import type { ResponsesInputItem, ResponsesResponse } from '../formats/responses.ts';
 import { dialects } from '../dialects/index.ts';
 import type { Dialect } from '../dialects/index.ts';
 import type { RequestOf } from '../formats/wire.ts';
-import { GatewayError, insufficientPermissions, invalidParameters, modelNotFound, truncate, upstreamFailed } from '../common/errors.ts';
+import { GatewayError, errorBody, insufficientPermissions, invalidParameters, modelNotFound, notFound, truncate, upstreamFailed } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
 import { parseJsonBody } from '../http/body.ts';
 import { readKeyedBody } from '../http/admission.ts';
 import { sendJson } from '../http/respond.ts';
+import { pathOf } from '../http/router.ts';
 import { setRateLimitHeaders } from '../http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import { BUDGET_REMAINING_HEADER, budgetRemainingHeader, currentBudgetStatus } from '../usage/budget.ts';
@@ -33,6 +38,7 @@ import { bodyAdmission, handleModelRequest } from './pipeline.ts';
 import type { PipelineContext } from './pipeline.ts';
 import type { RequestRecord } from './request-record.ts';
 import type { RouteHandler, RouteRegistry } from './feature.ts';
+import { estimateGeminiRequestTokens } from '../formats/gemini-estimate.ts';
 import { VERSION } from '../common/version.ts';
 
 export interface CoreRoutesContext extends PipelineContext {
@@ -85,26 +91,40 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
 
   /** The models a key may use now, and the literal aliases of those (llmux.md section 10): an alias shows as its target. */
   const listedFor = (key: KeyRecord): ReturnType<typeof catalog.list> => withAliases(catalog.list().filter((m) => key.models === null || key.models.includes(m.id)), ctx.resolver.literalAliases);
-  const listModels: RouteHandler = async (req, res, _params, record) => {
-    const key = authed(req, record);
-    await peekHeaders(res, key);
-    sendJson(res, 200, JSON.stringify(toModelList(listedFor(key))));
-  };
-  const getModel: RouteHandler = async (req, res, params, record) => {
-    const key = authed(req, record);
-    await peekHeaders(res, key);
-    const id = params['id'] ?? '';
-    // What the list shows, one of it (not a hot path).
-    const model = listedFor(key).find((m) => m.id === id);
-    if (model === undefined) throw modelNotFound(id);
-    sendJson(res, 200, JSON.stringify(toModelRecord(model)));
-  };
   /** Whether a model answers `body` asking for `model` (its aliases and routes followed), for the counting routes. */
-  const served = <F extends 'messages' | 'responses'>(key: KeyRecord, format: F, body: RequestOf[F], model: string): boolean => {
+  const served = <F extends 'messages' | 'responses' | 'gemini'>(key: KeyRecord, format: F, body: RequestOf[F], model: string): boolean => {
     const dialect: Dialect<F> = dialects[format];
     const resolution = ctx.resolver.resolve(model, { clientFormat: format, keyTier: key.tier, traits: () => dialect.traits(body), inputTokens: () => dialect.estimate(body) });
     return catalog.get(resolution.model) !== undefined;
   };
+  /**
+   * The model routes, shared with Gemini's clients under `/v1` (llmux.md section 9): a key sent as
+   * Gemini's are (`x-goog-api-key`, `?key=`) gets Gemini `Model` records, any other the OpenAI list.
+   * Under `/v1beta` every key gets Gemini's.
+   */
+  const modelRoutes = (gemini: 'always' | 'by-key') => {
+    const keyed = async (req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<{ key: KeyRecord; gemini: boolean }> => {
+      const { key, source } = authenticateFrom(req.headers, ctx.keys, ctx.now(), { sources: MODEL_ROUTE_CREDENTIALS, query: queryOf(req.url).toString() });
+      record.keyId = key.id;
+      await peekHeaders(res, key);
+      return { key, gemini: gemini === 'always' || GEMINI_KEY_SOURCES.has(source) };
+    };
+    const list: RouteHandler = async (req, res, _params, record) => {
+      const { key, gemini: asGemini } = await keyed(req, res, record);
+      const models = listedFor(key);
+      sendJson(res, 200, JSON.stringify(asGemini ? geminiModelPage(models, queryOf(req.url)) : toModelList(models)));
+    };
+    const get: RouteHandler = async (req, res, params, record) => {
+      const { key, gemini: asGemini } = await keyed(req, res, record);
+      const id = asGemini ? geminiModelId(params['id'] ?? '') : (params['id'] ?? '');
+      // What the list shows, one of it (not a hot path).
+      const model = listedFor(key).find((m) => m.id === id);
+      if (model === undefined) throw modelNotFound(id);
+      sendJson(res, 200, JSON.stringify(asGemini ? toGeminiModel(model) : toModelRecord(model)));
+    };
+    return { list, get };
+  };
+  const { list: listModels, get: getModel } = modelRoutes('by-key');
   const countTokens: RouteHandler = async (req, res, _p, record) => {
     const key = authed(req, record);
     await peekHeaders(res, key);
@@ -174,18 +194,31 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const operation: RouteHandler = (req, res, params, record) => handleModelRequest(ctx, dialect.format, req, res, record, params);
     for (const path of dialect.routes) routes.add('POST', path, operation, { errors: dialect.errorBody });
   }
+  mountGeminiRoutes(routes, modelRoutes('always'), async (req, res, params, record) => {
+    const key = authenticate(req.headers, ctx.keys, ctx.now(), { sources: GEMINI_CREDENTIALS, query: queryOf(req.url).toString() });
+    record.keyId = key.id;
+    await peekHeaders(res, key);
+    const { bytes } = await readCountedBody(req, res, key);
+    const body = validateGeminiCountTokens(parseJsonBody(bytes));
+    const id = geminiModelId(params['model'] ?? '');
+    record.model = id;
+    const request = body.generateContentRequest ?? { contents: body.contents ?? [] };
+    if (!served(key, 'gemini', request, id) || (key.models !== null && !key.models.includes(id))) throw modelNotFound(id);
+    sendJson(res, 200, JSON.stringify({ totalTokens: estimateGeminiRequestTokens(body) }));
+  });
   for (const root of ['/v1', '']) {
     routes.add('POST', `${root}/responses/input_tokens`, inputTokens);
     routes.add('GET', `${root}/responses/:id`, getResponse);
     routes.add('DELETE', `${root}/responses/:id`, deleteResponse);
     routes.add('GET', `${root}/responses/:id/input_items`, inputItems);
   }
-  routes.add('GET', '/v1/models', listModels);
-  routes.add('GET', '/v1/models/:id*', getModel);
+  const sharedErrors = { errors: (error: GatewayError, req: IncomingMessage) => (keyedLikeGemini(req) ? dialects.gemini.errorBody(error) : errorBody(error)) };
+  routes.add('GET', '/v1/models', listModels, sharedErrors);
+  routes.add('GET', '/v1/models/:id*', getModel, sharedErrors);
   routes.add('POST', '/v1/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
   // For clients configured with the root address that don't add /v1 themselves.
-  routes.add('GET', '/models', listModels);
-  routes.add('GET', '/models/:id*', getModel);
+  routes.add('GET', '/models', listModels, sharedErrors);
+  routes.add('GET', '/models/:id*', getModel, sharedErrors);
   routes.add('POST', '/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
 
   // A key sees its own usage; an admin key may ask for another key's, or every key's.
@@ -208,6 +241,40 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
     res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded(), deployments: ctx.deployments() }));
   });
+}
+
+/** Where a key may come on the model routes: Gemini's places first (then they answer in Gemini's records), then the standard ones. */
+const MODEL_ROUTE_CREDENTIALS: readonly CredentialSource[] = [{ header: 'x-goog-api-key' }, { query: 'key' }, { header: 'x-api-key' }, { header: 'authorization', scheme: 'bearer' }];
+const GEMINI_KEY_SOURCES: ReadonlySet<string> = new Set(['x-goog-api-key', '?key']);
+
+/** Whether a request carries a key where Gemini's clients put it: errors on a shared route are then in Gemini's shape. */
+function keyedLikeGemini(req: IncomingMessage): boolean {
+  return typeof req.headers['x-goog-api-key'] === 'string' || queryOf(req.url).has('key');
+}
+
+/**
+ * Gemini's routes besides its model operation (llmux.md section 9), under `/v1beta`, `/v1` and
+ * the root, every error in Google's shape: `:countTokens`, the models list and records under
+ * `/v1beta` (under `/v1` the shared routes answer by key), and 404 for the methods llmux does not
+ * serve, embeddings named.
+ */
+function mountGeminiRoutes(routes: RouteRegistry, models: { list: RouteHandler; get: RouteHandler }, countTokens: RouteHandler): void {
+  const errors = { errors: dialects.gemini.errorBody };
+  routes.add('GET', '/v1beta/models', models.list, errors);
+  routes.add('GET', '/v1beta/models/:id*', models.get, errors);
+  const embeddings: RouteHandler = () => {
+    throw notFound('embeddings are not served by llmux: it serves generateContent, streamGenerateContent and countTokens');
+  };
+  const unserved: RouteHandler = (req) => {
+    throw notFound(`${truncate(pathOf(req.url ?? ''), 200)} is not an operation llmux serves: it serves generateContent, streamGenerateContent and countTokens`);
+  };
+  for (const prefix of GEMINI_PREFIXES) {
+    for (const collection of ['models', 'tunedModels']) {
+      routes.add('POST', `${prefix}/${collection}/:model*:method(countTokens)`, countTokens, errors);
+      routes.add('POST', `${prefix}/${collection}/:model*:method(embedContent|batchEmbedContents)`, embeddings, errors);
+      routes.add('POST', `${prefix}/${collection}/:rest*`, unserved, errors);
+    }
+  }
 }
 
 const ENCRYPTED_REASONING = 'reasoning.encrypted_content';

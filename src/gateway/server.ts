@@ -216,7 +216,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   };
   const router = createRouter<RouteHandler>();
   /** How errors on a route are rendered, by its pattern, when its clients' format has its own shape. */
-  const errorShapes = new Map<string, RenderError>();
+  const errorShapes = new Map<string, NonNullable<RouteOptions['errors']>>();
   const routes = { add: (method: string, path: string, handler: RouteHandler, options?: RouteOptions) => {
     router.add(method, path, handler);
     if (options?.errors !== undefined) errorShapes.set(path, options.errors);
@@ -311,7 +311,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
-      }, route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern));
+      }, errorShapeOf(route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern), req));
     });
   }
 
@@ -442,6 +442,11 @@ function createExporter(config: Config, log: Logger): SpanExporter | undefined {
       dropped = 0;
     },
   });
+}
+
+/** A route's error shape bound to the request it answers (a shared route renders in its client's format). */
+function errorShapeOf(shape: RouteOptions['errors'], req: IncomingMessage): RenderError | undefined {
+  return shape === undefined ? undefined : (error) => shape(error, req);
 }
 
 /** Requests node:http could not parse or that took too long: answered in our error body, then closed. */

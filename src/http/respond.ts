@@ -61,6 +61,12 @@ export function startEventStream(res: ServerResponse): void {
   res.flushHeaders();
 }
 
+/** Writes the head of a stream that is not server-sent events (a JSON array written element by element). */
+export function startFramedStream(res: ServerResponse, contentType: string): void {
+  res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+}
+
 /**
  * Runs `fn` once when the response closes, or at once when it already has: a listener added after
  * the client went away would never run, and a concurrency slot or an upstream request would be

@@ -40,10 +40,13 @@ function matchesAt(bytes: Buffer, at: number, pattern: Uint8Array): boolean {
   return true;
 }
 
-/** Whether `bytes` holds `"model"` at `at`, followed (after any JSON space) by a colon: the key, not a value. */
-export function isModelKeyAt(bytes: Buffer, at: number): boolean {
-  if (!matchesAt(bytes, at, MODEL_KEY)) return false;
-  let i = at + MODEL_KEY.length;
+/** Gemini's key naming the model that answered, quotes included. */
+export const MODEL_VERSION_KEY = Buffer.from('"modelVersion"');
+
+/** Whether `bytes` holds `"model"` (or `key`) at `at`, followed (after any JSON space) by a colon: the key, not a value. */
+export function isModelKeyAt(bytes: Buffer, at: number, key: Buffer = MODEL_KEY): boolean {
+  if (!matchesAt(bytes, at, key)) return false;
+  let i = at + key.length;
   while (isJsonSpace(bytes[i])) i += 1;
   return bytes[i] === COLON;
 }
@@ -53,13 +56,13 @@ export function isModelKeyAt(bytes: Buffer, at: number): boolean {
  * `limit` (exclusive); -1 when there is none before the text's outer value closes. With
  * `oneLine`, the walk also stops at a line end (the JSON of one SSE `data:` line).
  */
-export function findModelKey(bytes: Buffer, jsonStart: number, limit: number, depth: number, oneLine: boolean): number {
+export function findModelKey(bytes: Buffer, jsonStart: number, limit: number, depth: number, oneLine: boolean, key: Buffer = MODEL_KEY): number {
   let level = 0;
   let i = jsonStart;
   while (i < limit) {
     const byte = bytes[i] as number;
     if (byte === QUOTE) {
-      if (level === depth && isModelKeyAt(bytes, i)) return i;
+      if (level === depth && isModelKeyAt(bytes, i, key)) return i;
       i += 1;
       while (i < limit) {
         const inner = bytes[i] as number;
@@ -88,8 +91,8 @@ export interface ValueSpan { start: number; end: number }
  * Finds the string value of the key at `keyStart` and writes where it is into `span`; false when the
  * value is not a string.
  */
-export function stringValueAfter(bytes: Buffer, keyStart: number, limit: number, span: ValueSpan): boolean {
-  let i = keyStart + MODEL_KEY.length;
+export function stringValueAfter(bytes: Buffer, keyStart: number, limit: number, span: ValueSpan, key: Buffer = MODEL_KEY): boolean {
+  let i = keyStart + key.length;
   while (isJsonSpace(bytes[i])) i += 1;
   i += 1; // the colon, checked by isModelKeyAt
   while (isJsonSpace(bytes[i])) i += 1;
@@ -121,17 +124,17 @@ export function sameBytes(bytes: Buffer, start: number, end: number, value: Buff
 }
 
 /**
- * A whole JSON answer with its top-level `model` value replaced by `modelJson` (a JSON string, quotes
+ * A whole JSON answer with its top-level `model` value (or `key`'s: Gemini's `modelVersion`) replaced by `modelJson` (a JSON string, quotes
  * included); the same Buffer when there is nothing to replace or the value is `modelJson` already.
  */
-export function withModel(json: Buffer, modelJson: Buffer): Buffer {
+export function withModel(json: Buffer, modelJson: Buffer, key: Buffer = MODEL_KEY): Buffer {
   let start = 0;
   while (isJsonSpace(json[start])) start += 1;
   if (json[start] !== OPEN_BRACE) return json;
-  const key = findModelKey(json, start, json.length, 1, false);
-  if (key === -1) return json;
+  const at = findModelKey(json, start, json.length, 1, false, key);
+  if (at === -1) return json;
   const value: ValueSpan = { start: 0, end: 0 };
-  if (!stringValueAfter(json, key, json.length, value) || sameBytes(json, value.start, value.end, modelJson)) return json;
+  if (!stringValueAfter(json, at, json.length, value, key) || sameBytes(json, value.start, value.end, modelJson)) return json;
   return Buffer.concat([json.subarray(0, value.start), modelJson, json.subarray(value.end)]);
 }
 
@@ -170,6 +173,26 @@ export function chatModelValue(bytes: Buffer, keyStart: number, span: ValueSpan)
   const flat = (brace === -1 || brace > keyStart) && (bracket === -1 || bracket > keyStart);
   if (!flat && findModelKey(bytes, jsonStart, keyStart + 1, 1, true) !== keyStart) return false;
   return stringValueAfter(bytes, keyStart, bytes.length, span);
+}
+
+/**
+ * Where the top-level `modelVersion` value is in a Gemini stream event at `[start, end)` (into
+ * `span`): the JSON of its first `data:` line, walked from its start (Gemini writes the key last,
+ * after the candidates).
+ */
+export function modelVersionValue(bytes: Buffer, start: number, end: number, span: ValueSpan): boolean {
+  let lineStart = start;
+  while (lineStart < end) {
+    const jsonStart = dataJsonStart(bytes, lineStart);
+    if (jsonStart !== -1) {
+      const key = findModelKey(bytes, jsonStart, end, 1, true, MODEL_VERSION_KEY);
+      return key !== -1 && stringValueAfter(bytes, key, end, span, MODEL_VERSION_KEY);
+    }
+    const lineEnd = bytes.indexOf(LF, lineStart);
+    if (lineEnd === -1 || lineEnd >= end) return false;
+    lineStart = lineEnd + 1;
+  }
+  return false;
 }
 
 /** Where the message's `model` value is in the `message_start` event at `[start, end)` (into `span`). */

@@ -12,7 +12,7 @@
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
-import { chatUsageObject, foldMessagesUsage, fromChatUsage, fromResponsesUsage } from '../formats/usage.ts';
+import { chatUsageObject, foldMessagesUsage, fromChatUsage, fromGeminiUsage, fromResponsesUsage } from '../formats/usage.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { CR, LF, createLineScanner, isLineEnd } from '../sse/lines.ts';
 import { isRecord } from '../common/json.ts';
@@ -170,6 +170,8 @@ export interface TapState {
   sawUsageOnlyChunk: boolean;
   sawError: boolean;
   sawMessageStart: boolean;
+  /** Set for the event just read: a Gemini response naming its model (`modelVersion`). */
+  sawModelVersion: boolean;
   /** Set for the event just read: what to forward instead of its bytes. */
   replacement: string | undefined;
   /** The response object carried last (Responses). */
@@ -277,9 +279,40 @@ function readResponsesEvent(event: SseEvent, state: TapState): void {
   }
 }
 
+/*
+ * Gemini candidates: every event. Each `data:` event is one whole response, and every one carries
+ * what the tap reads (cumulative `usageMetadata`, and `modelVersion`, which names the llmux id),
+ * so there is nothing to skip: the search finds the next `data:` line.
+ */
+const DATA_LINE = Buffer.from('data:');
+
+/** Where the next `data:` line at or after `from` (an event boundary) starts, or -1. */
+function findGeminiCandidate(bytes: Buffer, from: number): number {
+  let at = bytes.indexOf(DATA_LINE, from);
+  while (at > from && bytes[at - 1] !== LF && bytes[at - 1] !== CR) at = bytes.indexOf(DATA_LINE, at + 1);
+  return at;
+}
+
+function readGeminiEvent(event: SseEvent, state: TapState): void {
+  const response = parseJson(event.data);
+  if (!isRecord(response)) return;
+  if (response['error'] !== undefined && response['error'] !== null) {
+    state.upstreamError = errorMessage(response['error']);
+    state.sawError = true;
+    return;
+  }
+  if (isRecord(response['usageMetadata'])) state.reported = fromGeminiUsage(response['usageMetadata']);
+  if (typeof response['modelVersion'] === 'string') state.sawModelVersion = true;
+  const candidates = response['candidates'];
+  const first: unknown = Array.isArray(candidates) ? candidates[0] : undefined;
+  // The answer is whole once its candidate says why it stopped (or its prompt was blocked).
+  if ((isRecord(first) && typeof first['finishReason'] === 'string') || (first === undefined && isRecord(response['promptFeedback']))) state.completed = true;
+}
+
 export const READERS: Record<WireFormat, TapReader> = {
   chat: { findCandidate: (bytes, from) => findChatCandidate(bytes, from, false), readEvent: readChatEvent },
   messages: { findCandidate: findMessagesCandidate, readEvent: readMessagesEvent, eventNames: MESSAGES_EVENT_NAMES },
   responses: { findCandidate: findResponsesCandidate, readEvent: readResponsesEvent },
+  gemini: { findCandidate: findGeminiCandidate, readEvent: readGeminiEvent },
 };
 export const CHAT_READER_WITH_MODEL: TapReader = { findCandidate: (bytes, from) => findChatCandidate(bytes, from, true), readEvent: readChatEvent };

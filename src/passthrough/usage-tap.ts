@@ -12,8 +12,8 @@
  * id the client asked for, so those few events are rewritten; every delta passes as it came.
  *
  * The tap also makes the stream name the llmux model id (llmux.md section 3): given `model`, the
- * top-level `model` value of each chat chunk, and the message's in a messages `message_start`, is
- * replaced when it differs (./model-field.ts finds it; a tool input's `model` key is never touched).
+ * top-level `model` value of each chat chunk, the message's in a messages `message_start`, and the
+ * `modelVersion` of each Gemini event (every one is read: each carries usage) is replaced when it differs (./model-field.ts finds it; a tool input's `model` key is never touched).
  * The chat search then looks for `"model"` keys in the same pass; each costs two or three native
  * byte searches (its line's start, the brackets before it) and, when replaced, one copy of the chunk:
  * about 300 ns a chunk in bench/micro-stream.ts.
@@ -21,7 +21,7 @@
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
 import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, nextEventEnd } from '../sse/lines.ts';
-import { MODEL_KEY, chatModelValue, copyRange, messageStartModelValue, replaceOne, sameBytes, type ValueSpan } from './model-field.ts';
+import { MODEL_KEY, chatModelValue, copyRange, messageStartModelValue, modelVersionValue, replaceOne, sameBytes, type ValueSpan } from './model-field.ts';
 import { CHAT_READER_WITH_MODEL, READERS } from './usage-readers.ts';
 import type { TapState } from './usage-readers.ts';
 
@@ -33,7 +33,7 @@ export interface UsageTap {
   end(): Buffer | undefined;
   /** Usage as reported by the upstream so far (neutral shape); undefined before any report. */
   usage(): TokenUsage | undefined;
-  /** Saw `data: [DONE]` (openai) / `event: message_stop` (anthropic). */
+  /** Saw `data: [DONE]` (openai) / `event: message_stop` (anthropic) / a `finishReason` (gemini). */
   readonly completed: boolean;
   /** Saw an in-stream error event/chunk: its message. */
   readonly upstreamError: string | undefined;
@@ -94,6 +94,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     sawUsageOnlyChunk: false,
     sawError: false,
     sawMessageStart: false,
+    sawModelVersion: false,
     replacement: undefined,
     answer: undefined,
     clientModel: options.model,
@@ -141,6 +142,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       state.sawUsageOnlyChunk = false;
       state.sawError = false;
       state.sawMessageStart = false;
+      state.sawModelVersion = false;
       state.replacement = undefined;
       // One event at a time, so one can be dropped or replaced without touching the others' bytes.
       parser.feed(bytes.subarray(start, end));
@@ -166,6 +168,8 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
         droppedCount = note(dropped, droppedCount, span);
       } else if (state.sawMessageStart && modelJson !== undefined) {
         if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+      } else if (state.sawModelVersion && modelJson !== undefined) {
+        if (modelVersionValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
       }
       match = reader.findCandidate(bytes, end);
     }

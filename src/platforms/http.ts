@@ -3,11 +3,12 @@
  * operation path under it, and its `api_key` (or the key of its `api_keys` chosen for the attempt)
  * in the header its format's own API reads, resolved as written in the config (a literal or `env:NAME`). Streams are server-sent events as they come;
  * error bodies are read as OpenAI and Anthropic write them (`{"error": {message, type, code}}`,
- * `{"error": "…"}` or a bare `{"message"}`), which also reads Google's `{"error": {code, message, status}}`.
+ * `{"error": "…"}` or a bare `{"message"}`), which also reads Google's `{"error": {code, message, status}}`
+ * (its status name as the error's code).
  *
- * What a format needs here is one row of {@link OPERATIONS}: Gemini's will be
- * `/models/{id}:generateContent` (`:streamGenerateContent?alt=sse` when streaming) with the key in
- * `x-goog-api-key`.
+ * What a format needs here is one row of {@link OPERATIONS}: Gemini's is
+ * `/models/{id}:generateContent` (`:streamGenerateContent?alt=sse` when streaming; a `tunedModels/…`
+ * upstream id keeps its own collection) with the key in `x-goog-api-key`.
  */
 import type { ProviderConfig } from '../config/types.ts';
 import type { WireFormat } from '../formats/wire.ts';
@@ -25,6 +26,16 @@ function bearer(headers: Record<string, string>, key: string): void {
   headers['authorization'] = `Bearer ${key}`;
 }
 
+/**
+ * Gemini's resource name of an upstream id: `models/{id}`, or the id itself when it names its
+ * collection (`tunedModels/…`, `models/…`). Each segment is encoded; `:` stays out of it, since
+ * the method follows the last one.
+ */
+export function geminiModelPath(upstreamId: string): string {
+  const named = upstreamId.startsWith('models/') || upstreamId.startsWith('tunedModels/');
+  return (named ? upstreamId : `models/${upstreamId}`).split('/').map(encodeURIComponent).join('/');
+}
+
 const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
   chat: { target: () => '/chat/completions', credential: bearer },
   messages: {
@@ -34,6 +45,12 @@ const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
     },
   },
   responses: { target: () => '/responses', credential: bearer },
+  gemini: {
+    target: (call) => `/${geminiModelPath(call.upstreamId)}:${call.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+    credential(headers, key) {
+      headers['x-goog-api-key'] = key;
+    },
+  },
 };
 
 /** Headers that carry `key` the way `format`'s own API reads it (`llmux doctor` calls a provider with them). */
@@ -65,14 +82,15 @@ export function apiKeySetting(provider: ProviderConfig, keyIndex?: number): stri
  */
 export function readJsonError(status: number, text: string): UpstreamErrorWords {
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } | string; message?: unknown };
+    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown; status?: unknown } | string; message?: unknown };
     const e = parsed.error;
     if (typeof e === 'object' && e !== null) {
       return {
         status,
         message: typeof e.message === 'string' ? e.message : '',
         type: typeof e.type === 'string' ? e.type : undefined,
-        code: typeof e.code === 'string' ? e.code : undefined,
+        // Google's `code` is the HTTP status; its status name (`RESOURCE_EXHAUSTED`) is the code.
+        code: typeof e.code === 'string' ? e.code : typeof e.status === 'string' ? e.status : undefined,
       };
     }
     if (typeof e === 'string') return { status, message: e, type: undefined, code: undefined };

@@ -11,8 +11,8 @@
  * - `openai`: Vertex's OpenAI-compatible endpoint, `…/endpoints/openapi/chat/completions`, the
  *   chat body as it is; its `model` is the upstream id, which Vertex wants as `publisher/model`
  *   (`google/gemini-2.5-flash`, `meta/llama-4-maverick-17b-128e-instruct-maas`).
- * - `gemini` will be `…/publishers/google/models/{upstream_id}:generateContent`
- *   (`:streamGenerateContent?alt=sse`): its row waits in {@link OPERATIONS} for the format.
+ * - `gemini`: `…/publishers/google/models/{upstream_id}:generateContent`
+ *   (`:streamGenerateContent?alt=sse`), the Gemini body as it is (it names no model).
  *
  * The endpoint is `https://aiplatform.googleapis.com` for `global` (where Google serves its newest
  * Claude models first), `https://aiplatform.{us|eu}.rep.googleapis.com` for the multi-regions, else
@@ -41,7 +41,7 @@ function modelSegment(upstreamId: string): string {
 }
 
 /** Each format's operation under `…/locations/{location}`. */
-const OPERATIONS: { readonly [F in WireFormat | 'gemini']?: (call: UpstreamCall) => string } = {
+const OPERATIONS: { readonly [F in WireFormat]?: (call: UpstreamCall) => string } = {
   messages: (call) => `/publishers/anthropic/models/${modelSegment(call.upstreamId)}:${call.stream ? 'streamRawPredict' : 'rawPredict'}`,
   chat: () => '/endpoints/openapi/chat/completions',
   gemini: (call) => `/publishers/google/models/${modelSegment(call.upstreamId)}:${call.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,

@@ -7,11 +7,12 @@
  * credential refused) is 502 upstream_auth_failed naming the setting that holds the credential,
  * never the credential nor the upstream's message (OpenAI's quotes part of the key); an upstream
  * 529 or `overloaded_error` is our 529 overloaded_error. A `retry-after` passed on is at most the
- * 60 s window.
+ * 60 s window; a 429 without one passes on the wait Google's body names (its RetryInfo detail).
  */
 import type { Carrier, UpstreamErrorWords } from '../platforms/index.ts';
 import { GatewayError, UpstreamError, rateLimited, upstreamAuthFailed, upstreamFailed } from '../common/errors.ts';
 import type { ErrorType } from '../common/errors.ts';
+import { geminiRetryDelaySeconds } from '../formats/gemini-errors.ts';
 import { readUpstreamBody } from './upstream.ts';
 import type { UpstreamResponse } from './upstream.ts';
 import type { Redact } from './redact.ts';
@@ -37,6 +38,11 @@ export async function upstreamErrorOf(response: UpstreamResponse, carrier: Carri
   const headers: Record<string, string> = {};
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string' && /^\d+$/.test(retryAfter)) headers['retry-after'] = String(Math.min(Number(retryAfter), MAX_RETRY_AFTER_SECONDS));
+  else if (status === 429) {
+    // Google says how long to wait in its body (RetryInfo), not in a header.
+    const seconds = geminiRetryDelaySeconds(parsedOrUndefined(text));
+    if (seconds !== undefined) headers['retry-after'] = String(Math.min(Math.ceil(seconds), MAX_RETRY_AFTER_SECONDS));
+  }
   if (status === 429) {
     return rateLimited(`Provider "${provider.id}" is rate limiting llmux: ${message}`, headers);
   }
@@ -59,4 +65,13 @@ export async function upstreamErrorOf(response: UpstreamResponse, carrier: Carri
   const type: ErrorType = status === 404 ? 'not_found_error' : 'invalid_request_error';
   const code = said.code ?? said.type ?? 'upstream_error';
   return new GatewayError(status, type, code, `Provider "${provider.id}" refused the request: ${message}`);
+}
+
+/** The JSON an error body holds, or undefined when it is not JSON. */
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -8,10 +8,11 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { TokenUsage } from '../formats/wire.ts';
-import { onClose, startEventStream } from '../http/respond.ts';
+import { onClose, startEventStream, startFramedStream } from '../http/respond.ts';
 import { releaseForReuse } from '../providers/upstream.ts';
 import type { UpstreamResponse } from '../providers/upstream.ts';
 import type { Relay } from './relays.ts';
+import type { StreamFraming } from './json-array.ts';
 import { redactBytes } from '../providers/redact.ts';
 import type { Redact } from '../providers/redact.ts';
 
@@ -30,6 +31,8 @@ export interface StreamOptions {
    * in-stream error with the message, then the end. Returns the unregistering function.
    */
   register?(cut: (message: string) => void): () => void;
+  /** A stream that is not server-sent events (./json-array.ts): its head, its elements, its tail and its ping. */
+  framing?: StreamFraming | undefined;
 }
 
 /** How the stream ended. */
@@ -48,9 +51,11 @@ export function relayStream(
   createRelay: (write: (bytes: Buffer | string) => void) => Relay,
   options: StreamOptions,
 ): Promise<StreamResult> {
-  const { now, pingIntervalMs, idleTimeoutMs } = options;
-  startEventStream(res);
+  const { now, pingIntervalMs, idleTimeoutMs, framing } = options;
+  if (framing === undefined) startEventStream(res);
+  else startFramedStream(res, framing.contentType);
   options.onStart();
+  const pingFrame = framing?.pingFrame ?? options.pingFrame;
 
   return new Promise((resolve) => {
     let done = false;
@@ -75,7 +80,8 @@ export function relayStream(
         });
       }
     };
-    const relay = createRelay(write);
+    if (framing !== undefined) write(framing.head);
+    const relay = createRelay(framing === undefined ? write : framing.wrap(write));
     let unregister: (() => void) | undefined;
 
     const finish = (): void => {
@@ -84,6 +90,7 @@ export function relayStream(
       clearTimeout(timer);
       unregister?.();
       upstream.off('data', onData);
+      if (framing !== undefined && stallError === undefined && !clientGone) write(framing.tail);
       if (!res.writableEnded) res.end();
       resolve({ usage: relay.usage(), answer: relay.answer(), error: stallError ?? (clientGone ? 'client closed the stream' : relay.error) });
     };
@@ -128,7 +135,7 @@ export function relayStream(
         fail(`The provider sent nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`);
         return;
       }
-      if (idle >= pingIntervalMs && !res.writableNeedDrain) write(options.pingFrame);
+      if (idle >= pingIntervalMs && !res.writableNeedDrain) write(pingFrame);
       const stallLeft = stalledSince === undefined ? Infinity : idleTimeoutMs - (now() - stalledSince);
       timer = setTimeout(tick, Math.max(1, Math.min(pingIntervalMs, idleTimeoutMs - idle, stallLeft)));
       timer.unref();

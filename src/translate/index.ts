@@ -21,6 +21,15 @@ import { createMessagesStreamDecoder, decodeMessagesAnswer } from './messages-de
 import { createChatEncoder, type ChatEncoderOptions } from './chat-encoder.ts';
 import { createMessagesEncoder, type MessagesEncoderOptions } from './messages-encoder.ts';
 import { createResponsesEncoder } from './responses-encoder.ts';
+import { createGeminiStreamDecoder, decodeGeminiAnswer } from './gemini-decoder.ts';
+import { createGeminiEncoder, type GeminiEncoderOptions } from './gemini-encoder.ts';
+import type { GeminiRequest } from '../formats/gemini-types.ts';
+import { geminiRequestToChat } from './gemini-to-chat.ts';
+import { geminiRequestToMessages } from './gemini-to-messages.ts';
+import { geminiToolNames } from './gemini-history.ts';
+import { chatRequestToGemini } from './chat-to-gemini.ts';
+import { messagesRequestToGemini } from './messages-to-gemini.ts';
+import { responsesRequestToGemini } from './responses-to-gemini.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import { messagesRequestToChat } from './messages-to-chat.ts';
 import { chatRequestToMessages } from './chat-to-messages.ts';
@@ -53,14 +62,24 @@ export interface ResponsesTurn extends CarryTurn {
 }
 
 /**
+/**
+ * What one Gemini request's translations need besides its body (src/dialects/gemini.ts): whether
+ * it streams, which the body does not say (the client called `:streamGenerateContent`).
+ */
+export interface GeminiTurn extends CarryTurn {
+  stream: boolean;
+}
+
+/**
  * Per-request values a client format's translations need beyond the body: the seals bound to the
- * key (and a chat client's recalled state); Responses' own. Undefined where a caller has none (a
- * test, the echo model): seals are then stripped and nothing is remembered.
+ * key (and a chat client's recalled state); Responses' and Gemini's own. Undefined where a caller
+ * has none (a test, the echo model): seals are then stripped and nothing is remembered.
  */
 export interface TurnOf {
   chat: ChatTurn | undefined;
   messages: CarryTurn | undefined;
   responses: ResponsesTurn;
+  gemini: GeminiTurn;
 }
 
 /** What a request translation is told, whichever pair it translates. */
@@ -147,6 +166,7 @@ export interface Decoder {
 export const DECODERS: { readonly [U in ProviderFormat]: Decoder } = {
   chat: { stream: createChatStreamDecoder, whole: decodeChatAnswer },
   messages: { stream: createMessagesStreamDecoder, whole: decodeMessagesAnswer },
+  gemini: { stream: createGeminiStreamDecoder, whole: decodeGeminiAnswer },
 };
 
 /**
@@ -240,7 +260,8 @@ export function createMessagesToResponsesStream(options: ResponsesStreamOptions)
   return responsesStream(options, DECODERS.messages);
 }
 
-function responsesStream(options: ResponsesStreamOptions, decoder: Decoder): ResponsesStreamTranslator {
+/** A stream to a Responses client from an upstream of `decoder`'s format. */
+export function responsesStream(options: ResponsesStreamOptions, decoder: Decoder): ResponsesStreamTranslator {
   const encoder = createResponsesEncoder(options);
   return Object.assign(translateStream(encoder, decoder, options, options.estimatedInputTokens), { response: () => encoder.answer() });
 }
@@ -374,14 +395,65 @@ const responsesToMessages: Translation<'responses', 'messages'> = {
   },
 };
 
+const responsesToGemini: Translation<'responses', 'gemini'> = {
+  request(body, context) {
+    const carry = carryReader(context);
+    const { body: gemini, toolNames } = responsesRequestToGemini(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
+    return {
+      body: gemini,
+      answer: (answer, { estimatedInputTokens }) => translateWhole(createResponsesEncoder(responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)), DECODERS.gemini, answer),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(responsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning }, DECODERS.gemini)),
+    };
+  },
+};
+
+const chatToGemini: Translation<'chat', 'gemini'> = {
+  request: (body, { modelId, model, onWarning }) => ({
+    body: chatRequestToGemini(body, model, { onWarning }),
+    answer: (answer) => translateWhole(createChatEncoder({ model: modelId }), DECODERS.gemini, answer),
+    stream: ({ write, includeUsage, estimatedInputTokens, onWarning }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
+  }),
+};
+
+const messagesToGemini: Translation<'messages', 'gemini'> = {
+  request: (body, { modelId, model, onWarning }) => ({
+    body: messagesRequestToGemini(body, model, { onWarning }),
+    answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning }), DECODERS.gemini, answer),
+    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
+  }),
+};
+
+/** The Gemini encoder's options for an answer to `body`: its tool names and whether it asked for thoughts. */
+function geminiAnswerOptions(body: GeminiRequest, modelId: string, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
+  const thinking = body.generationConfig?.thinkingConfig;
+  return { model: modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning };
+}
+
+/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate`. */
+function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>) => RequestOf[U]): Translation<'gemini', U> {
+  return {
+    request: (body, context) => ({
+      body: translate(body, context),
+      answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning)), decoder, answer),
+      stream: ({ write, estimatedInputTokens, onWarning }) =>
+        translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
+    }),
+  };
+}
+
+const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, { model, onWarning, turn }) => geminiRequestToChat(body, model, { onWarning, stream: turn.stream }));
+const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream }));
+
 /**
  * Every client format to every format a provider speaks natively. Nothing translates *to* the
  * Responses format: a provider serves it only besides chat (src/providers/upstream-body.ts).
  */
 const TRANSLATIONS: { readonly [C in WireFormat]: { readonly [U in ProviderFormat]: Translation<C, U> | undefined } } = {
-  chat: { chat: undefined, messages: chatToMessages },
-  messages: { chat: messagesToChat, messages: undefined },
-  responses: { chat: responsesToChat, messages: responsesToMessages },
+  chat: { chat: undefined, messages: chatToMessages, gemini: chatToGemini },
+  messages: { chat: messagesToChat, messages: undefined, gemini: messagesToGemini },
+  responses: { chat: responsesToChat, messages: responsesToMessages, gemini: responsesToGemini },
+  gemini: { chat: geminiToChat, messages: geminiToMessages, gemini: undefined },
 };
 
 /**

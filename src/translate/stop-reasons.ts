@@ -80,6 +80,56 @@ export function toMessagesStop(stop: AnswerStop): { stopReason: MessagesStopReas
   }
 }
 
+/**
+ * Gemini `finishReason` -> neutral (llmux.md section 9). A turn that ends in function calls says
+ * `STOP`, as Google's do: the decoder reads it as `tool_use` (./gemini-decoder.ts). Google's filters
+ * (safety, recitation, block lists, prohibited content, personal data, image safety, an unsupported
+ * language) are `content_filter`; a call the model could not form, or formed for no declared tool,
+ * or too many of, is `malformed_tool_call`. `OTHER`, `FINISH_REASON_UNSPECIFIED` and reasons newer
+ * than this code are `end_turn`: every format reads that as a finished answer.
+ */
+const GEMINI_REASONS: ReadonlyMap<string, StopReason> = new Map<string, StopReason>([
+  ['MAX_TOKENS', 'max_tokens'],
+  ['SAFETY', 'content_filter'],
+  ['RECITATION', 'content_filter'],
+  ['LANGUAGE', 'content_filter'],
+  ['BLOCKLIST', 'content_filter'],
+  ['PROHIBITED_CONTENT', 'content_filter'],
+  ['SPII', 'content_filter'],
+  ['IMAGE_SAFETY', 'content_filter'],
+  ['IMAGE_PROHIBITED_CONTENT', 'content_filter'],
+  ['MALFORMED_FUNCTION_CALL', 'malformed_tool_call'],
+  ['UNEXPECTED_TOOL_CALL', 'malformed_tool_call'],
+  ['TOO_MANY_TOOL_CALLS', 'malformed_tool_call'],
+]);
+
+/** Gemini `finishReason` -> neutral; `calledTools`: the answer made function calls (then `STOP` is `tool_use`). */
+export function fromGeminiFinishReason(reason: string | undefined, calledTools: boolean): AnswerStop {
+  const neutral = reason === undefined ? undefined : GEMINI_REASONS.get(reason);
+  if (neutral !== undefined) return { reason: neutral };
+  return { reason: calledTools ? 'tool_use' : 'end_turn' };
+}
+
+/**
+ * neutral -> Gemini `finishReason`. A turn that ends in calls is `STOP`, as Google's; a refusal is
+ * `SAFETY` (Gemini's word for an answer its safety judgement stopped), a filter too.
+ */
+export function toGeminiFinishReason(reason: StopReason): string {
+  switch (reason) {
+    case 'max_tokens':
+    case 'context_window_exceeded':
+      return 'MAX_TOKENS';
+    case 'refusal':
+    case 'content_filter':
+      return 'SAFETY';
+    case 'malformed_tool_call':
+      return 'MALFORMED_FUNCTION_CALL';
+    default:
+      // end_turn, stop_sequence, tool_use, pause_turn.
+      return 'STOP';
+  }
+}
+
 const REFUSAL_TEXT = 'The model declined to answer this request.';
 const CONTENT_FILTER_TEXT = "The answer was stopped by the upstream's content filter.";
 

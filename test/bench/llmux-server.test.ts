@@ -34,11 +34,15 @@ test('every load scenario gets a complete 200 answer from llmux with the bench c
     for (const scenario of loadScenarios()) {
       const answer = await post(port, scenario.path, withKey(scenario.headers, key), scenario.body);
       assert.equal(answer.status, 200, `${scenario.id}: ${answer.body.slice(0, 300)}`);
-      const clientFormat = scenario.path === '/v1/messages' ? 'messages' : 'chat';
+      const clientFormat = scenario.path === '/v1/messages' ? 'messages' : scenario.path.startsWith('/v1beta/') ? 'gemini' : 'chat';
       // The agent turns ask for a whole answer: what they measure is the 200 KB request.
       if (scenario.kind === 'json' || scenario.kind === 'agent' || scenario.kind === 'agent-translated') {
         assert.match(answer.type, /application\/json/);
         JSON.parse(answer.body);
+      } else if (clientFormat === 'gemini') {
+        assert.match(answer.body, /"finishReason":"STOP"/, scenario.id);
+        assert.ok(answer.body.split('"text":').length - 1 >= 90, scenario.id);
+        assert.match(answer.body, /"usageMetadata":\{/, scenario.id);
       } else if (clientFormat === 'messages') {
         assert.match(answer.body, /event: message_stop\n/, scenario.id);
         // Every content event of the upstream's stream reached the client.

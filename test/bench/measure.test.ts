@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  TARGETS, chatBody, combineRounds, evaluateTargets, loadResult, loadScenarios, median, messagesBody, parseProcStat, parseProcStatus,
+  TARGETS, chatBody, combineRounds, evaluateTargets, geminiBody, geminiHeaders, loadResult, loadScenarios, median, messagesBody, parseProcStat, parseProcStatus,
   parseWrkOutput, renderResults, withKey, wrkScript, WRK_MARK,
 } from '../../bench/measure.ts';
 import type { IdleStreamsResult, LargeIdleStreamsResult, LoadResult, Machine } from '../../bench/measure.ts';
@@ -95,6 +95,7 @@ test('translated scenarios are compared with the bare proxy passing the same ups
   const byId = new Map(scenarios.map((s) => [s.id, s]));
   assert.equal(byId.get('messages-from-chat')?.baseline, 'chat-stream');
   assert.equal(byId.get('chat-from-messages')?.baseline, 'messages-stream');
+  assert.equal(byId.get('gemini-from-chat')?.baseline, 'chat-stream');
   for (const s of scenarios) {
     const baseline = byId.get(s.baseline);
     assert.ok(baseline !== undefined, s.id);
@@ -115,6 +116,13 @@ test('request bodies are valid JSON in each format and streamed chat asks for us
   assert.equal(messages['stream'], undefined);
   assert.equal(typeof messages['max_tokens'], 'number');
   assert.equal(typeof messages['system'], 'string');
+});
+
+test('the Gemini scenario sends a generateContent body: the conversation as contents, the system prompt apart', () => {
+  const gemini = JSON.parse(geminiBody()) as { contents: Array<{ role: string }>; systemInstruction: unknown };
+  assert.deepEqual(gemini.contents.map((content) => content.role), ['user', 'model', 'user']);
+  assert.ok(gemini.systemInstruction !== undefined);
+  assert.deepEqual(withKey(geminiHeaders(), 'sk-g'), { 'content-type': 'application/json', 'x-goog-api-key': 'sk-g' });
 });
 
 test('the key placeholder is filled into whichever header carries the key', () => {

@@ -30,7 +30,7 @@ describe('builtinProviders', () => {
     assert.deepEqual(urls, {
       openai: 'https://api.openai.com/v1',
       anthropic: 'https://api.anthropic.com/v1',
-      gemini: 'https://generativelanguage.googleapis.com/v1beta/openai',
+      gemini: 'https://generativelanguage.googleapis.com/v1beta',
       mistral: 'https://api.mistral.ai/v1',
       groq: 'https://api.groq.com/openai/v1',
       deepseek: 'https://api.deepseek.com/v1',
@@ -43,8 +43,8 @@ describe('builtinProviders', () => {
     });
   });
 
-  it('speaks the anthropic format only for Anthropic', () => {
-    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'messages' : 'chat');
+  it('speaks the anthropic format only for Anthropic, the gemini format only for Gemini', () => {
+    for (const p of Object.values(providers)) assert.equal(p.format, p.id === 'anthropic' ? 'messages' : p.id === 'gemini' ? 'gemini' : 'chat');
   });
 
   it('reads every cloud credential from <PROVIDER>_API_KEY and leaves Ollama keyless', () => {

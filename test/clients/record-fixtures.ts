@@ -1,5 +1,5 @@
 /**
- * Records what the pinned Codex CLI and Claude Code send, into test/fixtures/clients/*.json:
+ * Records what the pinned Codex CLI, Claude Code and Gemini CLI send, into test/fixtures/clients/*.json:
  * each scenario runs the real client against a fresh recording upstream and saves every request
  * (scrubbed, see scenarios.ts). Run after changing test/clients/pinned/:
  *
@@ -11,10 +11,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claudeEnv, clientBinaries, codexConfig, runClaude, runClaudeInteractive, runCodex } from '../helpers/clients.ts';
+import { GEMINI_SETTINGS, geminiArgs, geminiEnv, runGemini } from '../helpers/gemini-cli.ts';
 import type { ClientResult } from '../helpers/clients.ts';
-import { answerWith, startRecordingUpstream } from '../helpers/recording-upstream.ts';
+import { answerWith, startRecordingUpstream, toolRoundTrip } from '../helpers/recording-upstream.ts';
 import type { RecordingUpstream, Script } from '../helpers/recording-upstream.ts';
-import { API_KEY, FIXTURES, SHELL_MARKER, claudeBashRoundTrip, codexShellRoundTrip, scrub } from './scenarios.ts';
+import { API_KEY, FIXTURES, GEMINI_FILE_TEXT, SHELL_MARKER, claudeBashRoundTrip, codexShellRoundTrip, scrub } from './scenarios.ts';
 import type { Fixture } from './scenarios.ts';
 
 const TIMEOUT_MS = 120_000;
@@ -56,7 +57,29 @@ function codexScenario(file: string, script: Script, expect: string, extra: { mo
   };
 }
 
+/** Gemini CLI in `cwd` (holding notes.txt), as the README sets it up. */
+function geminiScenario(file: string, script: Script, expect: string, prompt: string): Scenario {
+  return {
+    file, client: 'gemini-cli', script, expect,
+    run: async (upstream, cwd) => {
+      writeFileSync(join(cwd, 'notes.txt'), GEMINI_FILE_TEXT);
+      const options = { baseUrl: upstream.url, apiKey: API_KEY, model: 'gemini-test', prompt, cwd, timeoutMs: TIMEOUT_MS, proxyUrl: upstream.url };
+      return {
+        result: await runGemini(options),
+        setup: { argv: ['gemini', ...geminiArgs(options)], settings_json: GEMINI_SETTINGS, env: geminiEnv(options, '<HOME>') },
+      };
+    },
+  };
+}
+
 const scenarios: Scenario[] = [
+  geminiScenario('gemini-text.json', answerWith(TEXT_ANSWER), TEXT_ANSWER, 'Say hello.'),
+  geminiScenario('gemini-read-file-tool.json', toolRoundTrip({
+    name: 'read_file',
+    input: { file_path: 'notes.txt' },
+    reasoning: { summary: 'The user wants the notes read.', encryptedContent: 'bGxtdXgtdGVzdC1zaWduYXR1cmU=' },
+    answer: (output) => `The notes say: ${output.trim()}`,
+  }), 'The notes say: Buy milk.', 'Read notes.txt and tell me what it says.'),
   codexScenario('codex-text.json', answerWith(TEXT_ANSWER), TEXT_ANSWER, { model: 'gpt-test' }),
   codexScenario('codex-shell-tool.json', codexShellRoundTrip, SHELL_MARKER, { model: 'gpt-test', prompt: CODEX_PROMPT }),
   codexScenario('codex-catalog-model-gpt-5.5.json', answerWith(TEXT_ANSWER), TEXT_ANSWER, { model: 'gpt-5.5' }),
@@ -128,7 +151,7 @@ for (const scenario of scenarios) {
     }
     const fixture: Fixture = {
       client: scenario.client,
-      version: scenario.client === 'codex' ? binaries.codex.version : binaries.claude.version,
+      version: { codex: binaries.codex.version, 'claude-code': binaries.claude.version, 'gemini-cli': binaries.gemini.version }[scenario.client],
       scenario: scenario.file.replace(/\.json$/, ''),
       setup,
       requests: upstream.requests,

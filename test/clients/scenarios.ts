@@ -40,11 +40,14 @@ export const claudeBashRoundTrip: Script = toolRoundTrip({
   answer: (output) => `Claude Code ran the command and it printed ${lastLine(output)}`,
 });
 
+/** The file Gemini CLI's scenarios read with `read_file`. */
+export const GEMINI_FILE_TEXT = 'Buy milk.\nCall the plumber on Friday.\n';
+
 export const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'clients');
 
 /** One recorded scenario as saved under test/fixtures/clients/. */
 export interface Fixture {
-  client: 'codex' | 'claude-code';
+  client: 'codex' | 'claude-code' | 'gemini-cli';
   version: string;
   scenario: string;
   /** How the client was started (command line, config, environment), scrubbed. */
@@ -84,7 +87,7 @@ export function scrub<T>(value: T): T {
   text = text
     .replaceAll(API_KEY, '<API_KEY>')
     .replace(new RegExp(`${tmp}/llmux-work-[A-Za-z0-9]{6}`, 'g'), '<WORKDIR>')
-    .replace(new RegExp(`${tmp}/llmux-(codex|claude|claude-tmux)-[A-Za-z0-9]{6}`, 'g'), '<HOME>')
+    .replace(new RegExp(`${tmp}/llmux-(codex|claude|claude-tmux|gemini)-[A-Za-z0-9]{6}`, 'g'), '<HOME>')
     .replace(new RegExp(`${tmpSlug}-llmux-work-[A-Za-z0-9]{6}`, 'g'), '<WORKDIR_SLUG>')
     .replace(HEX64, '<hex64>')
     .replace(LOOPBACK_PORT, '127.0.0.1:<port>')

@@ -12,9 +12,7 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { installPinnedFolder } from '../helpers/clients.ts';
+import { pinnedSdks } from '../helpers/clients.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
@@ -41,27 +39,17 @@ interface LangChainOpenAI { ChatOpenAI: new (options: Record<string, unknown>) =
 
 interface Sdks { ai: AiSdk; aiOpenAI: AiSdkOpenAI; zod: Zod; langchain: LangChainOpenAI }
 
-function loadSdks(): Sdks | Error {
-  try {
-    const require = createRequire(join(installPinnedFolder(join(import.meta.dirname, 'sdks')), 'package.json'));
-    return {
-      ai: require('ai') as AiSdk,
-      aiOpenAI: require('@ai-sdk/openai') as AiSdkOpenAI,
-      zod: require('zod') as Zod,
-      langchain: require('@langchain/openai') as LangChainOpenAI,
-    };
-  } catch (err) {
-    return err instanceof Error ? err : new Error(String(err));
-  }
-}
-
-const loaded = loadSdks();
 // Outside CI a machine without the registry skips; in CI a failed install fails.
-const skip = loaded instanceof Error && process.env['CI'] === undefined ? `the pinned SDKs could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
+const pinned = pinnedSdks((require): Sdks => ({
+  ai: require('ai') as AiSdk,
+  aiOpenAI: require('@ai-sdk/openai') as AiSdkOpenAI,
+  zod: require('zod') as Zod,
+  langchain: require('@langchain/openai') as LangChainOpenAI,
+}));
+const skip = pinned.skip;
 
 function sdks(): Sdks {
-  if (loaded instanceof Error) throw loaded;
-  return loaded;
+  return pinned.get();
 }
 
 let gw: TestGateway;

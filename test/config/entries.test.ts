@@ -54,13 +54,17 @@ describe('a Vertex AI provider', () => {
     }
   });
 
+  it('reads a Gemini-format provider, which Vertex AI carries to generateContent', () => {
+    assert.equal(load({ v: { format: 'gemini', platform: 'vertex', project: 'p' } })['v']?.format, 'gemini');
+  });
+
   it('reads credentials_file and betas', () => {
     assert.deepEqual(load({ v: { format: 'anthropic', platform: 'vertex', project: 'p', credentials_file: '/etc/sa.json', betas: [] } })['v']?.vertex, { project: 'p', location: 'global', credentialsFile: '/etc/sa.json', betas: [] });
   });
 
   it('refuses what Vertex cannot carry', () => {
     refused({ v: { format: 'anthropic', platform: 'vertex' } }, /providers\.v\.project: a Vertex AI provider needs its Google Cloud project id/);
-    refused({ v: { format: 'gemini', platform: 'vertex', project: 'p' } }, /providers\.v\.format: "gemini" .* is not served yet/);
+    refused({ b: { format: 'gemini', platform: 'bedrock', region: 'us-east-1' } }, /providers\.b\.format: Bedrock carries "anthropic"/);
     refused({ v: { format: 'anthropic', platform: 'vertex', project: 'p', api_key: 'k' } }, /providers\.v\.api_key: Vertex AI takes OAuth access tokens/);
     refused({ v: { format: 'openai', platform: 'vertex', project: 'p', responses: true } }, /providers\.v\.responses: Vertex AI's OpenAI-compatible endpoint serves chat completions only/);
     refused({ v: { format: 'anthropic', platform: 'vertex', project: 'p', region: 'us-east-1' } }, /providers\.v\.region: only a provider with "platform": "bedrock" has region/);

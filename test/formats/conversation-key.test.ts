@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chatConversationKey, messagesConversationKey, responseConversationKey, responsesConversationKey } from '../../src/formats/conversation-key.ts';
+import { chatConversationKey, geminiConversationKey, messagesConversationKey, responseConversationKey, responsesConversationKey } from '../../src/formats/conversation-key.ts';
 import type { ChatRequest, MessagesRequest } from '../../src/formats/wire.ts';
 import type { ResponsesRequest } from '../../src/formats/responses-types.ts';
+import type { GeminiRequest } from '../../src/formats/gemini-types.ts';
 
 describe('the conversation key of a chat request', () => {
   it('is its prompt_cache_key when it has one', () => {
@@ -61,5 +62,24 @@ describe('the conversation key of a Responses request', () => {
   it('has none for a request with neither system prompt nor user message', () => {
     assert.equal(responsesConversationKey({ model: 'm', input: [] }), undefined);
     assert.equal(chatConversationKey({ model: 'm', messages: [{ role: 'assistant', content: 'x' }] }), undefined);
+  });
+});
+
+describe('the conversation key of a Gemini request', () => {
+  it('hashes the system instruction and the first user content: the same on every turn, different for another conversation', () => {
+    const first: GeminiRequest = { systemInstruction: { parts: [{ text: 'be brief' }] }, contents: [{ role: 'user', parts: [{ text: 'list files' }] }] };
+    const later: GeminiRequest = {
+      ...first,
+      contents: [...first.contents, { role: 'model', parts: [{ functionCall: { name: 'ls', args: {} } }] }, { role: 'user', parts: [{ functionResponse: { name: 'ls', response: {} } }] }],
+    };
+    const key = geminiConversationKey(first);
+    assert.match(key ?? '', /^prompt:[\w-]{22}$/);
+    assert.equal(geminiConversationKey(later), key);
+    assert.notEqual(geminiConversationKey({ ...first, contents: [{ role: 'user', parts: [{ text: 'list dirs' }] }] }), key);
+    assert.notEqual(geminiConversationKey({ ...first, systemInstruction: { parts: [{ text: 'be long' }] } }), key);
+  });
+
+  it('has none for a request with neither system instruction nor user content', () => {
+    assert.equal(geminiConversationKey({ contents: [] }), undefined);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chatTraits, messagesTraits, responsesTraits } from '../../src/formats/traits.ts';
+import { chatTraits, geminiTraits, messagesTraits, responsesTraits } from '../../src/formats/traits.ts';
+import type { GeminiRequest } from '../../src/formats/gemini-types.ts';
 import type { ChatRequest, MessagesRequest } from '../../src/formats/wire.ts';
 import type { ResponsesRequest } from '../../src/formats/responses-types.ts';
 
@@ -62,5 +63,32 @@ describe('Responses traits', () => {
     assert.equal(responsesTraits({ ...base, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }).hasImages, true);
     assert.equal(responsesTraits({ ...base, input: [{ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_image', image_url: 'data:,' }] }] }).hasImages, true);
     assert.equal(responsesTraits({ ...base, tools: [{ type: 'web_search' }] }).hasTools, true);
+  });
+});
+
+describe('Gemini traits', () => {
+  const base: GeminiRequest = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
+
+  it('thinks when thinkingConfig asks for it: a budget other than 0, a level, or thoughts included', () => {
+    assert.equal(geminiTraits(base).thinking, false);
+    assert.equal(geminiTraits({ ...base, generationConfig: { thinkingConfig: { thinkingBudget: 0 } } }).thinking, false);
+    assert.equal(geminiTraits({ ...base, generationConfig: { thinkingConfig: { thinkingBudget: 1024 } } }).thinking, true);
+    assert.equal(geminiTraits({ ...base, generationConfig: { thinkingConfig: { thinkingLevel: 'low' } } }).thinking, true);
+    assert.equal(geminiTraits({ ...base, generationConfig: { thinkingConfig: { includeThoughts: true } } }).thinking, true);
+  });
+
+  it('sees an image in inline data, a file, or a function response; tools only when offered', () => {
+    assert.deepEqual(geminiTraits(base), { thinking: false, hasImages: false, hasTools: false });
+    const pdf: GeminiRequest = { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'application/pdf', data: 'JVBE' } }] }], tools: [] };
+    assert.equal(geminiTraits(pdf).hasImages, false);
+    assert.equal(geminiTraits(pdf).hasTools, false);
+    const inline: GeminiRequest = { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: PNG.data } }] }], tools: [{ functionDeclarations: [{ name: 'f' }] }] };
+    assert.deepEqual(geminiTraits(inline), { thinking: false, hasImages: true, hasTools: true });
+    const file: GeminiRequest = { contents: [{ role: 'user', parts: [{ fileData: { mimeType: 'image/jpeg', fileUri: 'gs://b/x.jpg' } }] }] };
+    assert.equal(geminiTraits(file).hasImages, true);
+    const screenshot: GeminiRequest = {
+      contents: [{ role: 'user', parts: [{ functionResponse: { name: 'shot', response: {}, parts: [{ inlineData: { mimeType: 'image/png', data: PNG.data } }] } }] }],
+    };
+    assert.equal(geminiTraits(screenshot).hasImages, true);
   });
 });

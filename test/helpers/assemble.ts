@@ -213,3 +213,65 @@ const GENERATED_ID = /^(toolu_|call_)[0-9a-f]{24}$/;
 export function withoutGeneratedIds<T extends { tools: Array<{ id: string }> }>(gist: T): T {
   return { ...gist, tools: gist.tools.map((tool) => (GENERATED_ID.test(tool.id) ? { ...tool, id: '(generated)' } : tool)) };
 }
+
+/**
+ * A Gemini stream (`data:` events, each a whole `GenerateContentResponse`) as one whole answer,
+ * the way Gemini CLI gathers a streamed turn: candidate 0's parts in order, adjacent text pieces of
+ * one kind (answer or thought) merged and keeping the last signature given among them, empty text
+ * without a signature left out; the last `finishReason`, usage, `modelVersion` and `responseId`.
+ * Undefined when the stream holds an error event. Reads `[`…`]` JSON-array streams too.
+ */
+export function assembleGeminiStream(bytes: Buffer | string): Json | undefined {
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
+  const responses = text.trimStart().startsWith('[')
+    ? (JSON.parse(text) as Json[])
+    : sseEvents(text).map((event) => JSON.parse(event.data) as Json);
+  const parts: Json[] = [];
+  const answer: Json = {};
+  let finishReason: unknown;
+  for (const response of responses) {
+    if (response['error'] !== undefined) return undefined;
+    for (const key of ['usageMetadata', 'modelVersion', 'responseId']) if (response[key] !== undefined) answer[key] = response[key];
+    const candidate = (response['candidates'] as Json[] | undefined)?.[0];
+    if (candidate === undefined) continue;
+    if (candidate['finishReason'] !== undefined) finishReason = candidate['finishReason'];
+    for (const part of ((candidate['content'] as Json | undefined)?.['parts'] as Json[] | undefined) ?? []) {
+      const last = parts.at(-1);
+      if (typeof part['text'] === 'string') {
+        if (part['text'] === '' && part['thoughtSignature'] === undefined) continue;
+        if (last !== undefined && typeof last['text'] === 'string' && last['thought'] === part['thought']) {
+          last['text'] = String(last['text']) + part['text'];
+          if (part['thoughtSignature'] !== undefined) last['thoughtSignature'] = part['thoughtSignature'];
+          continue;
+        }
+      }
+      parts.push({ ...part });
+    }
+  }
+  return {
+    candidates: [{ content: { parts, role: 'model' }, ...(finishReason === undefined ? {} : { finishReason }), index: 0 }],
+    ...answer,
+  };
+}
+
+/** What two Gemini answers must agree on: candidate 0's text, thoughts and calls, and its finish reason. */
+export interface GeminiGist {
+  text: string;
+  thoughts: string;
+  tools: Array<{ id: string; name: string; input: unknown }>;
+  finishReason: unknown;
+}
+
+export function geminiGist(answer: Json): GeminiGist {
+  const candidate = (answer['candidates'] as Json[] | undefined)?.[0] ?? {};
+  const gist: GeminiGist = { text: '', thoughts: '', tools: [], finishReason: candidate['finishReason'] };
+  for (const part of ((candidate['content'] as Json | undefined)?.['parts'] as Json[] | undefined) ?? []) {
+    if (typeof part['text'] === 'string') {
+      if (part['thought'] === true) gist.thoughts += part['text'];
+      else gist.text += part['text'];
+    }
+    const call = part['functionCall'];
+    if (isRecord(call)) gist.tools.push({ id: String(call['id'] ?? ''), name: String(call['name']), input: call['args'] ?? {} });
+  }
+  return gist;
+}

@@ -1,7 +1,8 @@
 /**
  * The real coding-agent clients, run the way a user runs them but with nothing to reach but the
- * address they are given: Codex CLI (`codex exec`, OpenAI Responses API) and Claude Code (`claude
- * -p`, and an interactive session driven through tmux; Anthropic Messages API).
+ * address they are given: Codex CLI (`codex exec`, OpenAI Responses API), Claude Code (`claude
+ * -p`, and an interactive session driven through tmux; Anthropic Messages API) and Gemini CLI
+ * (`gemini -p`, Google's generateContent; ./gemini-cli.ts runs it).
  *
  * The binaries: the versions pinned in test/clients/pinned/package-lock.json, installed on first
  * use with `npm ci --ignore-scripts` into a cache folder (`$LLMUX_CLIENTS_CACHE`, else
@@ -10,7 +11,8 @@
  * about 9 s here), twelve times the rest of node_modules, and only this slow suite needs them.
  * `--ignore-scripts` because Claude Code's postinstall only copies its native binary over a stub,
  * and npm 11 warns about (and may later refuse) unapproved install scripts: the helpers run the
- * platform package's binary directly instead. `LLMUX_CODEX_BIN` / `LLMUX_CLAUDE_BIN` override.
+ * platform package's binary directly instead. `LLMUX_CODEX_BIN` / `LLMUX_CLAUDE_BIN` /
+ * `LLMUX_GEMINI_BIN` override.
  *
  * Every run gets a fresh temporary HOME (and CODEX_HOME), removed afterwards; an environment
  * built from scratch (PATH and what each client needs, nothing inherited); the settings that
@@ -19,6 +21,7 @@
  * group (tmux server) is killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
@@ -52,6 +55,8 @@ export interface ClientCommand {
 export interface ClientBinaries {
   codex: ClientCommand;
   claude: ClientCommand;
+  /** Gemini CLI's bundle, run by this Node (its `engines` asks for Node 20 or newer). */
+  gemini: ClientCommand;
 }
 
 let cached: ClientBinaries | Error | undefined;
@@ -82,7 +87,7 @@ export function clientsSkip(): string | false {
     return false;
   } catch (err) {
     if (isCi()) return false;
-    return `the pinned Codex / Claude Code clients could not be installed (${(err as Error).message.split('\n')[0] ?? ''}); client tests skipped outside CI`;
+    return `the pinned Codex / Claude Code / Gemini CLI clients could not be installed (${(err as Error).message.split('\n')[0] ?? ''}); client tests skipped outside CI`;
   }
 }
 
@@ -111,7 +116,8 @@ function setting(name: string): string | undefined {
 function resolveBinaries(): ClientBinaries {
   const codexBin = setting('LLMUX_CODEX_BIN');
   const claudeBin = setting('LLMUX_CLAUDE_BIN');
-  const modules = codexBin === undefined || claudeBin === undefined ? join(installPinned(), 'node_modules') : '';
+  const geminiBin = setting('LLMUX_GEMINI_BIN');
+  const modules = codexBin === undefined || claudeBin === undefined || geminiBin === undefined ? join(installPinned(), 'node_modules') : '';
   return {
     // The npm wrapper, run by this Node, as an npm install runs it: it finds the platform
     // package's binary and tells it which package it came from (CODEX_MANAGED_*).
@@ -121,6 +127,9 @@ function resolveBinaries(): ClientBinaries {
     claude: claudeBin !== undefined
       ? { command: claudeBin, args: [], version: probeVersion(claudeBin) }
       : { command: claudeNativeBinary(modules), args: [], version: packageVersion(join(modules, '@anthropic-ai', 'claude-code')) },
+    gemini: geminiBin !== undefined
+      ? { command: geminiBin, args: [], version: probeVersion(geminiBin) }
+      : { command: process.execPath, args: [join(modules, '@google', 'gemini-cli', 'bundle', 'gemini.js')], version: packageVersion(join(modules, '@google', 'gemini-cli')) },
   };
 }
 
@@ -162,6 +171,36 @@ export function installPinnedFolder(pinned: string): string {
   return target;
 }
 
+/** SDKs loaded from the pinned folder test/clients/sdks/, or why they could not be. */
+export interface PinnedSdks<T> {
+  /** The loaded SDKs; throws the install's error when they could not be loaded. */
+  get(): T;
+  /** Why the tests using them are skipped: outside CI, when the install fails; false otherwise (in CI a failed install fails). */
+  skip: string | false;
+}
+
+/**
+ * The client SDKs pinned in test/clients/sdks/, installed on first use into the clients cache (not
+ * node_modules), each loaded by `load` with a `require` resolving from that folder.
+ */
+export function pinnedSdks<T>(load: (require: NodeJS.Require, folder: string) => T): PinnedSdks<T> {
+  let loaded: T | Error;
+  try {
+    const folder = installPinnedFolder(join(import.meta.dirname, '..', 'clients', 'sdks'));
+    loaded = load(createRequire(join(folder, 'package.json')), folder);
+  } catch (err) {
+    loaded = err instanceof Error ? err : new Error(String(err));
+  }
+  const skip = loaded instanceof Error && !isCi() ? `the pinned SDKs could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
+  return {
+    get() {
+      if (loaded instanceof Error) throw loaded;
+      return loaded;
+    },
+    skip,
+  };
+}
+
 /** The environment for npm: without the test runner's loader, coverage and `npm_*` config. */
 function npmEnv(): Record<string, string> {
   const env: Record<string, string> = {};
@@ -194,14 +233,14 @@ function probeVersion(binary: string): string {
 
 // ---- running a process, bounded ------------------------------------------------------------
 
-interface BoundedOptions {
+export interface BoundedOptions {
   cwd: string;
   env: Record<string, string>;
   timeoutMs: number;
 }
 
 /** Runs a command in its own process group; on timeout the group is killed. Never rejects on exit status. */
-function runBounded(command: string, args: string[], options: BoundedOptions): Promise<ClientResult> {
+export function runBounded(command: string, args: string[], options: BoundedOptions): Promise<ClientResult> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -248,7 +287,7 @@ function runBounded(command: string, args: string[], options: BoundedOptions): P
 }
 
 /** Proxy variables that send every non-local connection to `proxyUrl`. */
-function proxyEnv(proxyUrl: string | undefined): Record<string, string> {
+export function proxyEnv(proxyUrl: string | undefined): Record<string, string> {
   const url = proxyUrl ?? NOWHERE;
   return {
     HTTPS_PROXY: url, HTTP_PROXY: url, ALL_PROXY: url, https_proxy: url, http_proxy: url, all_proxy: url,
@@ -256,7 +295,7 @@ function proxyEnv(proxyUrl: string | undefined): Record<string, string> {
   };
 }
 
-function baseEnv(home: string): Record<string, string> {
+export function baseEnv(home: string): Record<string, string> {
   return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', TMPDIR: tmpdir() };
 }
 

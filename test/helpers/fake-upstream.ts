@@ -82,8 +82,21 @@ export const respond = {
   },
 };
 
+/** Google's Gemini fixtures (hand-made, test/fixtures/gemini/README.md). */
+export const GEMINI_FIXTURES = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
+
+export function geminiFixture(name: string): Buffer {
+  return readFileSync(join(GEMINI_FIXTURES, name));
+}
+
 /** The default: a fixture answer in the format of the path asked for. */
 const defaultResponder: Responder = (_req, res, seen) => {
+  if (seen.path.includes(':streamGenerateContent')) return respond.sse(geminiFixture('text.sse'))(_req, res, seen);
+  if (seen.path.includes(':generateContent')) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(geminiFixture('text.json'));
+    return;
+  }
   const stream = seen.body['stream'] === true;
   if (seen.path.endsWith('/messages')) {
     return stream ? respond.sse(fixture('anthropic-stream-text.sse'))(_req, res, seen) : respond.fixtureJson('anthropic-nonstream-text.json')(_req, res, seen);

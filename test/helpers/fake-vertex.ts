@@ -10,17 +10,20 @@
  *   whose body must have no `model`, `anthropic_version: "vertex-2023-10-16"`, and (streamed)
  *   `stream: true`; whose `anthropic-beta` header may hold only the values Vertex takes there and
  *   whose body's `anthropic_beta` only those it takes there (Anthropic's 400 "Unexpected value(s)"
- *   otherwise, as Vertex answers Claude Code's betas); and the OpenAI-compatible
+ *   otherwise, as Vertex answers Claude Code's betas); Gemini at
+ *   `/publishers/google/models/{model}:generateContent` / `:streamGenerateContent`, whose body has
+ *   no `model` and whose stream must be asked for with `?alt=sse` (Vertex answers a JSON array
+ *   otherwise, which llmux does not read); and the OpenAI-compatible
  *   `/endpoints/openapi/chat/completions`, whose `model` must be `publisher/model`.
  * - Tests script answers from the body and queue faults (a status and Google's error body).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FakeGoogleOAuth } from './fake-google-oauth.ts';
-import { chatStream, chatWhole, messagesStream, messagesWhole } from './scripted-answers.ts';
+import { chatStream, chatWhole, geminiStream, geminiWhole, messagesStream, messagesWhole } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
 
-export type VertexOperation = 'rawPredict' | 'streamRawPredict' | 'chat';
+export type VertexOperation = 'rawPredict' | 'streamRawPredict' | 'chat' | 'generateContent' | 'streamGenerateContent';
 
 export interface VertexSeenRequest {
   operation: VertexOperation;
@@ -102,7 +105,7 @@ export async function startFakeVertex(options: FakeVertexOptions): Promise<FakeV
     const pieces: Buffer[] = [];
     req.on('data', (piece: Buffer) => pieces.push(piece));
     req.on('end', () => {
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const [path = '/', query = ''] = (req.url ?? '/').split('?');
       const authorization = String(req.headers['authorization'] ?? '');
       const token = authorization.startsWith('Bearer ') ? authorization.slice(7) : '';
       if (!options.oauth.isIssued(token)) {
@@ -110,8 +113,9 @@ export async function startFakeVertex(options: FakeVertexOptions): Promise<FakeV
       }
       if (req.method !== 'POST' || !path.startsWith(`${base}/`)) return refuse(res, googleError(404, 'NOT_FOUND', `No endpoint at ${req.method} ${path}`));
       const rest = path.slice(base.length);
-      const claude = /^\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/.exec(rest);
+      const claude = /^\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/.exec(rest) ?? /^\/publishers\/google\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(rest);
       if (claude === null && rest !== '/endpoints/openapi/chat/completions') return refuse(res, googleError(404, 'NOT_FOUND', `No endpoint at ${rest}`));
+      if (claude?.[2] === 'streamGenerateContent' && !new URLSearchParams(query).has('alt', 'sse')) return refuse(res, googleError(400, 'INVALID_ARGUMENT', 'this fake answers Gemini streams as SSE only: ask with alt=sse'));
       let body: Record<string, unknown>;
       try {
         const parsed: unknown = JSON.parse(Buffer.concat(pieces).toString('utf8'));
@@ -127,19 +131,21 @@ export async function startFakeVertex(options: FakeVertexOptions): Promise<FakeV
       if (operation === 'chat' && !/^[a-z0-9-]+\/\S+$/.test(model)) {
         return refuse(res, googleError(400, 'INVALID_ARGUMENT', `Invalid model "${model}": use publisher/model, e.g. google/gemini-2.5-flash`));
       }
-      const problem = operation === 'chat' ? undefined : claudeProblem(req.headers, body, operation === 'streamRawPredict');
+      const gemini = operation === 'generateContent' || operation === 'streamGenerateContent';
+      if (gemini && 'model' in body) return refuse(res, googleError(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received. Unknown name "model": Cannot find field.'));
+      const problem = operation === 'chat' || gemini ? undefined : claudeProblem(req.headers, body, operation === 'streamRawPredict');
       if (problem !== undefined) return refuse(res, problem);
       const fault = faults.shift();
       if (fault !== undefined) return refuse(res, fault);
       const answer = script(body, seen);
-      const streamed = operation === 'streamRawPredict' || (operation === 'chat' && body['stream'] === true);
+      const streamed = operation === 'streamRawPredict' || operation === 'streamGenerateContent' || (operation === 'chat' && body['stream'] === true);
       if (!streamed) {
         res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-        res.end(JSON.stringify(operation === 'chat' ? { ...chatWhole(answer), model } : { ...messagesWhole(answer), model }));
+        res.end(JSON.stringify(operation === 'chat' ? { ...chatWhole(answer), model } : gemini ? { ...geminiWhole(answer), modelVersion: model } : { ...messagesWhole(answer), model }));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=UTF-8' });
-      res.end(operation === 'chat' ? chatStream(answer) : messagesStream(answer));
+      res.end(operation === 'chat' ? chatStream(answer) : gemini ? geminiStream(answer) : messagesStream(answer));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -94,6 +94,29 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   };
 }
 
+/** Output caps of the three fake models of {@link threeFormatConfig}. */
+export interface ThreeFormatCaps { chat?: number; messages?: number; gemini?: number }
+
+/**
+ * A config whose models speak each native upstream format, all answered by the fake upstream at
+ * `url`: `gpt-test` (chat-completions), `claude-test` (messages), `gemini-test` (Gemini's
+ * generateContent), every one marked `reasoning`.
+ */
+export function threeFormatConfig(url: string, caps: ThreeFormatCaps = {}): Record<string, unknown> {
+  return {
+    providers: {
+      'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret' },
+      'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
+      'fake-gemini': { format: 'gemini', base_url: `${url}/v1beta`, api_key: 'upstream-gemini-secret' },
+    },
+    models: [
+      { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true, max_output_tokens: caps.chat ?? 16384 },
+      { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: caps.messages ?? 8192 },
+      { id: 'gemini-test', provider: 'fake-gemini', upstream_id: 'gemini-upstream', reasoning: true, max_output_tokens: caps.gemini ?? 8192 },
+    ],
+  };
+}
+
 /** The log line of the request `res` answers, once the gateway has written it (see `allLogged`). */
 export async function logLineOf(t: Pick<TestGateway, 'logs'>, res: Response): Promise<Record<string, unknown>> {
   const id = res.headers.get('x-request-id');

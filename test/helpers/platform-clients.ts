@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { anthropicHeaders, openaiHeaders } from './gateway.ts';
 import type { TestGateway } from './gateway.ts';
-import { assembleChatStream, assembleMessagesStream } from './assemble.ts';
+import { assembleChatStream, assembleGeminiStream, assembleMessagesStream } from './assemble.ts';
 import { assembleResponsesStream } from './responses-stream.ts';
 import { lastToolResult } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
@@ -51,6 +51,13 @@ export interface PlatformClient {
   chatToolRoundTrip(model: string, stream: boolean): Promise<void>;
   /** A Responses client's answer text, streamed or whole. */
   responsesText(model: string, stream: boolean): Promise<string>;
+  /** A Gemini tool round trip (`generateContent`, or `streamGenerateContent?alt=sse`), the call's parts sent back as they came. */
+  geminiToolRoundTrip(model: string, stream: boolean): Promise<void>;
+}
+
+/** The headers `@google/genai` sends. */
+export function geminiHeaders(key: string): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-goog-api-key': key };
 }
 
 export function createPlatformClient(gw: TestGateway): PlatformClient {
@@ -121,6 +128,30 @@ export function createPlatformClient(gw: TestGateway): PlatformClient {
       const final = (second['choices'] as Json[])[0] as Json;
       assert.equal(final['finish_reason'], 'stop');
       assert.equal((final['message'] as Json)['content'], `The file says: ${FILE_TEXT}`);
+    },
+    async geminiToolRoundTrip(model, stream) {
+      const tools = [{ functionDeclarations: [{ name: 'Read', description: 'Read a file', parametersJsonSchema: READ_TOOL.input_schema }] }];
+      const ask = { role: 'user', parts: [{ text: 'Read README.md' }] };
+      const path = `/v1beta/models/${model}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`;
+      const geminiAnswer = (answer: Answer): Json => {
+        assert.equal(answer.status, 200, answer.text);
+        const response = stream ? assembleGeminiStream(answer.text) : (JSON.parse(answer.text) as Json);
+        assert.ok(response !== undefined, `a whole answer, not an error: ${answer.text.slice(0, 300)}`);
+        assert.equal(response['modelVersion'], model, 'the answer names the llmux model');
+        return (response['candidates'] as Json[])[0] as Json;
+      };
+      const first = geminiAnswer(await post(path, { contents: [ask], tools }, geminiHeaders(gw.key)));
+      assert.equal(first['finishReason'], 'STOP', 'a turn that ends in calls is STOP, as Google\'s');
+      const parts = (first['content'] as Json)['parts'] as Json[];
+      const call = parts.find((part) => part['functionCall'] !== undefined)?.['functionCall'] as Json | undefined;
+      assert.deepEqual({ name: call?.['name'], args: call?.['args'] }, { name: 'Read', args: { path: 'README.md' } });
+      const second = geminiAnswer(await post(path, {
+        contents: [ask, { role: 'model', parts }, { role: 'user', parts: [{ functionResponse: { name: 'Read', ...(call?.['id'] === undefined ? {} : { id: call['id'] }), response: { output: FILE_TEXT } } }] }],
+        tools,
+      }, geminiHeaders(gw.key)));
+      assert.equal(second['finishReason'], 'STOP');
+      const text = ((second['content'] as Json)['parts'] as Json[]).map((part) => String(part['text'] ?? '')).join('');
+      assert.equal(text, `The file says: ${FILE_TEXT}`);
     },
     async responsesText(model, stream) {
       const answer = await responses({ model, input: 'Say hello', stream, store: false });

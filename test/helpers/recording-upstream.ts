@@ -1,8 +1,8 @@
 /**
- * A recording fake provider for the real coding-agent clients (Codex CLI, Claude Code): a
- * `node:http` server on 127.0.0.1, port 0, that keeps every request it is sent (credentials
- * redacted) and answers from a script, the way OpenAI's Responses API and Anthropic's Messages
- * API answer. It is the thing llmux is tested against in test/clients/, never llmux itself.
+ * A recording fake provider for the real coding-agent clients (Codex CLI, Claude Code, Gemini
+ * CLI): a `node:http` server on 127.0.0.1, port 0, that keeps every request it is sent (credentials
+ * redacted) and answers from a script, the way OpenAI's Responses API, Anthropic's Messages API
+ * and Google's generateContent API (./recording-gemini.ts) answer. It is the thing llmux is tested against in test/clients/, never llmux itself.
  *
  * Besides the model endpoints it answers what the clients were seen to probe, as the real APIs
  * do: `POST /v1/messages/count_tokens`, `GET /v1/models` (Anthropic's or OpenAI's list shape, by
@@ -17,6 +17,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { isRecord, records } from '../../src/common/json.ts';
+import { geminiError, geminiModelList, geminiOperation, geminiToolOutputs, serveGemini } from './recording-gemini.ts';
 
 /** One request as a client sent it. */
 export interface RecordedRequest {
@@ -58,10 +59,11 @@ export interface Reasoning {
 
 /** What a script sees of a model request. */
 export interface ScriptInput {
-  format: 'responses' | 'messages';
+  format: 'responses' | 'messages' | 'gemini';
   body: Record<string, unknown>;
   /** The outputs of tool calls this request sends back, in order (Responses: every
-   * `function_call_output` / `custom_tool_call_output`; Messages: the last user turn's `tool_result`s). */
+   * `function_call_output` / `custom_tool_call_output`; Messages: the last user turn's `tool_result`s;
+   * Gemini: the last content's `functionResponse`s). */
   toolOutputs: string[];
 }
 
@@ -107,7 +109,7 @@ export interface RecordingUpstream {
   /** WebSocket upgrade requests (refused with 426). */
   upgrades: RecordedRequest[];
   script: Script;
-  /** The model requests only (`/responses` and `/messages`, count_tokens excluded), in order. */
+  /** The model requests only (`/responses`, `/messages`, Gemini's `:generateContent` and `:streamGenerateContent`; counting excluded), in order. */
   modelRequests(): RecordedRequest[];
   close(): Promise<void>;
 }
@@ -162,7 +164,7 @@ export async function startRecordingUpstream(options: RecordingUpstreamOptions =
     tunnels,
     upgrades,
     script: options.script ?? answerWith('ok'),
-    modelRequests: () => requests.filter((r) => r.method === 'POST' && /\/(responses|messages)(\?|$)/.test(r.path)),
+    modelRequests: () => requests.filter((r) => r.method === 'POST' && /(\/(responses|messages)|:(generateContent|streamGenerateContent))(\?|$)/.test(r.path)),
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -225,6 +227,16 @@ function answer(
   const path = recorded.path.split('?')[0] ?? '';
   const anthropic = recorded.headers['anthropic-version'] !== undefined;
   const body = isRecord(recorded.body) ? recorded.body : undefined;
+  const gemini = geminiOperation(path);
+  if (req.method === 'POST' && body !== undefined && gemini !== undefined) {
+    const turn = gemini.method === 'countTokens' ? ({ kind: 'text', text: '' } as const) : script({ format: 'gemini', body, toolOutputs: geminiToolOutputs(body) });
+    serveGemini(res, gemini.method, gemini.model, turn, body, estimateTokens);
+    return;
+  }
+  if (req.method === 'GET' && /^\/v1(beta)?\/models$/.test(path) && recorded.headers['x-goog-api-key'] !== undefined) {
+    sendJson(res, 200, geminiModelList(models));
+    return;
+  }
   if (req.method === 'POST' && body !== undefined && (path === '/v1/responses' || path === '/responses')) {
     const turn = script({ format: 'responses', body, toolOutputs: responsesToolOutputs(body) });
     serveResponses(res, turn, body, nextId);
@@ -249,7 +261,8 @@ function answer(
     return;
   }
   const message = `llmux test upstream: nothing at ${req.method ?? ''} ${path}`;
-  if (anthropic) sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message } });
+  if (recorded.headers['x-goog-api-key'] !== undefined) geminiError(res, 404, message);
+  else if (anthropic) sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message } });
   else sendJson(res, 404, { error: { message, type: 'invalid_request_error', code: 'not_found' } });
 }
 

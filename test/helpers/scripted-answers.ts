@@ -1,5 +1,5 @@
 /**
- * Upstream answers written for a test: chat-completions and messages streams (and whole answers)
+ * Upstream answers written for a test: chat-completions, messages and Gemini streams (and whole answers)
  * with text, thinking and tool calls, shaped like the recorded ones in test/fixtures/upstream/,
  * and fake-upstream responders that pick the answer from the request they get.
  */
@@ -115,9 +115,55 @@ export function messagesWhole(answer: ScriptedAnswer): Record<string, unknown> {
   };
 }
 
+/** Gemini's signature on a scripted call (Gemini 3 gives the first call of a step one), made up. */
+export const SCRIPTED_THOUGHT_SIGNATURE = 'EpYCCpMCAb4+scripted+signature+the+client+must+send+back';
+
+/** The parts of a scripted answer as a Gemini model turn: thinking (a thought part), text, then each call (the first with a signature). */
+function geminiParts(answer: ScriptedAnswer): Array<Record<string, unknown>> {
+  const parts: Array<Record<string, unknown>> = [];
+  if (answer.thinking !== undefined) parts.push({ text: answer.thinking.text, thought: true });
+  if (answer.text !== undefined) parts.push({ text: answer.text });
+  (answer.calls ?? []).forEach((call, k) => parts.push({ functionCall: { name: call.name, args: call.input }, ...(k === 0 ? { thoughtSignature: SCRIPTED_THOUGHT_SIGNATURE } : {}) }));
+  return parts;
+}
+
+function geminiUsage(answer: ScriptedAnswer): Record<string, number> {
+  const usage = answer.usage ?? USAGE;
+  return { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output };
+}
+
+/** A Gemini stream as `streamGenerateContent?alt=sse` writes one: one part an event (text a word an event), usage on each, `finishReason` last. */
+export function geminiStream(answer: ScriptedAnswer): string {
+  const event = (parts: unknown[], finish?: string): string => `data: ${JSON.stringify({
+    candidates: [{ content: { parts, role: 'model' }, ...(finish === undefined ? {} : { finishReason: finish }), index: 0 }],
+    usageMetadata: geminiUsage(answer),
+    modelVersion: 'upstream-model',
+    responseId: 'resp-scripted',
+  })}\r\n\r\n`;
+  const out: string[] = [];
+  for (const part of geminiParts(answer)) {
+    if (typeof part['text'] === 'string' && part['thought'] !== true) for (const word of part['text'].match(/\s*\S+/g) ?? []) out.push(event([{ text: word }]));
+    else out.push(event([part]));
+  }
+  out.push(event([{ text: '' }], answer.stop ?? 'STOP'));
+  return out.join('');
+}
+
+/** The same answer as a whole Gemini answer. */
+export function geminiWhole(answer: ScriptedAnswer): Record<string, unknown> {
+  return {
+    candidates: [{ content: { parts: geminiParts(answer), role: 'model' }, finishReason: answer.stop ?? 'STOP', index: 0 }],
+    usageMetadata: geminiUsage(answer),
+    modelVersion: 'upstream-model',
+    responseId: 'resp-scripted',
+  };
+}
+
 /** Answers in the format of the path asked for, streamed or whole as the request says. */
 export function answer(scripted: ScriptedAnswer): Responder {
   return (req: IncomingMessage, res: ServerResponse, seen: SeenRequest) => {
+    if (seen.path.includes(':streamGenerateContent')) return respond.sse(geminiStream(scripted))(req, res, seen);
+    if (seen.path.includes(':generateContent')) return respond.json(200, geminiWhole(scripted))(req, res, seen);
     const stream = seen.body['stream'] === true;
     if (seen.path.endsWith('/messages')) {
       return stream ? respond.sse(messagesStream(scripted))(req, res, seen) : respond.json(200, messagesWhole(scripted))(req, res, seen);
@@ -126,8 +172,23 @@ export function answer(scripted: ScriptedAnswer): Responder {
   };
 }
 
-/** The text of the last tool result an upstream request carries (a chat `tool` message or a messages `tool_result`), or undefined. */
+/** The text of the last tool result a Gemini request carries (a `functionResponse`'s `output`, else its JSON), when its last content holds one. */
+function lastFunctionResponse(contents: Array<Record<string, unknown>>): string | undefined {
+  const last = contents.at(-1);
+  const parts = Array.isArray(last?.['parts']) ? (last['parts'] as Array<Record<string, unknown>>) : [];
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const response = parts[i]?.['functionResponse'] as Record<string, unknown> | undefined;
+    if (response === undefined) continue;
+    const body = (response['response'] ?? {}) as Record<string, unknown>;
+    const output = body['output'] ?? body['content'] ?? body['result'];
+    return typeof output === 'string' ? output : JSON.stringify(body);
+  }
+  return undefined;
+}
+
+/** The text of the last tool result an upstream request carries (a chat `tool` message, a messages `tool_result`, a Gemini `functionResponse`), or undefined. */
 export function lastToolResult(body: Record<string, unknown>): string | undefined {
+  if (Array.isArray(body['contents'])) return lastFunctionResponse(body['contents'] as Array<Record<string, unknown>>);
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<Record<string, unknown>>) : [];
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i] ?? {};

@@ -526,3 +526,38 @@ describe('createUsageTap naming the llmux model', () => {
     }
   });
 });
+
+describe('createUsageTap on a Gemini stream', () => {
+  const GEMINI = new URL('../fixtures/gemini/', import.meta.url);
+  const names = readdirSync(GEMINI).filter((name) => name.endsWith('.sse')).sort();
+
+  for (const name of names) {
+    const bytes = readFileSync(new URL(name, GEMINI));
+    it(`reads ${name}'s last usage and finish, and names the llmux model in every event and nowhere else, whatever the split`, () => {
+      const last = JSON.parse(bytes.toString().trim().split(/\r?\n\r?\n/).at(-1)?.slice('data: '.length) ?? '{}') as { usageMetadata: Record<string, number>; modelVersion: string };
+      const meta = last.usageMetadata;
+      const expected = usage((meta['promptTokenCount'] ?? 0) - (meta['cachedContentTokenCount'] ?? 0), (meta['candidatesTokenCount'] ?? 0) + (meta['thoughtsTokenCount'] ?? 0), meta['cachedContentTokenCount'] ?? 0);
+      const wanted = Buffer.from(bytes.toString().replaceAll(`"modelVersion":"${last.modelVersion}"`, '"modelVersion":"llmux-gemini"'));
+      for (const { pieces } of everySplit(bytes)) {
+        const { forwarded, tap } = run('gemini', pieces, { model: 'llmux-gemini' });
+        assert.ok(Buffer.concat(forwarded).equals(wanted), 'forwarded bytes differ');
+        assert.deepEqual(tap.usage(), expected);
+        assert.equal(tap.completed, true);
+        assert.equal(tap.upstreamError, undefined);
+      }
+    });
+  }
+
+  it('is not complete without a finish reason, and stops at an error event with its message', () => {
+    const first = 'data: {"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"g"}\n\n';
+    assert.equal(run('gemini', [Buffer.from(first)]).tap.completed, false);
+    const failed = run('gemini', [Buffer.from(`${first}data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}\n\n${first}`)]);
+    assert.equal(failed.tap.upstreamError, 'overloaded');
+    assert.equal(Buffer.concat(failed.forwarded).toString(), `${first}data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}\n\n`);
+  });
+
+  it('never touches a modelVersion below the top level (a call\'s arguments)', () => {
+    const event = 'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"modelVersion":"keep"}}}]},"finishReason":"STOP","index":0}],"modelVersion": "up"}\n\n';
+    assert.equal(Buffer.concat(run('gemini', [Buffer.from(event)], { model: 'mine' }).forwarded).toString(), event.replace('"modelVersion": "up"', '"modelVersion": "mine"'));
+  });
+});

@@ -49,6 +49,16 @@ describe('the http platform', () => {
     assert.equal(carrier.envelope(call('messages', true)), undefined);
   });
 
+  it("reaches a Gemini model at its resource name, streamed with alt=sse, the key in x-goog-api-key", () => {
+    const carrier = platforms.http.bind(provider({ format: 'gemini', baseUrl: 'https://generativelanguage.googleapis.com/v1beta' }), services);
+    assert.equal(carrier.target(call('gemini')), '/models/up-model:generateContent');
+    assert.equal(carrier.target(call('gemini', true)), '/models/up-model:streamGenerateContent?alt=sse');
+    assert.equal(carrier.target({ ...call('gemini'), upstreamId: 'tunedModels/my-tune' }), '/tunedModels/my-tune:generateContent');
+    assert.equal(carrier.target({ ...call('gemini'), upstreamId: 'models/gemini-2.5-flash' }), '/models/gemini-2.5-flash:generateContent');
+    assert.equal(carrier.target({ ...call('gemini'), upstreamId: 'a b?c' }), '/models/a%20b%3Fc:generateContent');
+    assert.deepEqual(authorised(provider({ format: 'gemini', apiKey: 'AIza-test' }), call('gemini', true)), { accept: 'text/event-stream', 'x-goog-api-key': 'AIza-test' });
+  });
+
   it("carries the credential where each format's API reads it, with the format's own headers", () => {
     assert.deepEqual(authorised(provider(), call('chat', true)), { accept: 'text/event-stream', authorization: 'Bearer sk-openai' });
     assert.deepEqual(authorised(provider(), call('responses')), { accept: 'application/json', authorization: 'Bearer sk-openai' });
@@ -85,7 +95,7 @@ describe('the http platform', () => {
     const carrier = platforms.http.bind(provider(), services);
     assert.deepEqual(carrier.readError(400, {}, '{"error":{"message":"bad","type":"invalid_request_error","code":"x"}}'), { status: 400, message: 'bad', type: 'invalid_request_error', code: 'x' });
     assert.deepEqual(carrier.readError(529, {}, '{"type":"error","error":{"type":"overloaded_error","message":"busy"}}'), { status: 529, message: 'busy', type: 'overloaded_error', code: undefined });
-    assert.deepEqual(carrier.readError(400, {}, '{"error":{"code":400,"message":"no","status":"INVALID_ARGUMENT"}}'), { status: 400, message: 'no', type: undefined, code: undefined });
+    assert.deepEqual(carrier.readError(400, {}, '{"error":{"code":400,"message":"no","status":"INVALID_ARGUMENT"}}'), { status: 400, message: 'no', type: undefined, code: 'INVALID_ARGUMENT' });
     assert.deepEqual(carrier.readError(500, {}, '{"error":"down"}'), { status: 500, message: 'down', type: undefined, code: undefined });
     assert.deepEqual(carrier.readError(502, {}, '{"message":"gateway"}'), { status: 502, message: 'gateway', type: undefined, code: undefined });
     assert.deepEqual(carrier.readError(503, {}, '<html>oops</html>'), { status: 503, message: '<html>oops</html>', type: undefined, code: undefined });

@@ -25,11 +25,12 @@ import type { AnswerEncoder } from '../../src/translate/answer-events.ts';
 import { createChatEncoder } from '../../src/translate/chat-encoder.ts';
 import { createMessagesEncoder } from '../../src/translate/messages-encoder.ts';
 import { createResponsesEncoder } from '../../src/translate/responses-encoder.ts';
+import { createGeminiEncoder } from '../../src/translate/gemini-encoder.ts';
 import { DECODERS, type Decoder, type StreamTranslator, translateStream, translateWhole } from '../../src/translate/index.ts';
-import { FAILING_RECORDINGS, assembleChatStream, assembleMessagesStream, chatGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleGeminiStream, assembleMessagesStream, chatGist, geminiGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { answerOptions, assembleResponsesStream, comparable } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
-import { FIXTURES } from '../helpers/fake-upstream.ts';
+import { FIXTURES, GEMINI_FIXTURES } from '../helpers/fake-upstream.ts';
 
 type Json = Record<string, unknown>;
 
@@ -55,6 +56,10 @@ interface ClientFormat {
   checkWhole(answer: unknown): void;
   /** What a streamed answer and the whole answer of the same content must agree on. */
   gist(answer: unknown): unknown;
+}
+
+function isRecord(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isCount(value: unknown): boolean {
@@ -207,6 +212,59 @@ function checkResponsesAnswer(answer: unknown): void {
   assert.ok(response.usage !== null && response.usage.total_tokens === response.usage.input_tokens + response.usage.output_tokens);
 }
 
+const GEMINI_FINISH_REASONS = new Set(['STOP', 'MAX_TOKENS', 'SAFETY', 'MALFORMED_FUNCTION_CALL']);
+
+function checkGeminiResponse(response: Json, last: boolean): void {
+  assert.equal(response['modelVersion'], 'llmux-model', 'every response names the llmux model');
+  assert.equal(response['responseId'], 'resp-suite');
+  const candidates = response['candidates'] as Json[];
+  assert.equal(candidates.length, 1, 'one candidate');
+  const candidate = candidates[0] as Json;
+  assert.equal(candidate['index'], 0);
+  const content = candidate['content'] as Json;
+  assert.equal(content['role'], 'model');
+  const parts = content['parts'] as Json[];
+  assert.ok(parts.length > 0, 'every response has a part');
+  for (const part of parts) {
+    const kinds = ['text', 'functionCall'].filter((key) => part[key] !== undefined);
+    assert.equal(kinds.length, 1, 'a part holds one kind of data');
+    if (part['functionCall'] !== undefined) {
+      const call = part['functionCall'] as Json;
+      assert.ok(typeof call['name'] === 'string' && typeof call['id'] === 'string' && typeof call['args'] === 'object' && call['args'] !== null && !Array.isArray(call['args']));
+    }
+  }
+  if (last) {
+    assert.ok(GEMINI_FINISH_REASONS.has(String(candidate['finishReason'])), `finishReason ${String(candidate['finishReason'])} is one of the format's`);
+    const usage = response['usageMetadata'] as Json;
+    for (const key of ['promptTokenCount', 'candidatesTokenCount', 'totalTokenCount']) assert.ok(isCount(usage[key]), `usageMetadata.${key}`);
+    assert.equal(usage['totalTokenCount'], Number(usage['promptTokenCount']) + Number(usage['candidatesTokenCount']) + Number(usage['thoughtsTokenCount'] ?? 0));
+  } else {
+    assert.equal(candidate['finishReason'], undefined, 'only the last response says why it stopped');
+    assert.equal(response['usageMetadata'], undefined, 'only the last response carries usage');
+  }
+}
+
+function assembleGemini(output: string, failed: boolean): unknown {
+  assert.ok(output.endsWith('\n\n'), 'output ends with a blank line');
+  const events = sseEvents(output);
+  assert.ok(events.length > 0, 'something was written');
+  const responses = events.map((event) => {
+    assert.equal(event.event, undefined, 'Gemini events have no name');
+    return JSON.parse(event.data) as Json;
+  });
+  if (failed) {
+    const error = responses.at(-1)?.['error'] as Json | undefined;
+    assert.ok(error !== undefined, 'a failed stream ends with its error');
+    assert.deepEqual([typeof error['code'], typeof error['message'], typeof error['status']], ['number', 'string', 'string']);
+    assert.equal(responses.filter((response) => response['error'] !== undefined).length, 1, 'one error');
+    return undefined;
+  }
+  responses.forEach((response, k) => checkGeminiResponse(response, k === responses.length - 1));
+  const assembled = assembleGeminiStream(output);
+  assert.ok(assembled !== undefined, 'the stream assembles');
+  return assembled;
+}
+
 const CLIENTS: readonly ClientFormat[] = [
   {
     name: 'messages',
@@ -234,22 +292,39 @@ const CLIENTS: readonly ClientFormat[] = [
     checkWhole: checkResponsesAnswer,
     gist: (answer) => comparable(answer as ResponsesResponse),
   },
+  {
+    name: 'gemini',
+    encoder: (write) => createGeminiEncoder({ ...(write === undefined ? {} : { write }), model: 'llmux-model', responseId: 'resp-suite', includeThoughts: true, estimatedInputTokens: ESTIMATE }),
+    assemble: assembleGemini,
+    checkWhole: (answer) => checkGeminiResponse(answer as Json, true),
+    // A call the output cap cut short (assembled upstream as `{incomplete}`) has no arguments a Gemini part can hold: `{}`.
+    gist: (answer) => {
+      const gist = withoutGeneratedIds(geminiGist(answer as Json));
+      return { ...gist, tools: gist.tools.map((tool) => (isRecord(tool.input) && Object.keys(tool.input).join() === 'incomplete' ? { ...tool, input: {} } : tool)) };
+    },
+  },
 ];
 
 // ---------- upstream formats ----------
 
 interface UpstreamFormat {
   name: ProviderFormat;
-  /** Its recorded answers in test/fixtures/upstream/: `.sse` streams and `.json` whole answers. */
+  /** Where its recorded (or hand-made) answers are. */
+  dir: string;
+  /** Its answers in `dir`: `.sse` streams and `.json` whole answers. */
   fixtures: RegExp;
+  /** How many streams it has at least. */
+  minStreams: number;
   decoder: Decoder;
   /** The whole answer a recorded stream stands for, assembled as the provider's SDK would. */
   wholeOf(stream: Buffer): unknown;
 }
 
 const UPSTREAMS: readonly UpstreamFormat[] = [
-  { name: 'chat', fixtures: /^(openai|deepseek|xai|groq|azure)-/, decoder: DECODERS.chat, wholeOf: assembleChatStream },
-  { name: 'messages', fixtures: /^anthropic-/, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
+  { name: 'chat', dir: FIXTURES, fixtures: /^(openai|deepseek|xai|groq|azure)-/, minStreams: 10, decoder: DECODERS.chat, wholeOf: assembleChatStream },
+  { name: 'messages', dir: FIXTURES, fixtures: /^anthropic-/, minStreams: 10, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
+  // Hand-made after Google's API reference and recordings (test/fixtures/gemini/README.md); its request bodies and error bodies are not answers.
+  { name: 'gemini', dir: GEMINI_FIXTURES, fixtures: /^(?!request-|error-)/, minStreams: 4, decoder: DECODERS.gemini, wholeOf: assembleGeminiStream },
 ];
 
 // ---------- running a pair ----------
@@ -267,7 +342,7 @@ function translateBytes(client: ClientFormat, upstream: UpstreamFormat, pieces: 
 }
 
 function fixtureNames(upstream: UpstreamFormat, extension: string): string[] {
-  return readdirSync(FIXTURES).filter((name) => upstream.fixtures.test(name) && name.endsWith(extension)).sort();
+  return readdirSync(upstream.dir).filter((name) => upstream.fixtures.test(name) && name.endsWith(extension)).sort();
 }
 
 for (const upstream of UPSTREAMS) {
@@ -275,9 +350,9 @@ for (const upstream of UPSTREAMS) {
     if (client.name === upstream.name) continue;
     describe(`${upstream.name} upstream -> ${client.name} client: every recorded stream`, () => {
       const names = fixtureNames(upstream, '.sse');
-      it('has recordings to run', () => assert.ok(names.length >= 10));
+      it('has recordings to run', () => assert.ok(names.length >= upstream.minStreams));
       for (const name of names) {
-        const bytes = readFileSync(`${FIXTURES}${name}`);
+        const bytes = readFileSync(`${upstream.dir}${name}`);
         const whole = translateBytes(client, upstream, [bytes]);
 
         it(`writes ${name} as a well-formed stream that ends properly or with the format's error`, () => {
@@ -310,7 +385,7 @@ for (const upstream of UPSTREAMS) {
 
     describe(`${upstream.name} upstream -> ${client.name} client: every recorded whole answer`, () => {
       for (const name of fixtureNames(upstream, '.json')) {
-        const answer = JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8')) as Json;
+        const answer = JSON.parse(readFileSync(`${upstream.dir}${name}`, 'utf8')) as Json;
         // Error bodies are answered before any translation (src/providers/upstream-errors.ts).
         if (answer['error'] !== undefined || answer['type'] === 'error') continue;
         it(`translates ${name} to a well-formed answer, and its events written as a stream assemble to it`, () => {
@@ -362,6 +437,7 @@ const CALLS_OF: { readonly [C in WireFormat]: (answer: unknown) => Array<[string
     });
   },
   responses: (answer) => (answer as ResponsesResponse).output.flatMap((item): Array<[string, unknown]> => (item.type === 'function_call' ? [[item.name, JSON.parse(item.arguments)]] : [])),
+  gemini: (answer) => geminiGist(answer as Json).tools.map((tool): [string, unknown] => [tool.name, tool.input]),
 };
 
 describe('a legacy function_call from a chat upstream', () => {
