@@ -11,8 +11,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { startTestGateway } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
-import { type Personality, type StatefulFake, list, startStatefulFake } from './helpers/fake-stateful.ts';
-import { SKIP_SIGNATURE } from './helpers/fake-stateful-chat.ts';
+import { type Personality, SKIP_SIGNATURE, type StatefulFake, list, startStatefulFake } from './helpers/fake-stateful.ts';
 import { LOOP_CLIENTS, type LoopClient, runLoop, toolLoop } from './helpers/tool-loops.ts';
 
 const fakes = new Map<Personality, StatefulFake>();
@@ -24,6 +23,7 @@ const MODEL_OF: Readonly<Record<Personality, string>> = {
   deepseek: 'deepseek-x',
   openrouter: 'openrouter-x',
   responses: 'responses-x',
+  'gemini-native': 'gemini-native-x',
 };
 
 before(async () => {
@@ -37,6 +37,7 @@ before(async () => {
         'deepseek-up': { format: 'openai', base_url: url('deepseek'), api_key: 'd-secret' },
         'openrouter-up': { format: 'openai', base_url: url('openrouter'), api_key: 'o-secret', family: 'openrouter' },
         'responses-up': { format: 'openai', base_url: url('responses'), api_key: 'r-secret', responses: true },
+        'gemini-native-up': { format: 'gemini', base_url: `${(fakes.get('gemini-native') as StatefulFake).url}/v1beta`, api_key: 'gn-secret' },
       },
       models: [
         { id: 'claude-x', provider: 'anthropic-up', upstream_id: 'claude-up', reasoning: true, max_output_tokens: 8192, context_length: 200_000 },
@@ -45,6 +46,8 @@ before(async () => {
         { id: 'openrouter-x', provider: 'openrouter-up', upstream_id: 'google/gemini-3-up', reasoning: true, context_length: 200_000 },
         { id: 'responses-x', provider: 'responses-up', upstream_id: 'gpt-up', reasoning: true, context_length: 200_000 },
         { id: 'gemini-fb', provider: 'gemini-up', upstream_id: 'gemini-3-up', reasoning: true, context_length: 200_000, fallbacks: ['claude-x'] },
+        { id: 'gemini-native-x', provider: 'gemini-native-up', upstream_id: 'gemini-3-pro-preview', reasoning: true, context_length: 200_000 },
+        { id: 'gemini-native-fb', provider: 'gemini-native-up', upstream_id: 'gemini-3-pro-preview', reasoning: true, context_length: 200_000, fallbacks: ['claude-x'] },
       ],
       tiers: { basic: { rpm: 10_000, tpm: 100_000_000, concurrency: 50 } },
     },
@@ -65,6 +68,9 @@ function sent(fake: StatefulFake, from: number): Array<Record<string, unknown>> 
 function placeholders(bodies: Array<Record<string, unknown>>): string[] {
   const found: string[] = [];
   for (const body of bodies) {
+    for (const content of list(body['contents'])) {
+      for (const part of list(content['parts'])) if (part['thoughtSignature'] === SKIP_SIGNATURE) found.push('skip signature');
+    }
     for (const message of list(body['messages'])) {
       if (message['role'] !== 'assistant') continue;
       if (message['reasoning_content'] === '') found.push('empty reasoning_content');
@@ -112,36 +118,46 @@ function clientErrors(): Array<Record<string, unknown>> {
   return (gw.logs as Array<Record<string, unknown>>).filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500);
 }
 
+/** The Gemini models that fall back to Claude: behind Google's OpenAI-compatible surface, and native. */
+const FALLBACKS = [
+  { model: 'gemini-fb', personality: 'gemini', provider: 'gemini-up', signatures: 'gemini-sig-' },
+  { model: 'gemini-native-fb', personality: 'gemini-native', provider: 'gemini-native-up', signatures: 'gemini-native-sig-' },
+] as const;
+
 describe('another family gets none of it', () => {
-  for (const client of ['messages', 'chat-standard', 'responses-stateless'] as const) {
-    test(`a ${client} client's tool loop falls back from Gemini to Claude in its middle and back, and completes`, async () => {
-      const gemini = fakes.get('gemini') as StatefulFake;
-      const claude = fakes.get('anthropic') as StatefulFake;
-      const refused = gemini.refusals.length + claude.refusals.length;
-      const claudeFrom = claude.requests.length;
-      const logsFrom = gw.logs.length;
-      const loop = toolLoop(client, { baseUrl: gw.url, key: gw.key, model: 'gemini-fb', stream: true });
-      const first = await loop.turn();
-      gemini.unavailable = 100;
-      const second = await loop.turn();
-      gemini.unavailable = 0;
-      const third = await loop.turn();
-      assert.deepEqual([first.calls.length, second.calls.length, third.text], [2, 1, 'done']);
-      assert.equal(gemini.refusals.length + claude.refusals.length, refused, 'nothing was refused: Gemini\'s state never reached Claude, nor Claude\'s Gemini');
-      const toClaude = claude.requests.slice(claudeFrom).map((request) => request.body);
-      assert.equal(toClaude.length, 1, 'the middle turn went to Claude');
-      assert.ok(!JSON.stringify(toClaude).includes('gemini-sig-'), 'no Gemini signature went to Claude');
-      const lastToGemini = gemini.requests.at(-1)?.body ?? {};
-      assert.ok(JSON.stringify(lastToGemini).includes(SKIP_SIGNATURE), 'the call Claude made carries Google\'s placeholder');
-      assert.ok(!JSON.stringify(lastToGemini).includes('"signature"'), 'no Anthropic signature went to Gemini');
-      await gw.allLogged();
-      const lines = gw.logs.slice(logsFrom) as Array<Record<string, unknown>>;
-      assert.deepEqual(lines.filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500), []);
-      const warnings = JSON.stringify(lines.map((line) => line['warnings'] ?? []));
-      assert.match(warnings, /issued by provider \\"gemini-up\\" \(family gemini\) stripped: the request goes to provider \\"anthropic-up\\"/);
-      assert.match(warnings, /placeholder thought signature skip_thought_signature_validator/);
-      if (client === 'messages') assert.match(warnings, /thinking turned off for this request/);
-    });
+  for (const fallback of FALLBACKS) {
+    for (const client of ['messages', 'chat-standard', 'responses-stateless', 'gemini'] as const) {
+      test(`a ${client} client's tool loop falls back from Gemini (${fallback.personality}) to Claude in its middle and back, and completes`, async () => {
+        const gemini = fakes.get(fallback.personality) as StatefulFake;
+        const claude = fakes.get('anthropic') as StatefulFake;
+        const refused = gemini.refusals.length + claude.refusals.length;
+        const claudeFrom = claude.requests.length;
+        const logsFrom = gw.logs.length;
+        const loop = toolLoop(client, { baseUrl: gw.url, key: gw.key, model: fallback.model, stream: true });
+        const first = await loop.turn();
+        gemini.unavailable = 100;
+        const second = await loop.turn();
+        gemini.unavailable = 0;
+        const third = await loop.turn();
+        assert.deepEqual([first.calls.length, second.calls.length, third.text], [2, 1, 'done']);
+        assert.equal(gemini.refusals.length + claude.refusals.length, refused, 'nothing was refused: Gemini\'s state never reached Claude, nor Claude\'s Gemini');
+        const toClaude = claude.requests.slice(claudeFrom).map((request) => request.body);
+        assert.equal(toClaude.length, 1, 'the middle turn went to Claude');
+        assert.ok(!JSON.stringify(toClaude).includes(fallback.signatures), 'no Gemini signature went to Claude');
+        const lastToGemini = gemini.requests.at(-1)?.body ?? {};
+        assert.ok(JSON.stringify(lastToGemini).includes(SKIP_SIGNATURE), 'the call Claude made carries Google\'s placeholder');
+        assert.ok(!JSON.stringify(lastToGemini).includes('"signature"'), 'no Anthropic signature went to Gemini');
+        await gw.allLogged();
+        const lines = gw.logs.slice(logsFrom) as Array<Record<string, unknown>>;
+        assert.deepEqual(lines.filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500), []);
+        const warnings = JSON.stringify(lines.map((line) => line['warnings'] ?? []));
+        // A Gemini client passed through to native Gemini holds Google's own signatures, not llmux's.
+        const issuer = client === 'gemini' && fallback.personality === 'gemini-native' ? 'google \\(a signature the Gemini client kept\\)' : fallback.provider;
+        assert.match(warnings, new RegExp(`issued by provider \\\\"${issuer}\\\\" \\(family gemini\\) stripped: the request goes to provider \\\\"anthropic-up\\\\"`));
+        assert.match(warnings, /placeholder thought signature skip_thought_signature_validator/);
+        if (client === 'messages') assert.match(warnings, /thinking turned off for this request/);
+      });
+    }
   }
 
   test('key B replaying key A\'s sealed history gets nothing of it: the seals are ignored and logged, and Gemini gets its placeholder instead', async () => {

@@ -200,6 +200,15 @@ export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObj
   return raw !== undefined && raw.value === body && !raw.duplicateKeys ? raw : undefined;
 }
 
+/** What every llmux seal starts with, as JSON bytes. */
+const SEAL_MARK = Buffer.from('"llmux.v');
+
+/** Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without a walk of the body. */
+export function mayHoldSeals(body: object, raw: JsonObjectBytes | undefined): boolean {
+  const bytes = bytesOf(body, raw);
+  return bytes === undefined || bytes.bytes.includes(SEAL_MARK);
+}
+
 /**
  * A same-format upstream body: the client's bytes with `edits` (member -> JSON text) and the
  * platform's `envelope` spliced in when they can be passed on (see {@link bytesOf}), else `copy`

@@ -19,13 +19,10 @@ import { messagesTraits } from '../formats/traits.ts';
 import { messagesConversationKey } from '../formats/conversation-key.ts';
 import { createCarryReader } from '../translate/carried.ts';
 import { carryMessagesHistory } from '../translate/carry-messages.ts';
-import { bytesOf, keepNothing, noAnswerId, passedOn } from './dialect.ts';
+import { keepNothing, mayHoldSeals, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { carryTurnOf } from './carry.ts';
 import { lastUserText } from './user-text.ts';
-
-/** What every llmux seal starts with, as bytes: a body without it holds none. */
-const SEAL_MARK = Buffer.from('"llmux.v');
 
 const DEFAULT_VERSION = '2023-06-01';
 const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
@@ -113,11 +110,8 @@ export const messagesDialect: Dialect<'messages'> = {
 
 /** The body with its sealed thinking sorted for the upstream (src/translate/carry-messages.ts); undefined when it has none. */
 function carriedBody(body: MessagesRequest, raw: JsonObjectBytes | undefined, carry: PassThroughCarry<'messages'>): MessagesRequest | undefined {
-  // The client's bytes say whether a seal can be there at all, without walking the history.
-  const bytes = bytesOf(body, raw);
-  const mayHaveSeals = bytes === undefined || bytes.bytes.includes(SEAL_MARK);
   const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
-  const carried = carryMessagesHistory(body, reader, carry.onWarning, mayHaveSeals);
+  const carried = carryMessagesHistory(body, reader, carry.onWarning, mayHoldSeals(body, raw));
   reader.finish();
   return carried;
 }

@@ -29,6 +29,8 @@ export const ANTHROPIC_FAMILY = 'anthropic';
 export const GEMINI_FAMILY = 'gemini';
 /** Google's documented placeholder for a function call that must carry a thought signature and has none of Gemini's. */
 export const SKIP_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+/** What a carry reader's `filled` is told when the placeholder signature goes on a call. */
+export const PLACEHOLDER_FILLED = `Google's placeholder thought signature ${SKIP_THOUGHT_SIGNATURE} put on the first function call of a step of the current turn`;
 
 /** One piece of opaque state, as it goes back to its issuer. */
 export type CarriedItem =
@@ -45,7 +47,14 @@ export type CarriedItem =
    * marks the text as the issuer's. `text` is absent where the client's own copy carries it (a
    * messages thinking block's text).
    */
-  | { kind: 'reasoning'; text?: string };
+  | { kind: 'reasoning'; text?: string }
+  /**
+   * Several pieces sealed as one, where the client's format has one place for a step's state: a
+   * Gemini client's `thoughtSignature` on the step's first call carries the reasoning before it
+   * and the call's own state together. Never nested. Empty, it says only who answered the step
+   * (so a Gemini upstream that later sees the call knows it is not its own).
+   */
+  | { kind: 'bundle'; items: CarriedItem[] };
 
 /** A piece of state and who issued it. */
 export interface Carried {
@@ -169,8 +178,30 @@ function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
+/** The pieces `item` stands for: a bundle's, else itself. */
+export function unbundled(item: CarriedItem): CarriedItem[] {
+  return item.kind === 'bundle' ? item.items : [item];
+}
+
+/** `items` as one item to seal: the one, or a bundle of them. */
+export function bundled(items: readonly CarriedItem[]): CarriedItem {
+  return items.length === 1 && items[0] !== undefined ? items[0] : { kind: 'bundle', items: items.flatMap(unbundled) };
+}
+
 /** A carried item read back from JSON (a seal's or the store's), checked field by field; undefined when it is not one. */
 export function carriedItem(value: unknown): CarriedItem | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  if (record['kind'] === 'bundle') {
+    if (!Array.isArray(record['items'])) return undefined;
+    const items = record['items'].map(pieceOf).filter((item): item is CarriedItem => item !== undefined);
+    return { kind: 'bundle', items };
+  }
+  return pieceOf(value);
+}
+
+/** One carried item that is not a bundle (a bundle inside a bundle is not one). */
+function pieceOf(value: unknown): CarriedItem | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const record = value as Record<string, unknown>;
   switch (record['kind']) {

@@ -21,7 +21,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ChatMessage, ChatToolCall } from '../formats/wire.ts';
 import { asRecord, nonEmptyString } from '../common/json.ts';
-import { type CarriedItem, type CarriedRecord, type CarryReader, GEMINI_FAMILY, SKIP_THOUGHT_SIGNATURE, recordItems } from './carried.ts';
+import { type CarriedItem, type CarriedRecord, type CarryReader, GEMINI_FAMILY, PLACEHOLDER_FILLED, SKIP_THOUGHT_SIGNATURE, recordItems } from './carried.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 
 /** Families whose upstreams read `reasoning_details` (OpenRouter's). */
@@ -122,7 +122,7 @@ export function fillChatGaps(messages: ChatMessage[], model: UpstreamModel, read
       const first = message.role === 'assistant' ? message.tool_calls?.[0] : undefined;
       if (first === undefined || callSignature(first) !== undefined) continue;
       setSignature(first, SKIP_THOUGHT_SIGNATURE);
-      reader.filled(`Google's placeholder thought signature ${SKIP_THOUGHT_SIGNATURE} put on the first function call of a step of the current turn`);
+      reader.filled(PLACEHOLDER_FILLED);
       changed = true;
     }
   }

@@ -33,6 +33,11 @@ export function createCarryRecorder(issuer: Issuer, remember: (callId: string, r
         pending.push({ kind: 'reasoning-details', details: state.details });
         if (text !== '') pending.push({ kind: 'reasoning', text });
         break;
+      case 'thought-signature':
+        // A Gemini thought part's signature: it goes back on the next call that has none.
+        pending.push({ kind: 'thought-signature', signature: state.signature });
+        if (text !== '') pending.push({ kind: 'reasoning', text });
+        break;
       default:
         if (text !== '') pending.push({ kind: 'reasoning', text });
     }

@@ -409,41 +409,65 @@ const responsesToGemini: Translation<'responses', 'gemini'> = {
 };
 
 const chatToGemini: Translation<'chat', 'gemini'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: chatRequestToGemini(body, model, { onWarning }),
-    answer: (answer) => translateWhole(createChatEncoder({ model: modelId }), DECODERS.gemini, answer),
-    stream: ({ write, includeUsage, estimatedInputTokens, onWarning }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning, turn } = context;
+    const carry = carryReader(context);
+    const gemini = chatRequestToGemini(body, model, { onWarning, carry, recalled: turn?.recalled });
+    carry.finish();
+    const issuer = model.issuer;
+    const recorder = turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+    return {
+      body: gemini,
+      answer: (answer) => translateWhole(createChatEncoder({ model: modelId, recorder: recorder?.() }), DECODERS.gemini, answer),
+      stream: ({ write, includeUsage, estimatedInputTokens, onWarning: warn }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId, recorder: recorder?.() }), DECODERS.gemini, { onWarning: warn }, estimatedInputTokens),
+    };
+  },
 };
 
 const messagesToGemini: Translation<'messages', 'gemini'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: messagesRequestToGemini(body, model, { onWarning }),
-    answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning }), DECODERS.gemini, answer),
-    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning } = context;
+    const carry = carryReader(context);
+    const gemini = messagesRequestToGemini(body, model, { onWarning, carry });
+    carry.finish();
+    const sealItem = sealerFor(context);
+    return {
+      body: gemini,
+      answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning, sealItem }), DECODERS.gemini, answer),
+      stream: ({ write, estimatedInputTokens, onWarning: warn }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning: warn, sealItem }), DECODERS.gemini, { onWarning: warn }, estimatedInputTokens),
+    };
+  },
 };
 
-/** The Gemini encoder's options for an answer to `body`: its tool names and whether it asked for thoughts. */
-function geminiAnswerOptions(body: GeminiRequest, modelId: string, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
+/** The Gemini encoder's options for an answer to `body`: its tool names, whether it asked for thoughts, and the seals of the turn's key. */
+function geminiAnswerOptions(body: GeminiRequest, context: TranslationContext<'gemini'>, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
   const thinking = body.generationConfig?.thinkingConfig;
-  return { model: modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning };
+  return { model: context.modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning, sealItem: sealerFor(context) };
 }
 
-/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate`. */
-function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>) => RequestOf[U]): Translation<'gemini', U> {
+/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate` with the request's carry reader. */
+function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>, carry: CarryReader) => RequestOf[U]): Translation<'gemini', U> {
   return {
-    request: (body, context) => ({
-      body: translate(body, context),
-      answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning)), decoder, answer),
-      stream: ({ write, estimatedInputTokens, onWarning }) =>
-        translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
-    }),
+    request(body, context) {
+      const carry = carryReader(context);
+      const translated = translate(body, context, carry);
+      carry.finish();
+      return {
+        body: translated,
+        answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context, estimatedInputTokens, onWarning)), decoder, answer),
+        stream: ({ write, estimatedInputTokens, onWarning }) =>
+          translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
+      };
+    },
   };
 }
 
-const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, { model, onWarning, turn }) => geminiRequestToChat(body, model, { onWarning, stream: turn.stream }));
-const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream }));
+const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, context, carry) => {
+  const chat = geminiRequestToChat(body, context.model, { onWarning: context.onWarning, stream: context.turn.stream, carry });
+  withCacheKey(chat, undefined, context);
+  return chat;
+});
+const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }, carry) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream, carry }));
 
 /**
  * Every client format to every format a provider speaks natively. Nothing translates *to* the

@@ -136,7 +136,10 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   function signatureOf(state: OpaqueState | undefined): string {
     if (state?.kind === 'thinking-signature') return state.signature;
     if (sealItem === undefined) return '';
-    return sealItem(state?.kind === 'reasoning-details' ? { kind: 'reasoning-details', details: state.details } : { kind: 'reasoning' });
+    if (state?.kind === 'reasoning-details') return sealItem({ kind: 'reasoning-details', details: state.details });
+    // A Gemini thought part's signature: the reasoning's own state, for no call in particular.
+    if (state?.kind === 'thought-signature') return sealItem({ kind: 'thought-signature', signature: state.signature });
+    return sealItem({ kind: 'reasoning' });
   }
 
   function closeBlock(): void {

@@ -20,8 +20,7 @@ import { join } from 'node:path';
 import { clientsSkip, runClaude, runCodex } from '../helpers/clients.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { type StatefulFake, list, startStatefulFake } from '../helpers/fake-stateful.ts';
-import { SKIP_SIGNATURE } from '../helpers/fake-stateful-chat.ts';
+import { SKIP_SIGNATURE, type StatefulFake, list, startStatefulFake } from '../helpers/fake-stateful.ts';
 
 const TIMEOUT_MS = 90_000;
 const skip = clientsSkip();

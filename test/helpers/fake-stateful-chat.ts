@@ -18,9 +18,7 @@
  * stream (Google sends each call whole in one chunk).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type FakeAnswer, type FakeMemory, type Personality, type StatefulFake, callOf, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
-
-export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+import { type FakeAnswer, type FakeMemory, type Personality, type StatefulFake, SKIP_SIGNATURE, callOf, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
 const MISSING = 'Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance.';
 
 interface Call { id: string; name: string; arguments: string; extra_content?: unknown }

@@ -11,6 +11,7 @@
  *   cache_control breakpoints; cache reads reported for a prefix it saw before (./fake-stateful-messages.ts).
  * - `gemini` (Google's OpenAI-compatible surface), `deepseek`, `openrouter`: ./fake-stateful-chat.ts.
  * - `responses` (OpenAI's Responses API): ./fake-stateful-responses.ts.
+ * - `gemini-native` (Gemini 3 on Google's own format): ./fake-stateful-gemini.ts.
  *
  * Every request is kept (`requests`) with the refusals sent (`refusals`), so a test can say both
  * that the loop finished and that nothing was refused on the way.
@@ -21,8 +22,12 @@ import { createHmac } from 'node:crypto';
 import { serveMessages } from './fake-stateful-messages.ts';
 import { serveChat } from './fake-stateful-chat.ts';
 import { serveResponses } from './fake-stateful-responses.ts';
+import { serveGemini } from './fake-stateful-gemini.ts';
 
-export type Personality = 'anthropic' | 'gemini' | 'deepseek' | 'openrouter' | 'responses';
+export type Personality = 'anthropic' | 'gemini' | 'deepseek' | 'openrouter' | 'responses' | 'gemini-native';
+
+/** Google's documented placeholder signature, which Gemini takes where it issued none. */
+export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 
 export interface StatefulRequest {
   path: string;
@@ -133,6 +138,7 @@ export async function startStatefulFake(personality: Personality, options: { too
       }
       const answer = personality === 'anthropic' ? serveMessages(body, memory, fake)
         : personality === 'responses' ? serveResponses(body, memory, fake)
+        : personality === 'gemini-native' ? serveGemini(path, body, memory, fake)
         : serveChat(personality, body, memory, fake);
       if (answer.sse !== undefined) {
         res.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -10,12 +10,16 @@
  * - `responses-stateless`: `store: false` with `include: ["reasoning.encrypted_content"]`, every
  *   output item sent back.
  * - `responses-previous`: `previous_response_id`, only the call outputs sent.
+ * - `gemini`: the `@google/genai` SDK with thoughts asked for, every part of the model's answer
+ *   kept (a stream's parts gathered into one content, as Gemini CLI keeps a streamed turn).
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
+import type { Content, GenerateContentConfig, Part } from '@google/genai';
 
-export type LoopClient = 'chat-whole' | 'chat-standard' | 'messages' | 'responses-stateless' | 'responses-previous';
-export const LOOP_CLIENTS: readonly LoopClient[] = ['chat-whole', 'chat-standard', 'messages', 'responses-stateless', 'responses-previous'];
+export type LoopClient = 'chat-whole' | 'chat-standard' | 'messages' | 'responses-stateless' | 'responses-previous' | 'gemini';
+export const LOOP_CLIENTS: readonly LoopClient[] = ['chat-whole', 'chat-standard', 'messages', 'responses-stateless', 'responses-previous', 'gemini'];
 
 /** What one turn of a loop gave the client. */
 export interface LoopTurn {
@@ -107,6 +111,36 @@ function responsesLoop(options: LoopOptions, previous: boolean): Loop {
   };
 }
 
+const GEMINI_CONFIG: GenerateContentConfig = {
+  systemInstruction: 'You look things up.',
+  tools: [{ functionDeclarations: [{ name: 'lookup', description: 'Looks a thing up.', parametersJsonSchema: { type: 'object', properties: { q: { type: 'string' } } } }] }],
+  thinkingConfig: { includeThoughts: true, thinkingBudget: 1024 },
+};
+
+function geminiLoop(options: LoopOptions): Loop {
+  const ai = new GoogleGenAI({ apiKey: options.key, httpOptions: { baseUrl: options.baseUrl, timeout: 20_000 } });
+  const contents: Content[] = [{ role: 'user', parts: [{ text: PROMPT }] }];
+  return {
+    async turn() {
+      const parts: Part[] = [];
+      const request = { model: options.model, contents, config: GEMINI_CONFIG };
+      if (options.stream) {
+        // A stream's last event has an empty text part: nothing to keep.
+        for await (const chunk of await ai.models.generateContentStream(request)) parts.push(...(chunk.candidates?.[0]?.content?.parts ?? []).filter((part) => part.text !== '' || part.thoughtSignature !== undefined));
+      } else {
+        parts.push(...((await ai.models.generateContent(request)).candidates?.[0]?.content?.parts ?? []));
+      }
+      contents.push({ role: 'model', parts });
+      const calls = parts.flatMap((part) => (part.functionCall === undefined ? [] : [{ id: part.functionCall.id ?? '', name: part.functionCall.name ?? '' }]));
+      if (calls.length > 0) {
+        contents.push({ role: 'user', parts: calls.map((call) => ({ functionResponse: { ...(call.id === '' ? {} : { id: call.id }), name: call.name, response: { output: result(call.id) } } })) });
+      }
+      const text = parts.filter((part) => part.thought !== true && typeof part.text === 'string').map((part) => part.text).join('');
+      return { calls, text };
+    },
+  };
+}
+
 /** A loop of `client` through llmux. */
 export function toolLoop(client: LoopClient, options: LoopOptions): Loop {
   switch (client) {
@@ -120,6 +154,8 @@ export function toolLoop(client: LoopClient, options: LoopOptions): Loop {
       return responsesLoop(options, false);
     case 'responses-previous':
       return responsesLoop(options, true);
+    case 'gemini':
+      return geminiLoop(options);
   }
 }
 

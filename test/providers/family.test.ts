@@ -12,6 +12,7 @@ describe('a provider\'s family', () => {
     assert.equal(familyOf(provider({ family: 'gemini' })), 'gemini');
     assert.equal(familyOf(provider({ format: 'messages', platform: 'bedrock' })), 'anthropic');
     assert.equal(familyOf(provider({ format: 'messages' })), 'anthropic');
+    assert.equal(familyOf(provider({ format: 'gemini', baseUrl: 'http://127.0.0.1:1' })), 'gemini');
     assert.equal(familyOf(provider({ platform: 'vertex' })), 'gemini');
     assert.equal(familyOf(provider({ platform: 'azure' })), 'openai');
     assert.equal(familyOf(provider({ baseUrl: 'https://generativelanguage.googleapis.com/v1beta/openai' })), 'gemini');
