@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { accepts, carriedItem, createCarryReader, parseRecord, recordItems, recordJson } from '../../src/translate/carried.ts';
+import { accepts, bundled, carriedItem, createCarryReader, parseRecord, recordItems, recordJson, unbundled } from '../../src/translate/carried.ts';
 import { ANTHROPIC, DEEPSEEK, GEMINI, KEY_B, carryTurn, reader, sealed } from '../helpers/carry.ts';
 
 describe('carried state', () => {
@@ -13,7 +13,11 @@ describe('carried state', () => {
   it('reads back only items of a known kind with their fields, never throwing', () => {
     assert.deepEqual(carriedItem({ kind: 'thought-signature', signature: 's', callId: 'c', extra: 1 }), { kind: 'thought-signature', signature: 's', callId: 'c' });
     assert.deepEqual(carriedItem({ kind: 'reasoning' }), { kind: 'reasoning' });
-    for (const bad of [null, 'x', { kind: 'thinking', thinking: 't' }, { kind: 'reasoning-details', details: 'no' }, { kind: 'other' }]) assert.equal(carriedItem(bad), undefined);
+    for (const bad of [null, 'x', { kind: 'thinking', thinking: 't' }, { kind: 'reasoning-details', details: 'no' }, { kind: 'other' }, { kind: 'bundle', items: 'no' }]) assert.equal(carriedItem(bad), undefined);
+    // A bundle keeps the pieces it knows, one level deep: a bundle inside one is not a piece.
+    assert.deepEqual(carriedItem({ kind: 'bundle', items: [{ kind: 'reasoning', text: 'r' }, { kind: 'bundle', items: [] }, { kind: 'other' }] }), { kind: 'bundle', items: [{ kind: 'reasoning', text: 'r' }] });
+    assert.deepEqual(bundled([{ kind: 'reasoning' }]), { kind: 'reasoning' });
+    assert.deepEqual(unbundled(bundled([{ kind: 'reasoning' }, { kind: 'bundle', items: [{ kind: 'redacted-thinking', data: 'd' }] }])), [{ kind: 'reasoning' }, { kind: 'redacted-thinking', data: 'd' }]);
   });
 
   it('stores a record as JSON and reads it back, dropping what is not a record', () => {

@@ -34,6 +34,14 @@ describe('the carry recorder', () => {
     assert.deepEqual(details.remembered[0]?.[1].message, [{ kind: 'reasoning-details', details: [{ index: 0 }] }, { kind: 'reasoning', text: 'R.' }]);
   });
 
+  it('keeps a Gemini thought part\'s signature with the next call, for it to go back on a call without one', () => {
+    const { remembered, events } = recorder(GEMINI);
+    events.reasoning('Thought.');
+    events.reasoningEnd({ kind: 'thought-signature', signature: 'g' });
+    events.callStart({ id: 'c1', name: 'f' });
+    assert.deepEqual(remembered, [['c1', { issuer: GEMINI, message: [{ kind: 'thought-signature', signature: 'g' }, { kind: 'reasoning', text: 'Thought.' }] }]]);
+  });
+
   it('is told by the chat encoder with the call ids the client sees, made-up ones included', () => {
     const { remembered, events } = recorder();
     const encoder = createChatEncoder({ recorder: events });

@@ -56,6 +56,18 @@ describe('the messages encoder\'s thinking signatures', () => {
     assert.deepEqual(whole, expected);
   });
 
+  it('seals a Gemini thought part\'s signature with its thinking, for no call in particular', () => {
+    const { streamed, whole } = both((sink) => {
+      sink.reasoning('Gemini thought.');
+      sink.reasoningEnd({ kind: 'thought-signature', signature: 'g' });
+      sink.stop({ reason: 'end_turn' });
+      sink.end();
+    });
+    const expected = [{ type: 'thinking', thinking: 'Gemini thought.', signature: SEAL({ kind: 'thought-signature', signature: 'g' }) }];
+    assert.deepEqual(streamed, expected);
+    assert.deepEqual(whole, expected);
+  });
+
   it('writes the messages format\'s own state as it came, and without sealItem signs nothing', () => {
     const { whole } = both((sink) => {
       sink.reasoning('t');

@@ -124,3 +124,18 @@ describe('responsesRequestToGemini: generation config and thinking', () => {
     assert.deepEqual(warnings, ['prompt_variables: not understood when translating to a Gemini upstream; dropped', 'parallel_tool_calls: dropped, a Gemini upstream cannot be told to call one function at a time']);
   });
 });
+
+describe('responsesRequestToGemini: carried state (llmux.md section 11)', () => {
+  it('gives a Gemini signature sealed in a reasoning item back to its call, and the step without one Google\'s placeholder', () => {
+    const call = (callId: string): ResponsesInputItem => ({ type: 'function_call', call_id: callId, name: 'f', arguments: '{}' });
+    const output = (callId: string): ResponsesInputItem => ({ type: 'function_call_output', call_id: callId, output: 'x' });
+    const { body } = translate(input(
+      { role: 'user', content: 'go' },
+      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealed({ kind: 'thought-signature', signature: 'google-sig' }, GEMINI) },
+      call('a'), call('b'), output('a'), output('b'),
+      { type: 'reasoning', id: 'rs_2', summary: [], encrypted_content: sealed({ kind: 'thinking', thinking: 't', signature: 's' }, ANTHROPIC) },
+      call('c'), output('c'),
+    ));
+    assert.deepEqual(body.contents.filter((content) => content.role === 'model').map((content) => content.parts.map((part) => part.thoughtSignature)), [['google-sig', undefined], [SKIP]]);
+  });
+});
