@@ -102,7 +102,13 @@ export type MessagesResponseBlock =
   | { type: 'text'; text: string; [extra: string]: unknown }
   | { type: 'thinking'; thinking: string; signature?: string }
   | { type: 'redacted_thinking'; data: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown };
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown }
+  /** A tool run on the upstream's side (`web_search`), and its results. */
+  | { type: 'server_tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'web_search_tool_result'; tool_use_id: string; content: MessagesWebSearchResult[] };
+
+/** One page of a `web_search_tool_result`. */
+export interface MessagesWebSearchResult { type: 'web_search_result'; url: string; title: string; encrypted_content: string; page_age: string | null }
 
 export type MessagesStopReason =
   | 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';

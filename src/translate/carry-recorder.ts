@@ -64,6 +64,7 @@ export function createCarryRecorder(issuer: Issuer, remember: (callId: string, r
     callArguments: ignoreEvent,
     callEnd: ignoreEvent,
     annotate: ignoreEvent,
+    search: ignoreEvent,
     usage: ignoreEvent,
     stop: ignoreEvent,
     end: ignoreEvent,

@@ -155,6 +155,7 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
     callEnd: endCall,
     // Nothing in chat content carries opaque state.
     annotate: ignoreEvent,
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },

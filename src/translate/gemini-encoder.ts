@@ -226,6 +226,8 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
     },
     callEnd: endCall,
     annotate: ignoreEvent,
+    // A Gemini upstream's own grounding passes through untranslated; nothing else feeds this encoder one.
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },

@@ -15,6 +15,14 @@
  *   thought signature) as a thinking block with no text right before its `tool_use`. The messages
  *   format's own state (a thinking signature, a redacted block) is written as it came. Without
  *   `sealItem` a thinking block's signature is "".
+ * - A web search the upstream ran on its side (Gemini's grounding, which an Anthropic `web_search`
+ *   tool became: llmux.md section 11) is written as Anthropic writes its own: the spans of the
+ *   open text block it backs as `web_search_result_location` citations (`citations_delta`s), then
+ *   per query a `server_tool_use` block (`web_search`, its query) and its `web_search_tool_result`
+ *   (the pages found go with the first: the upstream does not say which query found which), and
+ *   `usage.server_tool_use.web_search_requests`. Google gives no page content to encrypt and no
+ *   page age: `encrypted_content` and `encrypted_index` are "" and `page_age` null, so these
+ *   blocks replay to no Anthropic upstream (they go back to the one that searched).
  * - The stop reason is `refusal` when the answer carried refusal text, else the stop's
  *   (./stop-reasons.ts). `message_delta` (stop reason, usage) and `message_stop` wait for `end`:
  *   usage may come after the stop. Without a usage report `message_delta` carries
@@ -30,8 +38,9 @@
  * a translated stream that was ours to cut (bench/RESULTS.md). The templates keep
  * JSON.stringify's key order and spacing.
  */
-import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason } from '../formats/wire.ts';
-import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, ignoreEvent } from './answer-events.ts';
+import { createHash } from 'node:crypto';
+import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason, MessagesUsage, MessagesWebSearchResult, TokenUsage } from '../formats/wire.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, type ServerSearch, ignoreEvent } from './answer-events.ts';
 import type { CarriedItem } from './carried.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { toMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
@@ -66,7 +75,9 @@ const MESSAGES_ERROR_TYPES = new Set([
   'overloaded_error',
 ]);
 
-type BlockKind = 'thinking' | 'redacted_thinking' | 'text' | 'refusal' | 'tool_use';
+const SERVER_TOOL_ID_HASH_CHARS = 24;
+
+type BlockKind = 'thinking' | 'redacted_thinking' | 'text' | 'refusal' | 'tool_use' | 'server_tool';
 
 const THINKING_BLOCK_JSON = '{"type":"thinking","thinking":"","signature":""}';
 const TEXT_BLOCK_JSON = '{"type":"text","text":""}';
@@ -111,6 +122,8 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   let callPath: string | undefined;
   // Whether the open thinking block has its signature.
   let signed = false;
+  // Searches the upstream ran on its side, for usage.server_tool_use.
+  let searches = 0;
 
   function start(upstreamModel: string | undefined): void {
     if (started) return;
@@ -180,6 +193,38 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     else emitDelta(`{"type":"text_delta","text":${JSON.stringify(delta)}}`);
   }
 
+  /** The spans of the open text block `search` backs, as Anthropic's citations. */
+  function cite(search: ServerSearch): void {
+    if (openKind !== 'text') return;
+    for (const citation of search.citations) {
+      for (const index of citation.sources) {
+        const source = search.sources[index];
+        if (source === undefined) continue;
+        const location = { type: 'web_search_result_location', url: source.url, title: source.title, encrypted_index: '', cited_text: citation.text };
+        if (silent) ((openBlock as { citations?: unknown[] }).citations ??= []).push(location);
+        else emitDelta(`{"type":"citations_delta","citation":${JSON.stringify(location)}}`);
+      }
+    }
+  }
+
+  /** A `server_tool_use` block and its result block: a block each, whole. */
+  function serverTool(query: string, results: MessagesWebSearchResult[]): void {
+    // Made from the message id and the block's place: the same answer names its blocks the same, streamed or whole.
+    const id = `srvtoolu_${createHash('sha256').update(`${messageId}\u0000${nextBlockIndex}`).digest('hex').slice(0, SERVER_TOOL_ID_HASH_CHARS)}`;
+    open('server_tool', { type: 'server_tool_use', id, name: 'web_search', input: { query } }, `{"type":"server_tool_use","id":${JSON.stringify(id)},"name":"web_search","input":{}}`);
+    if (!silent) emitDelta(`{"type":"input_json_delta","partial_json":${JSON.stringify(JSON.stringify({ query }))}}`);
+    const result = { type: 'web_search_tool_result' as const, tool_use_id: id, content: results };
+    open('server_tool', result, JSON.stringify(result));
+    closeBlock();
+  }
+
+  /** The usage object, with the upstream's own searches when it ran any. */
+  function usageOf(usage: TokenUsage): MessagesUsage {
+    const out = toMessagesUsage(usage);
+    if (searches > 0) out['server_tool_use'] = { web_search_requests: searches };
+    return out;
+  }
+
   function stopReason(): { stopReason: MessagesStopReason; stopSequence: string | null } {
     if (refused) return { stopReason: 'refusal', stopSequence: null };
     return toMessagesStop(stop ?? { reason: 'end_turn' });
@@ -239,6 +284,14 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     },
     // Nothing in a messages text block carries opaque state.
     annotate: ignoreEvent,
+    search(search) {
+      if (finished) return;
+      cite(search);
+      const results = search.sources.map((source): MessagesWebSearchResult => ({ type: 'web_search_result', url: source.url, title: source.title, encrypted_content: '', page_age: null }));
+      const queries = search.queries.length > 0 ? search.queries : [''];
+      queries.forEach((query, index) => serverTool(query, index === 0 ? results : []));
+      searches += queries.length;
+    },
     usage(usage) {
       reported = usage;
     },
@@ -254,7 +307,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       finished = true;
       if (silent) return;
       const { stopReason: reason, stopSequence } = stopReason();
-      const usageJson = reported === undefined ? '{"output_tokens":0}' : JSON.stringify(toMessagesUsage(reported));
+      const usageJson = reported === undefined ? '{"output_tokens":0}' : JSON.stringify(usageOf(reported));
       write(
         `event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":${JSON.stringify(reason)},` +
           `"stop_sequence":${JSON.stringify(stopSequence)}},"usage":${usageJson}}\n\n`,
@@ -276,7 +329,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
         content: openBlock === undefined ? content : [...content, openBlock],
         stop_reason: reason,
         stop_sequence: stopSequence,
-        usage: toMessagesUsage(reported ?? ZERO_USAGE),
+        usage: usageOf(reported ?? ZERO_USAGE),
       };
     },
   };

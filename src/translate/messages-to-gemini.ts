@@ -17,7 +17,9 @@
  *   signature, llmux.md section 11) gives it back to its call (./carry-gemini.ts). Server tool
  *   blocks (`server_tool_use`, `*_tool_result`) in history are dropped with a warning.
  * - Anthropic's server tools map to Gemini's own (llmux.md section 11): `web_search_*` ->
- *   `googleSearch`, `web_fetch_*` -> `urlContext`, `code_execution_*` -> `codeExecution`. Other
+ *   `googleSearch` (its grounding comes back as the search blocks Anthropic writes:
+ *   ./messages-encoder.ts), `web_fetch_*` -> `urlContext`, `code_execution_*` -> `codeExecution`;
+ *   their limits (`max_uses`, domains, location) have no Gemini setting: dropped with a warning. Other
  *   Anthropic-defined tools (`bash_*`, `text_editor_*`, `computer_*`) have no schema to send:
  *   dropped with a warning, with a `tool_choice` naming one.
  * - `tool_choice`: auto -> AUTO, any -> ANY, tool -> ANY with that name allowed, none -> NONE;
@@ -63,6 +65,8 @@ const KNOWN_FIELDS: ReadonlySet<string> = new Set([
 ]);
 const PARAGRAPH = '\n\n';
 const MAX_THINKING_BUDGET = 24576;
+/** The fields of an Anthropic server tool that say nothing Gemini's own would need. */
+const SERVER_TOOL_FIELDS: ReadonlySet<string> = new Set(['type', 'name', 'cache_control']);
 /** Anthropic's server tools and Gemini's own that do the same (llmux.md section 11). */
 const SERVER_TOOLS: ReadonlyArray<[prefix: string, tool: string]> = [
   ['web_search_', 'googleSearch'],
@@ -115,6 +119,10 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
       const server = typeof type === 'string' ? SERVER_TOOLS.find(([prefix]) => type.startsWith(prefix)) : undefined;
       if (server !== undefined) {
         if (!googleTools.some((entry) => server[1] in entry)) googleTools.push({ [server[1]]: {} });
+        // Its limits (max_uses, allowed and blocked domains, the user's location) have no Gemini setting.
+        for (const key of Object.keys(tool)) {
+          if (!SERVER_TOOL_FIELDS.has(key)) warn(`tools.${index}.${truncate(key, 100)}: dropped, Gemini's ${server[1]} takes no such setting`);
+        }
       } else {
         dropped.add(name);
         warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which a Gemini upstream cannot run`);

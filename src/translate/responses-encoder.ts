@@ -41,6 +41,7 @@ export function createResponsesEncoder(options: ResponsesEmitterOptions): Answer
     callEnd: ignoreEvent,
     // A message's text part has no place for opaque state.
     annotate: ignoreEvent,
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },
