@@ -6,6 +6,8 @@
  * - Claude Code (messages) to a Gemini 3 model behind Google's OpenAI-compatible surface: the thought
  *   signatures travel in Claude Code's history as sealed thinking signatures and come back on their
  *   calls as `extra_content.google.thought_signature`.
+ * - Claude Code to a Gemini 3 model behind the native Gemini format (the `gemini` provider format):
+ *   the same signatures come back as each call part's `thoughtSignature`.
  * - Codex CLI (Responses, `store: false`) to a DeepSeek-style model: the `reasoning_content` of each
  *   tool-call turn travels sealed in the reasoning items Codex replays.
  *
@@ -29,21 +31,25 @@ const MARKER = 'llmux-state-42';
 const COMMAND = 'echo llmux-state-$((40+2))';
 
 let gemini: StatefulFake;
+let geminiNative: StatefulFake;
 let deepseek: StatefulFake;
 let gw: TestGateway;
 let cwd: string;
 
 before(async () => {
   gemini = await startStatefulFake('gemini', { tool: { name: 'Bash', input: { command: COMMAND, description: 'Print the marker' } } });
+  geminiNative = await startStatefulFake('gemini-native', { tool: { name: 'Bash', input: { command: COMMAND, description: 'Print the marker' } } });
   deepseek = await startStatefulFake('deepseek', { tool: { name: 'exec_command', input: { cmd: COMMAND } } });
   gw = await startTestGateway({
     config: {
       providers: {
         'gemini-openai': { format: 'openai', base_url: `${gemini.url}/v1beta/openai`, api_key: 'g-secret', family: 'gemini' },
+        'gemini-native': { format: 'gemini', base_url: `${geminiNative.url}/v1beta`, api_key: 'gn-secret' },
         'deepseek-up': { format: 'openai', base_url: `${deepseek.url}/v1`, api_key: 'd-secret' },
       },
       models: [
         { id: 'gemini-3-pro', provider: 'gemini-openai', upstream_id: 'gemini-3-pro-preview', reasoning: true, context_length: 1_000_000, max_output_tokens: 32_000 },
+        { id: 'gemini-3-native', provider: 'gemini-native', upstream_id: 'gemini-3-pro-preview', reasoning: true, context_length: 1_000_000, max_output_tokens: 32_000 },
         { id: 'deepseek-think', provider: 'deepseek-up', upstream_id: 'deepseek-v4-pro', reasoning: true, replay_reasoning: true, context_length: 1_000_000, max_output_tokens: 32_000 },
       ],
       // Claude Code reserves 32,000 output tokens a request.
@@ -54,6 +60,7 @@ before(async () => {
 after(async () => {
   await gw?.close();
   await gemini?.close();
+  await geminiNative?.close();
   await deepseek?.close();
 });
 beforeEach(() => {
@@ -90,6 +97,31 @@ describe('Claude Code to a Gemini 3 model behind Google\'s OpenAI-compatible sur
     const loop = gemini.requests.slice(from).filter((request) => list(request.body['tools']).length > 0);
     const last = JSON.stringify(loop.at(-1)?.body ?? {});
     assert.match(last, /gemini-sig-/, 'the signatures Gemini issued came back');
+    assert.equal(last.includes(SKIP_SIGNATURE), false, 'no placeholder: the conversation had the real ones');
+  });
+});
+
+/** The function responses the native Gemini upstream was given back, as text. */
+function functionResponses(fake: StatefulFake): string {
+  return JSON.stringify(fake.requests.map((request) => list(request.body['contents']).flatMap((content) => list(content['parts']).filter((part) => part['functionResponse'] !== undefined))));
+}
+
+describe('Claude Code to a Gemini 3 model behind the native Gemini format', { skip, timeout: 2 * TIMEOUT_MS }, () => {
+  test('completes a three-turn tool loop (two parallel Bash calls, then one) with each call part\'s thoughtSignature given back, and no 4xx', async () => {
+    const from = geminiNative.requests.length;
+    const run = await runClaude({
+      baseUrl: gw.url, apiKey: gw.key, model: 'gemini-3-native', smallFastModel: 'gemini-3-native', prompt: 'Run the marker command as often as you need, then say done.',
+      partial: false, allowedTools: ['Bash'], cwd, timeoutMs: TIMEOUT_MS,
+    });
+    assert.equal(run.exitCode, 0, run.stderr + run.stdout.slice(-2000));
+    assert.deepEqual(geminiNative.refusals, [], 'Gemini refused nothing');
+    assert.deepEqual(clientErrors(), []);
+    const result = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).at(-1);
+    assert.equal(result?.['result'], 'done');
+    assert.ok(functionResponses(geminiNative).includes(MARKER), 'Claude Code ran the command the model called');
+    const loop = geminiNative.requests.slice(from).filter((request) => list(request.body['tools']).length > 0);
+    const last = JSON.stringify(loop.at(-1)?.body ?? {});
+    assert.match(last, /"thoughtSignature":"gemini-native-sig-/, 'the signatures Gemini issued came back on their calls');
     assert.equal(last.includes(SKIP_SIGNATURE), false, 'no placeholder: the conversation had the real ones');
   });
 });
