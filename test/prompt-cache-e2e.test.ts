@@ -1,6 +1,6 @@
 /**
- * Prompt caching through llmux (llmux.md section 11), over sockets with the official SDKs: a chat
- * or Responses client sending the same long system prompt and tools twice to a messages upstream
+ * Prompt caching through llmux (llmux.md section 11), over sockets with the official SDKs: a chat,
+ * Responses or Gemini client sending the same long system prompt and tools twice to a messages upstream
  * gets cached tokens reported on the second answer (llmux adds the breakpoints; the fake Anthropic
  * reports cache reads for a prefix it saw with them), `prompt_cache: "off"` adds none, cache reads
  * and writes are priced at the model's cache prices in the log, and an OpenAI upstream gets the
@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
 import { logLineOf, startTestGateway } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { type StatefulFake, startStatefulFake } from './helpers/fake-stateful.ts';
@@ -82,6 +83,19 @@ describe('a chat client to a messages upstream', () => {
     const second = await ask();
     assert.equal(first.usage?.input_tokens_details.cached_tokens, 0);
     assert.ok((second.usage?.input_tokens_details.cached_tokens ?? 0) > 1000, 'the second answer read the prefix from the cache');
+  });
+
+  test('a Gemini client gets them as cachedContentTokenCount', async () => {
+    const ai = new GoogleGenAI({ apiKey: gw.key, httpOptions: { baseUrl: gw.url } });
+    const ask = () => ai.models.generateContent({
+      model: 'claude-cache',
+      contents: 'Rule five?',
+      config: { systemInstruction: SYSTEM, tools: [{ functionDeclarations: [{ name: 'lookup', parametersJsonSchema: { type: 'object', properties: {} } }] }] },
+    });
+    const first = await ask();
+    const second = await ask();
+    assert.equal(first.usageMetadata?.cachedContentTokenCount, undefined);
+    assert.ok((second.usageMetadata?.cachedContentTokenCount ?? 0) > 1000, 'the second answer read the prefix from the cache');
   });
 });
 

@@ -25,6 +25,9 @@
  *   nor when the request continues a tool loop whose assistant turn does not start with signed
  *   thinking (the messages API refuses both), and thinking drops `temperature` and `topK` and keeps
  *   `topP` only from 0.95.
+ * - Prompt caching (llmux.md section 11): with the model's `prompt_cache` on (the default),
+ *   breakpoints on the tools, the system prompt and the last user turn (./cache-breakpoints.ts),
+ *   so a conversation's next turn reads what this one wrote.
  * - `max_tokens` absent: the model's `max_output_tokens` capped at 32000, 4096 when unknown.
  * - `temperature` is clamped to the messages range 0–1 (Gemini's goes to 2).
  * - `responseMimeType: application/json` (with its schema): an instruction appended to the system
@@ -54,6 +57,7 @@ import {
   numberField,
 } from './gemini-params.ts';
 import type { GeminiRequestTranslateOptions } from './gemini-to-chat.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 /** Options of {@link geminiRequestToMessages}. */
 export type GeminiToMessagesOptions = GeminiRequestTranslateOptions;
@@ -152,6 +156,7 @@ export function geminiRequestToMessages(req: GeminiRequest, model: UpstreamModel
   }
   const stop = geminiStopSequences(config);
   if (stop.length > 0) out.stop_sequences = stop;
+  if (model.promptCache === true) addCacheBreakpoints(out);
   if (options.stream === true) out.stream = true;
   return out;
 }
