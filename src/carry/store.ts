@@ -9,11 +9,13 @@
  * entries and `maxBytesPerKey` bytes (its oldest go first); all keys together at most `maxBytes`
  * (room is made in the key holding the most, so one key's flood evicts its own state and never
  * that of a key holding less); a value over `maxValueBytes` is not kept. An entry counts its
- * value, its call id and {@link ENTRY_OVERHEAD_BYTES} for what holding it costs besides (measured:
- * 361-366 bytes of heap per entry beyond its value's characters, for values of 300 to 8000
- * characters, on Node 20), so `maxBytes` bounds the heap the store takes, however small the
- * entries. The interface is asynchronous so a shared-state implementation (src/state/carried.ts)
- * can stand in.
+ * value and its call id as the heap holds them (a byte a character, two for a string with any
+ * character past U+00FF, as reasoning in Chinese is) and {@link ENTRY_OVERHEAD_BYTES} for what
+ * holding it costs besides (measured on Node 20, values from JSON.stringify and ids from
+ * JSON.parse as in a request: 109-272 bytes of heap an entry beyond those, for values of 345 to
+ * 8045 characters, 8 keys of 512 to 4096 entries each), so `maxBytes` bounds the heap the store
+ * takes, however small or wide the entries. The interface is asynchronous so a shared-state
+ * implementation (src/state/carried.ts) can stand in.
  */
 
 export interface CarriedStore {
@@ -44,6 +46,13 @@ export interface MemoryCarriedStoreOptions extends CarriedStoreLimits {
 export const CARRIED_TTL_MS = 3_600_000;
 /** What an entry costs in memory besides its value and call id (the map entries, the record): measured, rounded up. */
 export const ENTRY_OVERHEAD_BYTES = 400;
+/** Characters a one-byte (Latin-1) string holds: any other makes the heap keep two bytes a character. */
+const WIDE_CHARACTER = /[^\u0000-\u00ff]/;
+
+/** The bytes of heap a string's characters take. */
+function heapBytes(text: string): number {
+  return WIDE_CHARACTER.test(text) ? 2 * text.length : text.length;
+}
 export const DEFAULT_CARRIED_LIMITS: Readonly<Required<CarriedStoreLimits>> = Object.freeze({
   ttlMs: CARRIED_TTL_MS,
   maxEntriesPerKey: 4096,
@@ -62,10 +71,7 @@ export function carriedLimits(limits: CarriedStoreLimits = {}): Required<Carried
   return { ...DEFAULT_CARRIED_LIMITS, ...Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)) };
 }
 
-/**
- * A store in this process's memory. Bytes are counted as the value's and call id's characters
- * (one byte each for the ASCII JSON they almost always are) and the entry's overhead.
- */
+/** A store in this process's memory; bytes are counted as the file's notes say. */
 export function createMemoryCarriedStore(options: MemoryCarriedStoreOptions = {}): CarriedStore {
   const limits = carriedLimits(options);
   const now = options.now ?? Date.now;
@@ -119,7 +125,7 @@ export function createMemoryCarriedStore(options: MemoryCarriedStoreOptions = {}
       return Promise.resolve(found);
     },
     put(keyId, callId, value) {
-      const bytes = value.length + callId.length + ENTRY_OVERHEAD_BYTES;
+      const bytes = heapBytes(value) + heapBytes(callId) + ENTRY_OVERHEAD_BYTES;
       if (value.length > limits.maxValueBytes || bytes > limits.maxBytesPerKey || bytes > limits.maxBytes) return Promise.resolve(false);
       const at = now();
       let holder = holders.get(keyId);

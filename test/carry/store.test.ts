@@ -56,6 +56,13 @@ describe('the memory store of chat clients\' carried state', () => {
     assert.equal(held.size, 10);
   });
 
+  it('counts a value with characters past U+00FF at two bytes a character, as the heap holds it', async () => {
+    const store = createMemoryCarriedStore({ maxBytesPerKey: ENTRY_OVERHEAD_BYTES + 2 + 100, maxValueBytes: 1000 });
+    assert.equal(await store.put('key_a', 'c1', 'x'.repeat(100)), true);
+    assert.equal(await store.put('key_a', 'c2', '推'.repeat(51)), false, '102 bytes do not fit in 100');
+    assert.equal(await store.put('key_a', 'c3', '推'.repeat(50)), true);
+  });
+
   it('makes room within maxBytes in the key holding the most, so one key\'s flood evicts its own state only', async () => {
     const store = createMemoryCarriedStore({ maxBytes: 6 * (ENTRY_OVERHEAD_BYTES + 32), maxBytesPerKey: 100_000 });
     await store.put('quiet', 'q1', 'q'.repeat(30));
