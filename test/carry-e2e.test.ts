@@ -80,6 +80,14 @@ function placeholders(bodies: Array<Record<string, unknown>>): string[] {
   return found;
 }
 
+/** Chat upstreams: a chat client's answers from them pass through. */
+const CHAT_PERSONALITIES: ReadonlySet<Personality> = new Set(['gemini', 'deepseek', 'openrouter']);
+
+/** Whether the client's answers pass through from the fake as it wrote them (same format): the fake's, not llmux's, to match the schemas. */
+function passesThrough(client: LoopClient, personality: Personality): boolean {
+  return (client.startsWith('chat') && CHAT_PERSONALITIES.has(personality)) || (client.startsWith('responses') && personality === 'responses');
+}
+
 /** Which client formats reach which upstream: a Responses-only fake serves Responses clients (passed through). */
 function pairs(): Array<[LoopClient, Personality]> {
   const out: Array<[LoopClient, Personality]> = [];
@@ -99,7 +107,9 @@ describe('a three-turn tool loop keeps the upstream\'s state', () => {
         const fake = fakes.get(personality) as StatefulFake;
         const from = fake.requests.length;
         const refusals = fake.refusals.length;
-        const turns = await runLoop(toolLoop(client, { baseUrl: gw.url, key: gw.key, model: MODEL_OF[personality], stream }));
+        const loop = toolLoop(client, { baseUrl: gw.url, key: gw.key, model: MODEL_OF[personality], stream });
+        // A chat client's answers from a chat upstream pass through as the provider sent them, its own fields included.
+        const turns = passesThrough(client, personality) ? await gw.replaying(() => runLoop(loop)) : await runLoop(loop);
         assert.deepEqual(fake.refusals.slice(refusals), [], 'the upstream refused nothing');
         assert.deepEqual(turns.map((turn) => turn.calls.length), [2, 1, 0]);
         assert.equal(turns[2]?.text, 'done');
@@ -134,11 +144,12 @@ describe('another family gets none of it', () => {
         const claudeFrom = claude.requests.length;
         const logsFrom = gw.logs.length;
         const loop = toolLoop(client, { baseUrl: gw.url, key: gw.key, model: fallback.model, stream: true });
-        const first = await loop.turn();
+        const geminiTurn = passesThrough(client, fallback.personality) ? () => gw.replaying(() => loop.turn()) : () => loop.turn();
+        const first = await geminiTurn();
         gemini.unavailable = 100;
         const second = await loop.turn();
         gemini.unavailable = 0;
-        const third = await loop.turn();
+        const third = await geminiTurn();
         assert.deepEqual([first.calls.length, second.calls.length, third.text], [2, 1, 'done']);
         assert.equal(gemini.refusals.length + claude.refusals.length, refused, 'nothing was refused: Gemini\'s state never reached Claude, nor Claude\'s Gemini');
         const toClaude = claude.requests.slice(claudeFrom).map((request) => request.body);

@@ -150,7 +150,7 @@ describe('llmux CLI', () => {
     writeFileSync(join(h, 'config.json'), JSON.stringify({ providers: { x: { format: 'grpc', base_url: 'http://a' } } }));
     const t = io({ LLMUX_HOME: h });
     assert.equal(await main(['serve', '--port', '0'], t), 1);
-    assert.equal(t.err, `llmux: config file ${join(h, 'config.json')}: providers.x.format: must be "openai", "anthropic" or "gemini"\n`);
+    assert.equal(t.err, `llmux: config file ${join(h, 'config.json')}: providers.x.format: must be "openai", "anthropic", "gemini" or "converse"\n`);
     // A bad flag is a usage error (exit 2), before the config is read.
     assert.equal(await main(['serve', '--port', 'abc'], io({ LLMUX_HOME: h })), 2);
   });

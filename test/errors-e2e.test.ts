@@ -42,7 +42,20 @@ describe('error answers and headers', () => {
       assert.equal(typeof (json['error'] as Record<string, unknown>)['code'], 'string');
     }
     const chat = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(t.key), body: chatBody({ temperature: 9 }) });
-    assert.deepEqual(Object.keys((await chat.json()) as Record<string, unknown>), ['error']);
+    const refused = (await chat.json()) as { error: Record<string, unknown> };
+    assert.deepEqual(Object.keys(refused), ['error']);
+    // OpenAI's error object names the field at fault.
+    assert.deepEqual(Object.keys(refused.error), ['message', 'type', 'param', 'code']);
+    assert.equal(refused.error['param'], 'temperature');
+  });
+
+  it("lets the Anthropic SDK tell a bad key by Anthropic's error type", async () => {
+    const client = new Anthropic({ apiKey: 'sk-llmux-nobody', baseURL: t.url, maxRetries: 0 });
+    await assert.rejects(client.messages.create({ model: 'claude-test', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
+      assert.ok(err instanceof Anthropic.AuthenticationError);
+      assert.equal(err.type, 'authentication_error');
+      return true;
+    });
   });
 
   it('lets the Anthropic SDK read the error type and request id', async () => {

@@ -121,7 +121,7 @@ describe('per-key limits end to end', () => {
       // The upstream reports 900 + 200 tokens: real usage, not the tiny estimate, is what counts.
       t.upstream.queue.push(respond.json(200, {
         id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-upstream',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok', refusal: null }, logprobs: null, finish_reason: 'stop' }],
         usage: { prompt_tokens: 900, completion_tokens: 200, total_tokens: 1100 },
       }));
       const first = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: openaiHeaders(key), body: JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'x' }] }) });

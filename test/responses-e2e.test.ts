@@ -82,7 +82,7 @@ for (const upstream of UPSTREAMS) {
       assert.equal(response.model, upstream.model);
       assert.equal(response.output_text, 'Hello from upstream.');
       assert.equal(response.instructions, 'Be brief.');
-      assert.deepEqual(response.usage, { input_tokens: 30, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 35 });
+      assert.deepEqual(response.usage, { input_tokens: 30, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 35 });
       const seen = gw.upstream.requests[0];
       assert.equal(seen?.path, upstream.upstreamPath);
       assert.equal(seen?.body['model'], upstream.upstreamModel);

@@ -142,6 +142,9 @@ test('a stream cut off mid-answer ends in response.failed naming the response th
   const events = parseResponsesEvents(await rawStream({ model: 'gpt-pass', input: 'Hi' }));
   const last = events.at(-1)?.data;
   assert.equal(last?.['type'], 'response.failed');
+  // It continues the upstream's numbering: the SDKs and the schema want every event numbered.
+  assert.deepEqual(events.map((event) => event.data['sequence_number']), events.map((_, index) => index));
+  assert.ok(events.length > 3);
   const response = last?.['response'] as { id: string; status: string; model: string; error: { code: string; message: string } };
   assert.equal(response.id, 'resp_cutoff');
   assert.equal(response.model, 'gpt-pass');

@@ -19,10 +19,14 @@ import type { ModelCapabilities, ModelEntry, ModelPricing, ProviderConfig } from
 import { BUILTIN_MODELS, ECHO_MODEL } from './builtin-models.ts';
 import { isProviderUsable } from './providers.ts';
 
-/** A model as `GET /v1/models` shows it: exactly the description's fields, in its order. */
+/**
+ * A model as `GET /v1/models` shows it: OpenAI's model object (`id`, `object`, `created`: Unix
+ * seconds, `owned_by`) with the description's fields, in its order.
+ */
 export interface ModelRecord {
   id: string;
   object: 'model';
+  created: number;
   type: 'chat';
   created_at: string;
   owned_by: string;
@@ -36,6 +40,34 @@ export interface ModelRecord {
 export interface ModelList {
   object: 'list';
   data: ModelRecord[];
+  has_more: false;
+  first_id: string | null;
+  last_id: string | null;
+}
+
+/**
+ * A model as an Anthropic client's `GET /v1/models` shows it (a request with `anthropic-version`):
+ * the Anthropic SDK's `ModelInfo`. `capabilities` is null (what the SDK allows when they are not
+ * given): llmux knows four capability booleans, not the ten Anthropic's shape states.
+ */
+export interface AnthropicModelInfo {
+  type: 'model';
+  id: string;
+  display_name: string;
+  /** RFC 3339, the model's release. */
+  created_at: string;
+  capabilities: null;
+  deprecated_at: null;
+  lifecycle: 'active';
+  line: null;
+  max_input_tokens: number;
+  max_tokens: number;
+  retires_at: null;
+}
+
+/** Anthropic's list of models: the page its SDK reads (no `object`). */
+export interface AnthropicModelList {
+  data: AnthropicModelInfo[];
   has_more: false;
   first_id: string | null;
   last_id: string | null;
@@ -169,6 +201,7 @@ export function toModelRecord(model: ModelEntry): ModelRecord {
   const record: ModelRecord = {
     id: model.id,
     object: 'model',
+    created: Math.floor(Date.parse(model.created_at) / 1000),
     type: model.type,
     created_at: model.created_at,
     owned_by: model.owned_by,
@@ -205,4 +238,33 @@ export function toModelList(models: ModelEntry[]): ModelList {
     first_id: data[0]?.id ?? null,
     last_id: data[data.length - 1]?.id ?? null,
   };
+}
+
+const anthropicRecords = new WeakMap<ModelEntry, AnthropicModelInfo>();
+
+/** The model as Anthropic's `ModelInfo`, for an Anthropic client. Cached per entry, frozen. */
+export function toAnthropicModel(model: ModelEntry): AnthropicModelInfo {
+  const cached = anthropicRecords.get(model);
+  if (cached !== undefined) return cached;
+  const record: AnthropicModelInfo = Object.freeze({
+    type: 'model',
+    id: model.id,
+    display_name: model.display_name,
+    created_at: model.created_at,
+    capabilities: null,
+    deprecated_at: null,
+    lifecycle: 'active',
+    line: null,
+    max_input_tokens: model.context_length,
+    max_tokens: model.max_output_tokens,
+    retires_at: null,
+  });
+  anthropicRecords.set(model, record);
+  return record;
+}
+
+/** The models as Anthropic's list, for an Anthropic client. */
+export function toAnthropicModelList(models: ModelEntry[]): AnthropicModelList {
+  const data = models.map(toAnthropicModel);
+  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null };
 }

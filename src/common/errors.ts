@@ -20,6 +20,8 @@ export type ErrorType =
 
 export interface GatewayErrorOptions {
   cause?: unknown;
+  /** The request field at fault (`messages.2.content`), as OpenAI's `error.param` names it. */
+  param?: string;
   /** Extra fields merged into `error` (for example `debug` for X-Debug-Auth, `interval`). */
   extra?: Record<string, unknown>;
   /** Headers to add to the error response (for example `allow`, `retry-after`). */
@@ -30,6 +32,7 @@ export class GatewayError extends Error {
   readonly status: number;
   readonly type: ErrorType;
   readonly code: string;
+  readonly param: string | undefined;
   readonly extra: Record<string, unknown> | undefined;
   readonly headers: Record<string, string> | undefined;
 
@@ -39,6 +42,7 @@ export class GatewayError extends Error {
     this.status = status;
     this.type = type;
     this.code = code;
+    this.param = options.param;
     this.extra = options.extra;
     this.headers = options.headers;
   }
@@ -60,19 +64,35 @@ export class UpstreamError extends GatewayError {
   }
 }
 
-/** The `error` object every error body carries in some envelope: `message`, `type`, `code`, and any extra fields. */
-export function errorObject(err: GatewayError): Record<string, unknown> {
-  const error: Record<string, unknown> = { message: err.message, type: err.type, code: err.code };
+/** What the renderer of an error body may know of the request it answers. */
+export interface ErrorContext {
+  /** The request's id, as its `request-id` header gives it. */
+  requestId?: string;
+  /** The request's headers: a route shared by formats answers in its client's shape. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** The request's path and query: a route shared by formats may tell its client by a query (Gemini's `?key=`). */
+  url?: string;
+}
+
+/**
+ * The `error` object an error body carries in some envelope: `message`, `type`, `code`, and any
+ * extra fields; `type` as given, since each envelope says it in its own words.
+ */
+export function errorObject(err: GatewayError, type: string = err.type): Record<string, unknown> {
+  const error: Record<string, unknown> = { message: err.message, type, code: err.code };
   if (err.extra !== undefined) Object.assign(error, err.extra);
   return error;
 }
 
 /**
- * The JSON error body `{error:{message,type,code}}` (llmux.md section 3): the gateway's own, and the
- * chat and Responses formats'. A format with another shape renders its own (src/dialects/).
+ * The JSON error body `{error:{message,type,param,code}}` (llmux.md section 3): the gateway's own,
+ * and the chat and Responses formats'. `param` is OpenAI's (its error object requires it: the
+ * field at fault, or null). A format with another shape renders its own (src/dialects/).
  */
 export function errorBody(err: GatewayError): string {
-  return JSON.stringify({ error: errorObject(err) });
+  const error: Record<string, unknown> = { message: err.message, type: err.type, param: err.param ?? null, code: err.code };
+  if (err.extra !== undefined) Object.assign(error, err.extra);
+  return JSON.stringify({ error });
 }
 
 /** The client closed its connection: stop work, answer nobody. */
@@ -83,9 +103,9 @@ export class ClientClosedError extends Error {
   }
 }
 
-/** 400 invalid_request_error / invalid_parameters, the description's validation error. */
-export function invalidParameters(message: string): GatewayError {
-  return new GatewayError(400, 'invalid_request_error', 'invalid_parameters', message);
+/** 400 invalid_request_error / invalid_parameters, the description's validation error; `param` names the field at fault. */
+export function invalidParameters(message: string, param?: string): GatewayError {
+  return new GatewayError(400, 'invalid_request_error', 'invalid_parameters', message, param === undefined ? {} : { param });
 }
 
 export function invalidApiKey(extra?: Record<string, unknown>): GatewayError {

@@ -16,13 +16,8 @@ export type Fail = (field: string, problem: string) => never;
  * The config file names a provider's wire format by vendor; the code by operation (see
  * src/formats/wire.ts). Both directions, so `llmux setup` writes what the file documents.
  */
-const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages', gemini: 'gemini' };
-export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic', gemini: 'gemini' };
-
-/** Formats the config names that llmux does not serve yet, and what to do meanwhile. */
-const NOT_YET_FORMATS: Readonly<Record<string, string>> = {
-  converse: '"converse" (Bedrock\'s Converse API, for Bedrock models other than Claude) is not served yet; Claude on Bedrock is "format": "anthropic"',
-};
+const FORMAT_OF_CONFIG_NAME: Readonly<Record<string, ProviderFormat>> = { openai: 'chat', anthropic: 'messages', gemini: 'gemini', converse: 'converse' };
+export const CONFIG_NAME_OF_FORMAT: Readonly<Record<ProviderFormat, string>> = { chat: 'openai', messages: 'anthropic', gemini: 'gemini', converse: 'converse' };
 
 /** Which platforms each platform-only field belongs to. */
 const PLATFORM_OF_FIELD: Readonly<Record<string, readonly PlatformName[]>> = {
@@ -39,10 +34,10 @@ const PLATFORM_OF_FIELD: Readonly<Record<string, readonly PlatformName[]>> = {
 
 /** What each platform carries and how it is authorised, for the checks above. */
 const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly ProviderFormat[]; formatProblem: string; baseUrlRequired: boolean; apiKey: boolean; credentialHint: string }>> = {
-  http: { formats: ['chat', 'messages', 'gemini'], formatProblem: 'must be "openai", "anthropic" or "gemini"', baseUrlRequired: true, apiKey: true, credentialHint: '' },
+  http: { formats: ['chat', 'messages', 'gemini'], formatProblem: 'must be "openai", "anthropic" or "gemini" ("converse" is Amazon Bedrock\'s Converse API: it needs "platform": "bedrock")', baseUrlRequired: true, apiKey: true, credentialHint: '' },
   bedrock: {
-    formats: ['messages'],
-    formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel); its other models need "converse", which is not served yet',
+    formats: ['messages', 'converse'],
+    formatProblem: 'Bedrock carries "anthropic" (Claude through InvokeModel) and "converse" (its other models, through Converse)',
     baseUrlRequired: false,
     apiKey: false,
     credentialHint: 'Bedrock requests are signed with AWS credentials: give credentials or profile, or let llmux find them (AWS_* variables, ~/.aws/credentials, the container or instance role)',
@@ -82,9 +77,8 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
     fail(`${at}.platform`, `must be ${PLATFORM_NAMES.map((name) => `"${name}"`).join(', ')}: how the provider's requests are carried`);
   }
   const rules = PLATFORM_RULES[platform as PlatformName];
-  if (typeof p['format'] === 'string' && Object.hasOwn(NOT_YET_FORMATS, p['format'])) fail(`${at}.format`, NOT_YET_FORMATS[p['format']] as string);
   const format = typeof p['format'] === 'string' && Object.hasOwn(FORMAT_OF_CONFIG_NAME, p['format']) ? FORMAT_OF_CONFIG_NAME[p['format']] : undefined;
-  if (format === undefined) fail(`${at}.format`, 'must be "openai", "anthropic" or "gemini"');
+  if (format === undefined) fail(`${at}.format`, 'must be "openai", "anthropic", "gemini" or "converse"');
   if (!rules.formats.includes(format as ProviderFormat)) fail(`${at}.format`, rules.formatProblem);
   for (const key of Object.keys(p)) {
     const owner = PLATFORM_OF_FIELD[key];

@@ -26,7 +26,7 @@ import type { TurnOf, UpstreamModel } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import type { CarriedStore } from '../carry/store.ts';
 import type { CredentialSource } from '../common/credentials.ts';
-import type { GatewayError } from '../common/errors.ts';
+import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import { withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
@@ -175,7 +175,7 @@ export interface Dialect<F extends WireFormat> {
   /** An error after the stream has started. */
   errorFrame(error: StreamErrorInfo): string;
   /** The JSON body of an error answered before the response started, in this format's shape. */
-  errorBody(error: GatewayError): string;
+  errorBody(error: GatewayError, context?: ErrorContext): string;
 
   /** The text of the request's last user turn, at most `limit` characters: what the echo model answers with. */
   userText(body: RequestOf[F], limit: number): string;

@@ -9,6 +9,7 @@ import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '.
 import { fromMessagesUsage } from '../formats/usage.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { errorObject, invalidParameters } from '../common/errors.ts';
+import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
@@ -29,6 +30,38 @@ const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
 /** With Anthropic's interleaved-thinking beta the thinking budget may reach max_tokens. */
 const INTERLEAVED_THINKING_BETA = 'interleaved-thinking-2025-05-14';
 
+/**
+ * Anthropic's `error.type` by HTTP status (its errors page, and the SDK's error objects): what its
+ * SDKs and tools read, where llmux's own types are the description's for every other format
+ * (gateway-api.md "Errors"). Another 4xx is `invalid_request_error` and another 5xx `api_error`,
+ * as Anthropic answers them; llmux's `code` stays beside the type.
+ */
+const ANTHROPIC_ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+/** The `error.type` an Anthropic client is answered with for `status`. */
+export function anthropicErrorType(status: number): string {
+  return ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+/**
+ * Anthropic's error body: `{"type": "error", "error": {type, message}, "request_id"}`, the type
+ * by status, with llmux's `code` (and any extra) in `error` too.
+ */
+export function anthropicErrorBody(error: GatewayError, context: ErrorContext = {}): string {
+  return JSON.stringify({ type: 'error', error: errorObject(error, anthropicErrorType(error.status)), request_id: context.requestId ?? null });
+}
+
 /** Checks `alt-version` / `anthropic-version` on the messages operation; returns the value. */
 export function checkVersionHeader(headers: IncomingHttpHeaders): string {
   const raw = headers['anthropic-version'] ?? headers['alt-version'];
@@ -38,6 +71,15 @@ export function checkVersionHeader(headers: IncomingHttpHeaders): string {
   }
   if (!VERSION_FORMAT.test(value)) throw invalidParameters(`alt-version: "${value.slice(0, 40)}" must be a date like 2023-06-01`);
   return value;
+}
+
+/**
+ * Whether a request comes from an Anthropic client: it sends the version header (`anthropic-version`,
+ * or the description's `alt-version`). A route that all formats share (the model list) answers it
+ * in Anthropic's shapes.
+ */
+export function isAnthropicClient(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  return headers['anthropic-version'] !== undefined || headers['alt-version'] !== undefined;
 }
 
 function betaHeader(headers: IncomingHttpHeaders): string | undefined {
@@ -89,7 +131,7 @@ export const messagesDialect: Dialect<'messages'> = {
   pingFrame: MESSAGES_PING_FRAME,
   errorFrame: messagesErrorFrame,
   // Anthropic's error body also carries a top-level `"type": "error"`, which its SDKs read (llmux.md section 3).
-  errorBody: (error) => JSON.stringify({ type: 'error', error: errorObject(error) }),
+  errorBody: anthropicErrorBody,
 
   userText: (body, limit) => lastUserText(body.messages, limit),
 

@@ -215,7 +215,7 @@ function withSealedReasoning(answer: ResponsesResponse, sealed: ReadonlyMap<stri
  * An error after a Responses stream has started (a pass-through stream cut off): `response.failed`
  * with the response the stream started (the SDKs refuse a terminal event naming another), or one
  * of its own when none came. Its output is what the stream started with (nothing: what came after
- * was only relayed); the client has the items it saw.
+ * was only relayed); the client has the items it saw. Its `sequence_number` continues the stream's.
  */
 export function responsesErrorFrame(error: StreamErrorInfo): string {
   const started = asRecord(error.answer);
@@ -227,7 +227,7 @@ export function responsesErrorFrame(error: StreamErrorInfo): string {
     output: [],
     usage: started?.['usage'] ?? null,
   };
-  return `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', response })}\n\n`;
+  return `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', response, sequence_number: error.sequenceNumber ?? 0 })}\n\n`;
 }
 
 function finish(emitter: ReturnType<typeof createResponsesEmitter>, answer: TextAnswer): void {

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import type { ProviderConfig } from '../config/types.ts';
 import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
-import { dialects } from '../dialects/index.ts';
+import { formatHeadersFor } from '../providers/upstream-body.ts';
 import { loadHttps } from '../providers/upstream.ts';
 import { httpCredentialHeaders } from '../platforms/http.ts';
 import { platforms } from '../platforms/index.ts';
@@ -138,7 +138,7 @@ export const checkHttpProvider: ProviderCheck = async (provider, options) => {
   const shown = `GET ${shownUrl(provider.baseUrl)}/models`;
   const headers = {
     ...provider.headers,
-    ...dialects[provider.format].formatHeaders({}),
+    ...formatHeadersFor(provider.format, {}),
     ...(credential.key === undefined ? {} : httpCredentialHeaders(provider.format, credential.key)),
     accept: 'application/json',
   };
@@ -185,7 +185,8 @@ async function platformCredentialRow(provider: ProviderConfig, carrier: Carrier,
 
 /**
  * Bedrock: its credential chain, then a call the runtime endpoint answers without running a model —
- * InvokeModel of the provider's first model with an empty body, signed as a request is: Bedrock checks
+ * InvokeModel (Converse for a `converse` provider) of the provider's first model with an empty body,
+ * signed as a request is: Bedrock checks
  * the signature and the IAM permission first, then refuses the body (400 ValidationException).
  * That 400 confirms both; a 403 names what was refused.
  */
@@ -196,9 +197,9 @@ export const checkBedrockProvider: ProviderCheck = async (provider, options) => 
   const name = `provider ${provider.id}: endpoint`;
   if (credential.verdict !== 'ok') return [credential, { name, verdict: 'off', detail: 'not tried without credentials' }];
   const upstreamId = options.upstreamIds?.[0] ?? 'llmux-doctor-probe';
-  const call: UpstreamCall = { upstreamId, format: 'messages', stream: false, formatHeaders: {} };
+  const call: UpstreamCall = { upstreamId, format: provider.format, stream: false, formatHeaders: {} };
   const outgoing: OutgoingRequest = { call, target: carrier.target(call), body: '{}', headers: carrier.headers(call) };
-  const shown = `InvokeModel ${upstreamId} (an empty body: no model runs)`;
+  const shown = `${provider.format === 'converse' ? 'Converse' : 'InvokeModel'} ${upstreamId} (an empty body: no model runs)`;
   let answer: { status: number; headers: http.IncomingHttpHeaders };
   const startedMs = performance.now();
   try {

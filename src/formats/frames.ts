@@ -17,6 +17,11 @@ export interface StreamErrorInfo {
    * pass-through: the response object `response.created` named), so the failure names the same response.
    */
   answer?: unknown;
+  /**
+   * Responses only: the `sequence_number` of the failure event, one past the last event the client
+   * got (a pass-through stream: the upstream's numbering, continued); 0 when it got none.
+   */
+  sequenceNumber?: number;
 }
 
 /**
@@ -38,10 +43,13 @@ export function messagesErrorFrame(error: StreamErrorInfo): string {
   return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: error.type ?? 'api_error', message: error.message } })}\n\n`;
 }
 
-/** An error after a chat-format stream has started: an error chunk, and no `[DONE]` after it. */
+/**
+ * An error after a chat-format stream has started: an error chunk (OpenAI's error object, whose
+ * `param` is required), and no `[DONE]` after it.
+ */
 export function chatErrorFrame(error: StreamErrorInfo): string {
   const type = error.type ?? 'api_error';
-  return `data: ${JSON.stringify({ error: { message: error.message, type, code: error.code ?? streamErrorCode(type) } })}\n\n`;
+  return `data: ${JSON.stringify({ error: { message: error.message, type, param: null, code: error.code ?? streamErrorCode(type) } })}\n\n`;
 }
 
 /** Keep-alive of a messages-format stream, as Anthropic sends it. */

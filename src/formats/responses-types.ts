@@ -238,7 +238,8 @@ export type ResponsesOutputItem =
 export interface ResponsesUsage {
   /** Every input token, cached ones included. */
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  /** `cache_write_tokens`: input tokens written to the prompt cache (Anthropic's cache creation). */
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
@@ -261,7 +262,8 @@ export interface ResponseEcho {
   top_p: number | null;
   truncation: 'auto' | 'disabled';
   metadata: Record<string, string>;
-  user: string | null;
+  /** Only when the request gave one: the description types it a string, never null. */
+  user?: string;
 }
 
 export interface ResponsesResponse extends ResponseEcho {

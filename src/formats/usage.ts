@@ -83,15 +83,34 @@ export function promptTokens(usage: TokenUsage): number {
 }
 
 /**
- * Reads a Responses-format `usage` object: `input_tokens` counts the cached ones
- * (`input_tokens_details.cached_tokens`), which are taken out of `inputTokens` once.
+ * Reads a Responses-format `usage` object: `input_tokens` counts the cached ones and those written
+ * to the cache (`input_tokens_details.cached_tokens`, `.cache_write_tokens`), which are taken out of
+ * `inputTokens` once each; llmux writes the same (src/translate/responses-output.ts).
  */
 export function fromResponsesUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
   if (usage === null || usage === undefined) return { ...ZERO_USAGE };
   const input = count(usage['input_tokens']);
   const details = usage['input_tokens_details'];
-  const cached = Math.min(input, typeof details === 'object' && details !== null ? count((details as Record<string, unknown>)['cached_tokens']) : 0);
-  return { inputTokens: input - cached, outputTokens: count(usage['output_tokens']), cacheReadTokens: cached, cacheCreationTokens: 0 };
+  const detail = (key: string): number => (typeof details === 'object' && details !== null ? count((details as Record<string, unknown>)[key]) : 0);
+  const cached = Math.min(input, detail('cached_tokens'));
+  const written = Math.min(input - cached, detail('cache_write_tokens'));
+  return { inputTokens: input - cached - written, outputTokens: count(usage['output_tokens']), cacheReadTokens: cached, cacheCreationTokens: written };
+}
+
+/**
+ * Reads a Converse `usage` object (Bedrock's `TokenUsage`). `inputTokens` is the input neither read
+ * from nor written to the prompt cache (AWS's prompt-caching guide: the whole input is `inputTokens`
+ * + `cacheReadInputTokens` + `cacheWriteInputTokens`), the neutral `inputTokens` as it is: nothing is
+ * subtracted. `totalTokens` is not read.
+ */
+export function fromConverseUsage(usage: Record<string, unknown> | null | undefined): TokenUsage {
+  if (usage === null || usage === undefined) return { ...ZERO_USAGE };
+  return {
+    inputTokens: count(usage['inputTokens']),
+    outputTokens: count(usage['outputTokens']),
+    cacheReadTokens: count(usage['cacheReadInputTokens']),
+    cacheCreationTokens: count(usage['cacheWriteInputTokens']),
+  };
 }
 
 /** Neutral usage -> chat-format `usage`: prompt tokens count every input token, cached ones too. */

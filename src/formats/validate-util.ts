@@ -1,6 +1,7 @@
 /**
  * Small checks shared by the request validators of both formats. Every failure throws
- * `invalidParameters("<path>: <rule>")`, so a client sees which field is wrong and what it must be.
+ * `invalidParameters("<path>: <rule>", path)`, so a client sees which field is wrong and what it
+ * must be (and OpenAI's `error.param` names it).
  *
  * The input is hostile parsed JSON: fields are read as own properties only (a body may carry
  * `__proto__` or `constructor` keys, and an absent field must never resolve to something inherited
@@ -44,7 +45,7 @@ export function at(path: string, key: string | number): string {
 
 /** Throws the 400 for `path` with a free-form rule. */
 export function fail(path: string, rule: string): never {
-  throw invalidParameters(`${path}: ${rule}`);
+  throw invalidParameters(`${path}: ${rule}`, path);
 }
 
 /**

@@ -8,6 +8,7 @@
 import type { JsonObjectBytes } from '../common/json-bytes.ts';
 import type { ResponsesRequest, ResponsesResponse } from './responses-types.ts';
 import type { GeminiRequest, GeminiResponse } from './gemini-types.ts';
+import type { ConverseRequest } from './converse.ts';
 
 /**
  * A wire format, named by its operation: `chat` (OpenAI chat-completions), `messages` (Anthropic
@@ -20,9 +21,13 @@ export type WireFormat = 'chat' | 'messages' | 'responses' | 'gemini';
 /**
  * The formats a provider's base URL speaks natively, the ones llmux translates to. A provider may
  * serve `responses` too (`"responses": true`), but never only that: Responses clients are the only
- * ones sent there, as they are.
+ * ones sent there, as they are. `converse` (Amazon Bedrock's Converse, ./converse.ts) is spoken by
+ * providers only: no client speaks it, so its answers are always translated.
  */
-export type ProviderFormat = 'chat' | 'messages' | 'gemini';
+export type ProviderFormat = 'chat' | 'messages' | 'gemini' | 'converse';
+
+/** The format an upstream request is in: a client's format its provider serves, or the provider's own. */
+export type UpstreamFormat = WireFormat | ProviderFormat;
 
 // ---------- messages format ----------
 
@@ -104,8 +109,8 @@ export type MessagesResponseBlock =
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown }
   /** A tool run on the upstream's side (`web_search`), and its results. */
-  | { type: 'server_tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'web_search_tool_result'; tool_use_id: string; content: MessagesWebSearchResult[] };
+  | { type: 'server_tool_use'; id: string; name: string; caller: { type: 'direct' }; input: Record<string, unknown> }
+  | { type: 'web_search_tool_result'; tool_use_id: string; caller: { type: 'direct' }; content: MessagesWebSearchResult[] };
 
 /** One page of a `web_search_tool_result`. */
 export interface MessagesWebSearchResult { type: 'web_search_result'; url: string; title: string; encrypted_content: string; page_age: string | null }
@@ -209,12 +214,13 @@ export interface ChatResponse {
 
 // ---------- shared ----------
 
-/** The request body of each format. */
+/** The request body of each format (Converse's only ever written by llmux). */
 export interface RequestOf {
   chat: ChatRequest;
   messages: MessagesRequest;
   responses: ResponsesRequest;
   gemini: GeminiRequest;
+  converse: ConverseRequest;
 }
 
 /** The whole (non-streamed) answer of each format. */

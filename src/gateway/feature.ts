@@ -13,7 +13,7 @@ import type { UsageLedger } from '../usage/ledger.ts';
 import type { Metrics } from './metrics.ts';
 import type { Logger } from './request-log.ts';
 import type { RequestRecord } from './request-record.ts';
-import type { GatewayError } from '../common/errors.ts';
+import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import type { DoctorReport } from '../doctor/report.ts';
 import type { DeploymentSnapshot } from '../routing/index.ts';
 
@@ -24,9 +24,9 @@ export interface RouteOptions {
   /**
    * Renders an error on this route (a refusal, a 405 on its path) as its clients' format expects
    * it (src/dialects/: the messages format's carries `"type": "error"`); our error body by default.
-   * Given the request, a route shared by formats renders in the one its client speaks.
+   * Given the request's headers and URL, a route shared by formats renders in the one its client speaks.
    */
-  errors?: (error: GatewayError, req: IncomingMessage) => string;
+  errors?: (error: GatewayError, context: ErrorContext) => string;
 }
 
 export interface RouteRegistry {

@@ -437,7 +437,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(events, res, (write) => (translated === undefined
-    ? createPassThroughRelay(answered.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
+    ? createPassThroughRelay(asked.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,

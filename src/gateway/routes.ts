@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import { authenticate, authenticateFrom, requireAdmin } from '../auth/authenticate.ts';
-import { toModelList, toModelRecord } from '../catalog/catalog.ts';
+import { toAnthropicModel, toAnthropicModelList, toModelList, toModelRecord } from '../catalog/catalog.ts';
 import { withAliases } from '../catalog/aliases.ts';
 import type { DeploymentSnapshot } from '../routing/index.ts';
 import { geminiModelPage, toGeminiModel } from '../catalog/gemini-models.ts';
@@ -23,6 +23,8 @@ import { dialects } from '../dialects/index.ts';
 import type { Dialect } from '../dialects/index.ts';
 import type { RequestOf } from '../formats/wire.ts';
 import { GatewayError, errorBody, insufficientPermissions, invalidParameters, modelNotFound, notFound, truncate, upstreamFailed } from '../common/errors.ts';
+import { anthropicErrorBody, isAnthropicClient } from '../dialects/messages.ts';
+import type { ErrorContext } from '../common/errors.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
@@ -99,7 +101,8 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   };
   /**
    * The model routes, shared with Gemini's clients under `/v1` (llmux.md section 9): a key sent as
-   * Gemini's are (`x-goog-api-key`, `?key=`) gets Gemini `Model` records, any other the OpenAI list.
+   * Gemini's are (`x-goog-api-key`, `?key=`) gets Gemini `Model` records, an Anthropic client (it
+   * sends `anthropic-version`) Anthropic's model objects, any other the OpenAI list.
    * Under `/v1beta` every key gets Gemini's.
    */
   const modelRoutes = (gemini: 'always' | 'by-key') => {
@@ -112,7 +115,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const list: RouteHandler = async (req, res, _params, record) => {
       const { key, gemini: asGemini } = await keyed(req, res, record);
       const models = listedFor(key);
-      sendJson(res, 200, JSON.stringify(asGemini ? geminiModelPage(models, queryOf(req.url)) : toModelList(models)));
+      sendJson(res, 200, JSON.stringify(asGemini ? geminiModelPage(models, queryOf(req.url)) : isAnthropicClient(req.headers) ? toAnthropicModelList(models) : toModelList(models)));
     };
     const get: RouteHandler = async (req, res, params, record) => {
       const { key, gemini: asGemini } = await keyed(req, res, record);
@@ -120,7 +123,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
       // What the list shows, one of it (not a hot path).
       const model = listedFor(key).find((m) => m.id === id);
       if (model === undefined) throw modelNotFound(id);
-      sendJson(res, 200, JSON.stringify(asGemini ? toGeminiModel(model) : toModelRecord(model)));
+      sendJson(res, 200, JSON.stringify(asGemini ? toGeminiModel(model) : isAnthropicClient(req.headers) ? toAnthropicModel(model) : toModelRecord(model)));
     };
     return { list, get };
   };
@@ -212,7 +215,11 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     routes.add('DELETE', `${root}/responses/:id`, deleteResponse);
     routes.add('GET', `${root}/responses/:id/input_items`, inputItems);
   }
-  const sharedErrors = { errors: (error: GatewayError, req: IncomingMessage) => (keyedLikeGemini(req) ? dialects.gemini.errorBody(error) : errorBody(error)) };
+  // Errors in the shape of the client the list would answer: Gemini's, Anthropic's, else OpenAI's.
+  const sharedErrors = {
+    errors: (error: GatewayError, context: ErrorContext) =>
+      keyedLikeGemini(context) ? dialects.gemini.errorBody(error) : isAnthropicClient(context.headers ?? {}) ? anthropicErrorBody(error, context) : errorBody(error),
+  };
   routes.add('GET', '/v1/models', listModels, sharedErrors);
   routes.add('GET', '/v1/models/:id*', getModel, sharedErrors);
   routes.add('POST', '/v1/messages/count_tokens', countTokens, { errors: dialects.messages.errorBody });
@@ -248,8 +255,8 @@ const MODEL_ROUTE_CREDENTIALS: readonly CredentialSource[] = [{ header: 'x-goog-
 const GEMINI_KEY_SOURCES: ReadonlySet<string> = new Set(['x-goog-api-key', '?key']);
 
 /** Whether a request carries a key where Gemini's clients put it: errors on a shared route are then in Gemini's shape. */
-function keyedLikeGemini(req: IncomingMessage): boolean {
-  return typeof req.headers['x-goog-api-key'] === 'string' || queryOf(req.url).has('key');
+function keyedLikeGemini(context: ErrorContext): boolean {
+  return typeof context.headers?.['x-goog-api-key'] === 'string' || queryOf(context.url).has('key');
 }
 
 /**
@@ -314,20 +321,41 @@ function withoutSeals(response: ResponsesResponse): ResponsesResponse {
  */
 function inputItemsPage(input: ResponsesInputItem[], query: URLSearchParams): Record<string, unknown> {
   const order = query.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') throw invalidParameters(`order: "${truncate(order, 20)}" must be asc or desc`);
+  if (order !== 'asc' && order !== 'desc') throw invalidParameters(`order: "${truncate(order, 20)}" must be asc or desc`, 'order');
   const limitText = query.get('limit');
   const limit = limitText === null ? DEFAULT_PAGE_ITEMS : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_ITEMS) throw invalidParameters(`limit: must be a whole number from 1 to ${MAX_PAGE_ITEMS}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_ITEMS) throw invalidParameters(`limit: must be a whole number from 1 to ${MAX_PAGE_ITEMS}`, 'limit');
   const withSeals = query.getAll('include').concat(query.getAll('include[]')).includes(ENCRYPTED_REASONING);
   const items = (order === 'desc' ? [...input].reverse() : input).map((item) => (withSeals || !isRecord(item) || item['encrypted_content'] === undefined ? item : { ...item, encrypted_content: undefined }));
   const after = query.get('after');
   let start = 0;
   if (after !== null) {
     const at = items.findIndex((item) => isRecord(item) && item['id'] === after);
-    if (at === -1) throw invalidParameters(`after: "${truncate(after, 200)}" is not an input item of this response`);
+    if (at === -1) throw invalidParameters(`after: "${truncate(after, 200)}" is not an input item of this response`, 'after');
     start = at + 1;
   }
-  const data = items.slice(start, start + limit);
+  const data = items.slice(start, start + limit).map(asListed);
   const idOf = (item: ResponsesInputItem | undefined): string | null => (isRecord(item) && typeof item['id'] === 'string' ? item['id'] : null);
   return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data[data.length - 1]), has_more: start + limit < items.length };
+}
+
+/** Item types OpenAI lists with a `status`. */
+const STATUS_ITEMS = new Set(['message', 'function_call', 'function_call_output']);
+
+/**
+ * An input item as OpenAI lists it (its ItemResource): a message states its `type`, its content as
+ * parts (a string is one `input_text`, or `output_text` for the assistant's) and a `status`, as
+ * do calls and their outputs. The item is stored as the client sent it; this is only its listing.
+ */
+function asListed(item: ResponsesInputItem): ResponsesInputItem {
+  if (!isRecord(item)) return item;
+  const type = typeof item['type'] === 'string' ? item['type'] : 'message';
+  if (!STATUS_ITEMS.has(type)) return item;
+  const listed: Record<string, unknown> = { ...item, type };
+  if (type === 'message' && typeof item['content'] === 'string') {
+    const text = item['content'];
+    listed['content'] = [item['role'] === 'assistant' ? { type: 'output_text', text, annotations: [], logprobs: [] } : { type: 'input_text', text }];
+  }
+  listed['status'] ??= 'completed';
+  return listed as ResponsesInputItem;
 }

@@ -31,7 +31,6 @@ import { createBodyBudget } from '../http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
 import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/errors.ts';
 import { pickRequestId, sendError } from '../http/respond.ts';
-import type { RenderError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { mountCoreRoutes } from './routes.ts';
 import { createGatewayRouting } from './routing.ts';
@@ -311,7 +310,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
-      }, errorShapeOf(route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern), req));
+      }, route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern));
     });
   }
 
@@ -445,10 +444,6 @@ function createExporter(config: Config, log: Logger): SpanExporter | undefined {
 }
 
 /** A route's error shape bound to the request it answers (a shared route renders in its client's format). */
-function errorShapeOf(shape: RouteOptions['errors'], req: IncomingMessage): RenderError | undefined {
-  return shape === undefined ? undefined : (error) => shape(error, req);
-}
-
 /** Requests node:http could not parse or that took too long: answered in our error body, then closed. */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) {

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { GatewayError, errorBody, internalError } from '../common/errors.ts';
+import type { ErrorContext } from '../common/errors.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -29,7 +30,7 @@ export function sendJson(res: ServerResponse, status: number, body: string | Buf
 }
 
 /** Renders an error as a response body, in some format's shape. */
-export type RenderError = (err: GatewayError) => string;
+export type RenderError = (err: GatewayError, context: ErrorContext) => string;
 
 /**
  * Sends an error, rendered by `render` (the client format's shape; our error body by default).
@@ -47,7 +48,8 @@ export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unkno
   if (gatewayError.headers !== undefined) for (const k in gatewayError.headers) res.setHeader(k, gatewayError.headers[k] as string);
   // A body too large or too slow: don't keep a connection whose request body we stopped reading.
   if (gatewayError.status === 413 || gatewayError.status === 408) res.setHeader('connection', 'close');
-  sendJson(res, gatewayError.status, render(gatewayError));
+  const requestId = res.getHeader('request-id');
+  sendJson(res, gatewayError.status, render(gatewayError, { ...(typeof requestId === 'string' ? { requestId } : {}), headers: res.req.headers, ...(res.req.url === undefined ? {} : { url: res.req.url }) }));
 }
 
 /** Writes the head of a server-sent event stream. */

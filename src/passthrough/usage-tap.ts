@@ -49,6 +49,11 @@ export interface UsageTap {
    * until the terminal event's); undefined before any.
    */
   answer(): unknown;
+  /**
+   * Responses streams: one past the last `sequence_number` forwarded (0 before any), the number an
+   * event llmux adds to the stream takes (src/dialects/responses.ts `responsesErrorFrame`).
+   */
+  nextSequenceNumber(): number;
 }
 
 export interface UsageTapOptions {
@@ -80,6 +85,8 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
   const maxEventBytes = options.maxEventBytes ?? 16 * 1024 * 1024;
   let stopped = false;
   let overflowed = false;
+  const numbered = format === 'responses';
+  let nextSequence = 0;
   let held: Buffer[] = [];
   let heldBytes = 0;
   // Line state carried across chunks, for boundaries split between reads.
@@ -124,6 +131,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
    */
   function inspect(bytes: Buffer, last: boolean): Buffer {
     if (stopped) return EMPTY;
+    if (numbered) nextSequence = sequenceAfter(bytes, nextSequence);
     let match = reader.findCandidate(bytes, 0);
     if (match === -1) return bytes;
     replacedCount = 0;
@@ -323,10 +331,39 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       return overflowed;
     },
     answer: () => state.answer,
+    nextSequenceNumber: () => nextSequence,
   };
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/*
+ * A Responses event's `sequence_number` key. Inside a JSON string every quote is escaped, so text
+ * that mentions it never matches; and numbers only grow, so the last one in the bytes is the one.
+ */
+const SEQUENCE_KEY = Buffer.from('"sequence_number"');
+const COLON = 0x3a;
+const SPACE = 0x20;
+const TAB = 0x09;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+/** One past the last `sequence_number` in `bytes` (whole events), or `current` when it has none. */
+function sequenceAfter(bytes: Buffer, current: number): number {
+  const at = bytes.lastIndexOf(SEQUENCE_KEY);
+  if (at === -1) return current;
+  let i = at + SEQUENCE_KEY.length;
+  // The colon, and any white space around it.
+  while (i < bytes.length && (bytes[i] === COLON || bytes[i] === SPACE || bytes[i] === TAB || bytes[i] === CR || bytes[i] === LF)) i += 1;
+  let value = 0;
+  let digits = 0;
+  for (; i < bytes.length && digits < 15; i += 1, digits += 1) {
+    const byte = bytes[i] as number;
+    if (byte < DIGIT_0 || byte > DIGIT_9) break;
+    value = value * 10 + (byte - DIGIT_0);
+  }
+  return digits === 0 ? current : Math.max(current, value + 1);
+}
 
 /** Writes `span` as the next pair of `list` (from `count` on); returns the new count. */
 function note(list: number[], count: number, span: ValueSpan): number {

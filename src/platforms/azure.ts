@@ -17,7 +17,7 @@
  * `"code": "content_filter"` and an `innererror`, which keeps its status and code here.
  */
 import type { ProviderConfig } from '../config/types.ts';
-import type { WireFormat } from '../formats/wire.ts';
+import type { UpstreamFormat } from '../formats/wire.ts';
 import { apiKeySetting, readJsonError } from './http.ts';
 import type { Carrier, Platform, UpstreamCall } from './platform.ts';
 
@@ -30,7 +30,7 @@ function settingOf(provider: ProviderConfig, field: string, written: string): st
 }
 
 /** Each format's path under the base URL, for the v1 surface and for classic deployments (`api-version` added by the caller). */
-const OPERATIONS: { readonly [F in WireFormat]?: { v1: string; classic(call: UpstreamCall): string } } = {
+const OPERATIONS: { readonly [F in UpstreamFormat]?: { v1: string; classic(call: UpstreamCall): string } } = {
   chat: { v1: '/chat/completions', classic: (call) => `/deployments/${encodeURIComponent(call.upstreamId)}/chat/completions` },
   responses: { v1: '/responses', classic: () => '/responses' },
 };

@@ -1,6 +1,7 @@
 /**
  * The `bedrock` platform (llmux.md section 8): Claude on Amazon Bedrock through InvokeModel and
- * InvokeModelWithResponseStream, the messages format in Bedrock's envelope.
+ * InvokeModelWithResponseStream, the messages format in Bedrock's envelope (`format: "anthropic"`),
+ * and every other Bedrock model through Converse and ConverseStream (`format: "converse"`).
  *
  * - URL: `{endpoint}/model/{upstream_id}/invoke` (`/invoke-with-response-stream` streamed), the model
  *   id URI-encoded as the AWS SDKs send it (`anthropic.claude-sonnet-4-5-20250929-v1:0` →
@@ -8,20 +9,21 @@
  *   `https://bedrock-runtime.{region}.amazonaws.com`, or `base_url` (a VPC endpoint, a proxy).
  * - Body: the messages body without `model` and `stream` (the path says both), with
  *   `anthropic_version: "bedrock-2023-05-31"` and the client's `anthropic-beta` values that Bedrock
- *   accepts (./anthropic-betas.ts) in `anthropic_beta`; no `anthropic-*` header is sent.
+ *   accepts (./anthropic-betas.ts) in `anthropic_beta`; no `anthropic-*` header is sent. A Converse
+ *   body (`/model/{id}/converse`, `/converse-stream`) goes as the translators wrote it: it has no
+ *   member the path says.
  * - Authorisation: AWS Signature Version 4 (service `bedrock`, the provider's region) over the exact
  *   path, headers and body bytes sent, with credentials from the provider's chain
  *   (./aws/credentials.ts), the session token sent and signed; each attempt signed afresh.
  * - Streams: `application/vnd.amazon.eventstream` frames (./aws/bedrock-stream.ts) become the
- *   messages format's SSE events for the relays and the usage tap. An exception frame
- *   (`throttlingException`, `modelStreamErrorException`, …) becomes the messages format's in-stream
- *   `error` event, typed as Anthropic types its errors and naming the exception, which every client
- *   format's relay turns into its own in-stream error.
+ *   messages format's SSE events for the relays and the usage tap, or ConverseStream's events as they
+ *   are (`event: contentBlockDelta`, …) for the Converse decoder. An exception frame
+ *   (`throttlingException`, `modelStreamErrorException`, …) becomes an in-stream `error` event in the
+ *   messages format's shape, typed as Anthropic types its errors and naming the exception, which
+ *   both the messages and the Converse decoders read and every client format's relay turns into its
+ *   own in-stream error.
  * - Errors: `x-amzn-errortype` names the exception, the body is `{"message"}` (./aws/bedrock-errors.ts):
  *   a 429 ThrottlingException is retried then our 429, a 400 ValidationException a 400 with its message.
- *
- * Converse (`converse`: `/model/{id}/converse` and `/converse-stream`, the event-stream's events as
- * they are) carries Bedrock's other models; its row in {@link OPERATIONS} waits for its wire format.
  */
 import { Transform } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -43,13 +45,13 @@ const EVENT_STREAM = 'application/vnd.amazon.eventstream';
 const OPERATIONS = {
   /** Claude's messages body (InvokeModel). */
   invoke: { whole: 'invoke', streamed: 'invoke-with-response-stream' },
-  /** The Converse body, for when the `converse` format exists. */
+  /** The Converse body (`format: "converse"`). */
   converse: { whole: 'converse', streamed: 'converse-stream' },
 } as const;
 
 /** The path of a call under the endpoint. */
 function targetOf(call: UpstreamCall): string {
-  const operation = OPERATIONS.invoke;
+  const operation = call.format === 'converse' ? OPERATIONS.converse : OPERATIONS.invoke;
   return `/model/${encodeURIComponent(call.upstreamId)}/${call.stream ? operation.streamed : operation.whole}`;
 }
 
@@ -76,9 +78,9 @@ export function bedrockErrorEvent(error: BedrockError): string {
  * An answer's event-stream body as SSE bytes: a stream of its own that carries the answer's status
  * and headers. Failures of the answer become its errors; destroying it stops the answer.
  */
-function eventStreamAsSse(answer: UpstreamAnswer): UpstreamAnswer {
+function eventStreamAsSse(answer: UpstreamAnswer, operation: 'invoke' | 'converse'): UpstreamAnswer {
   const reader = createBedrockStreamReader({
-    operation: 'invoke',
+    operation,
     onSse: (text) => sse.push(text),
     onError: (error) => sse.push(bedrockErrorEvent(error)),
   });
@@ -137,12 +139,15 @@ export const bedrockPlatform: Platform = {
       now: services.now,
     });
     const accepted = new Set(settings.betas ?? BEDROCK_BETAS);
+    // A provider speaks one format: its streams are read as that operation's.
+    const streams = provider.format === 'converse' ? 'converse' : 'invoke';
     return {
       provider,
       endpoint: provider.baseUrl,
       credentialSetting: credentialSettingOf(provider),
       target: targetOf,
       envelope(call) {
+        if (call.format === 'converse') return undefined;
         const betas = acceptedBetas(call.formatHeaders['anthropic-beta'], accepted);
         return new Map<string, unknown>([
           ['model', undefined],
@@ -173,7 +178,7 @@ export const bedrockPlatform: Platform = {
       },
       events(answer) {
         const contentType = String(answer.headers['content-type'] ?? '');
-        if (contentType.includes(EVENT_STREAM)) return eventStreamAsSse(answer);
+        if (contentType.includes(EVENT_STREAM)) return eventStreamAsSse(answer, streams);
         // A gateway in front of Bedrock that already speaks SSE.
         return contentType.includes('text/event-stream') ? answer : undefined;
       },

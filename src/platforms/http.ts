@@ -11,7 +11,7 @@
  * upstream id keeps its own collection) with the key in `x-goog-api-key`.
  */
 import type { ProviderConfig } from '../config/types.ts';
-import type { WireFormat } from '../formats/wire.ts';
+import type { UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { Carrier, Platform, UpstreamCall, UpstreamErrorWords } from './platform.ts';
 
 /** How one format's operation is reached on a plain HTTP server. */
@@ -53,10 +53,16 @@ const OPERATIONS: { readonly [F in WireFormat]: HttpOperation } = {
   },
 };
 
+/** The operation of a format on a plain HTTP server; Converse is Bedrock's alone (the config refuses it elsewhere). */
+function operationOf(format: UpstreamFormat): HttpOperation {
+  if (format === 'converse') throw new Error('the converse format is carried by the bedrock platform only');
+  return OPERATIONS[format];
+}
+
 /** Headers that carry `key` the way `format`'s own API reads it (`llmux doctor` calls a provider with them). */
-export function httpCredentialHeaders(format: WireFormat, key: string): Record<string, string> {
+export function httpCredentialHeaders(format: UpstreamFormat, key: string): Record<string, string> {
   const headers: Record<string, string> = {};
-  OPERATIONS[format].credential(headers, key);
+  operationOf(format).credential(headers, key);
   return headers;
 }
 
@@ -107,12 +113,12 @@ export const httpPlatform: Platform = {
       provider,
       endpoint: provider.baseUrl,
       credentialSetting: apiKeySetting(provider),
-      target: (call) => OPERATIONS[call.format].target(call),
+      target: (call) => operationOf(call.format).target(call),
       envelope: () => undefined,
       headers: (call) => ({ accept: call.stream ? 'text/event-stream' : 'application/json', ...call.formatHeaders }),
       authorise(request) {
         const key = services.secret(request.apiKey ?? provider.apiKey);
-        if (key !== undefined) OPERATIONS[request.call.format].credential(request.headers, key);
+        if (key !== undefined) operationOf(request.call.format).credential(request.headers, key);
         return undefined;
       },
       events: (answer) => (String(answer.headers['content-type'] ?? '').includes('text/event-stream') ? answer : undefined),

@@ -19,7 +19,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { PlatformName, ProviderConfig } from '../config/types.ts';
-import type { WireFormat } from '../formats/wire.ts';
+import type { UpstreamFormat } from '../formats/wire.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
 /**
@@ -38,7 +38,7 @@ export interface UpstreamCall {
   /** The model id the provider knows (`upstream_id`): Bedrock and Vertex put it in the path, Gemini on `http` too. */
   upstreamId: string;
   /** The wire format the body is in (the provider's, or the client's when the provider serves it). */
-  format: WireFormat;
+  format: UpstreamFormat;
   /** The answer is asked for as a stream (a platform may have another path for it, or a query: Gemini's `?alt=sse`). */
   stream: boolean;
   /**

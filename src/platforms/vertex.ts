@@ -26,7 +26,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig, VertexSettings } from '../config/types.ts';
-import type { WireFormat } from '../formats/wire.ts';
+import type { UpstreamFormat } from '../formats/wire.ts';
 import { createGoogleTokenSource } from './google/token-source.ts';
 import { VERTEX_BETAS, VERTEX_BODY_BETAS, acceptedBetas } from './anthropic-betas.ts';
 import { readJsonError } from './http.ts';
@@ -41,7 +41,7 @@ function modelSegment(upstreamId: string): string {
 }
 
 /** Each format's operation under `…/locations/{location}`. */
-const OPERATIONS: { readonly [F in WireFormat]?: (call: UpstreamCall) => string } = {
+const OPERATIONS: { readonly [F in UpstreamFormat]?: (call: UpstreamCall) => string } = {
   messages: (call) => `/publishers/anthropic/models/${modelSegment(call.upstreamId)}:${call.stream ? 'streamRawPredict' : 'rawPredict'}`,
   chat: () => '/endpoints/openapi/chat/completions',
   gemini: (call) => `/publishers/google/models/${modelSegment(call.upstreamId)}:${call.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,

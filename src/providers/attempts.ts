@@ -14,8 +14,7 @@
  * `rate_limit_exceeded`, with the earliest `retry-after`.
  */
 import type { ModelEntry, ProviderConfig, RetryConfig } from '../config/types.ts';
-import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
-import { dialects } from '../dialects/index.ts';
+import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { Carrier, Carriers, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
 import { apiKeySetting } from '../platforms/http.ts';
 import { createAttemptSequence, writtenKey } from '../routing/index.ts';
@@ -25,7 +24,7 @@ import type { Attempt } from '../gateway/request-record.ts';
 import type { AnswerTranslation, TurnOf } from '../translate/index.ts';
 import { IN_PROCESS_SCHEME } from './upstream.ts';
 import type { Cancellation, Transport, UpstreamResponse } from './upstream.ts';
-import { buildUpstreamBody, upstreamFormatFor } from './upstream-body.ts';
+import { buildUpstreamBody, formatHeadersFor, upstreamFormatFor } from './upstream-body.ts';
 import type { UpstreamBody } from './upstream-body.ts';
 import { upstreamErrorOf } from './upstream-errors.ts';
 import type { Redact } from './redact.ts';
@@ -84,7 +83,7 @@ export interface Answered<F extends WireFormat = WireFormat> {
   /** How the provider was reached: its stream framing and error shape are the answer's. */
   carrier: Carrier;
   /** The format the provider answered in. */
-  format: WireFormat;
+  format: UpstreamFormat;
   /** How the answer is translated back to the client's format; undefined when it passes through. */
   translated: AnswerTranslation<F> | undefined;
   /**
@@ -134,7 +133,7 @@ export interface HeldRequest<F extends WireFormat> {
 
 /** One deployment's upstream request, built from the held request. */
 interface Prepared<F extends WireFormat> {
-  format: WireFormat;
+  format: UpstreamFormat;
   call: UpstreamCall;
   /** The path and query under the carrier's endpoint. */
   target: string;
@@ -157,7 +156,7 @@ function prepare<F extends WireFormat>(held: HeldRequest<F>, model: ModelEntry, 
   // of its own, or an alias's name, is a view of it (the common case needs none).
   const shaped = model.upstream_id === deployment.upstreamId && model.id === answerAs ? model : { ...model, id: answerAs, upstream_id: deployment.upstreamId };
   const format = upstreamFormatFor(carrier.provider, request.format);
-  const call: UpstreamCall = { upstreamId: deployment.upstreamId, format, stream: request.stream, formatHeaders: dialects[format].formatHeaders(request) };
+  const call: UpstreamCall = { upstreamId: deployment.upstreamId, format, stream: request.stream, formatHeaders: formatHeadersFor(format, request) };
   const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, shaped, options.turn, options.onWarning, carrier.envelope(call), carrier.provider);
   return {
     format,

@@ -4,7 +4,8 @@
  * in its platform's envelope (src/platforms/: members it sets or takes out).
  */
 import type { ModelEntry, ProviderConfig } from '../config/types.ts';
-import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
+import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
+import type { ForwardedHeaders } from '../dialects/index.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
 import { familyOf } from './family.ts';
@@ -22,8 +23,19 @@ export interface UpstreamBody<F extends WireFormat> {
 }
 
 /** The format a provider is spoken to in for a client of `clientFormat`. */
-export function upstreamFormatFor(provider: ProviderConfig, clientFormat: WireFormat): WireFormat {
+export function upstreamFormatFor(provider: ProviderConfig, clientFormat: WireFormat): UpstreamFormat {
   return provider.serves?.includes(clientFormat) === true ? clientFormat : provider.format;
+}
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * The format's own headers for an upstream call (`anthropic-version`, the client's `anthropic-beta`):
+ * a client format's dialect makes them; Converse, which no client speaks, has none (its platform
+ * carries everything in the path and the signature).
+ */
+export function formatHeadersFor(format: UpstreamFormat, forwarded: ForwardedHeaders): Readonly<Record<string, string>> {
+  return format === 'converse' ? NO_HEADERS : dialects[format].formatHeaders(forwarded);
 }
 
 /**
@@ -53,7 +65,7 @@ export function upstreamModelOf(model: ModelEntry, provider?: ProviderConfig): U
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
-  upstreamFormat: WireFormat,
+  upstreamFormat: UpstreamFormat,
   model: ModelEntry,
   turn: TurnOf[F],
   onWarning: (message: string) => void,

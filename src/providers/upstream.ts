@@ -20,7 +20,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Transform } from 'node:stream';
 import type zlib from 'node:zlib';
 import type { ProviderConfig } from '../config/types.ts';
-import type { ClientRequestOf, WireFormat } from '../formats/wire.ts';
+import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { UpstreamAnswer } from '../platforms/index.ts';
 import { ClientClosedError, upstreamFailed, upstreamTimeout } from '../common/errors.ts';
 import type { UpstreamError } from '../common/errors.ts';
@@ -73,7 +73,7 @@ export interface UpstreamRequest {
   /** The base URL to reach (the provider's platform gives it: `base_url` on `http`); parsed once per endpoint. */
   endpoint: string;
   /** The wire format the request is in. */
-  format: WireFormat;
+  format: UpstreamFormat;
   /** The path and query appended to the endpoint's base path (`/chat/completions`, `…:streamGenerateContent?alt=sse`). */
   path: string;
   /** The body: a string, or parts written in order (the client's bytes with a member spliced in). */

@@ -8,7 +8,7 @@
  * stream is not read twice.
  */
 import type { ModelEntry, ProviderConfig } from '../config/types.ts';
-import type { WireFormat } from '../formats/wire.ts';
+import type { UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { StreamDecoder } from '../translate/answer-events.ts';
 import type { ChatTurn } from '../translate/carried.ts';
 import type { TurnOf } from '../translate/index.ts';
@@ -30,7 +30,7 @@ export interface PassThroughCarry {
 /** The reader of a pass-through answer's state, or undefined when there is nothing to keep. */
 export function passThroughCarry<F extends WireFormat>(
   clientFormat: F,
-  upstreamFormat: WireFormat,
+  upstreamFormat: UpstreamFormat,
   clientTurn: TurnOf[F],
   provider: ProviderConfig,
   model: ModelEntry,

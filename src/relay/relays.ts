@@ -7,11 +7,12 @@
  * event by event, so an upstream that echoes its credential does not hand it to the client; an
  * upstream's in-stream error is also redacted here for the log.
  */
-import type { TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
 import { createUsageTap } from '../passthrough/usage-tap.ts';
 import type { UsageTapOptions } from '../passthrough/usage-tap.ts';
+import { decoderFor } from '../translate/index.ts';
 import type { AnsweringStreamTranslator } from '../translate/index.ts';
 import type { StreamDecoder } from '../translate/answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
@@ -54,7 +55,7 @@ export function createPassThroughRelay(
   function fail(message: string): void {
     if (finished) return;
     error = message;
-    write(errorFrame({ message, type: 'api_error', answer: tap.answer() }));
+    write(errorFrame({ message, type: 'api_error', answer: tap.answer(), sequenceNumber: tap.nextSequenceNumber() }));
     finished = true;
   }
 
@@ -104,7 +105,7 @@ function isErrorEvent(event: SseEvent): boolean {
 }
 
 /** A stream in another format: each upstream event is parsed once and translated at once. */
-export function createTranslatedRelay(upstreamFormat: WireFormat, translator: AnsweringStreamTranslator, redact: Redact): Relay {
+export function createTranslatedRelay(upstreamFormat: UpstreamFormat, translator: AnsweringStreamTranslator, redact: Redact): Relay {
   let failure: string | undefined;
   const parser = createSseParser({
     onEvent: (event) => translator.push(isErrorEvent(event) ? { ...event, data: redact(event.data) } : event),
@@ -112,7 +113,7 @@ export function createTranslatedRelay(upstreamFormat: WireFormat, translator: An
     onError: (problem) => {
       if (problem.code === 'buffer_overflow') fail(`The provider's stream could not be read: ${problem.message}`);
     },
-    eventNames: dialects[upstreamFormat].eventNames,
+    eventNames: decoderFor(upstreamFormat).eventNames,
   });
 
   function fail(message: string): void {

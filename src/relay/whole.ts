@@ -5,9 +5,10 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ProviderConfig } from '../config/types.ts';
-import type { TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import { peekUsage } from '../formats/usage-peek.ts';
 import { dialects } from '../dialects/index.ts';
+import { decoderFor } from '../translate/index.ts';
 import type { AnswerTranslation } from '../translate/index.ts';
 import { GatewayError, upstreamFailed } from '../common/errors.ts';
 import { sendJson } from '../http/respond.ts';
@@ -25,7 +26,7 @@ export interface WholeAnswer {
   upstream: UpstreamResponse;
   provider: ProviderConfig;
   clientFormat: WireFormat;
-  upstreamFormat: WireFormat;
+  upstreamFormat: UpstreamFormat;
   /** How the answer is translated back; undefined when it passes through. */
   translated: AnswerTranslation<WireFormat> | undefined;
   /** The llmux id of the model that answered, for a pass-through answer that names its model. */
@@ -59,10 +60,11 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   const bytes = await readUpstreamBody(upstream, MAX_UPSTREAM_BODY_BYTES, answer.idleTimeoutMs);
   cancellation.unlisten();
   answer.onArrived();
-  const { readUsage, usageKey } = dialects[answer.upstreamFormat];
   const { translated } = answer;
   if (translated === undefined) {
     answer.carry?.whole(bytes);
+    // Passed through: the upstream speaks the client's format.
+    const { readUsage, usageKey } = dialects[answer.clientFormat];
     const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);
     const usage = isRecord(passed.answer) ? passed.answer[usageKey] : peekUsage(bytes, usageKey) ?? parseAnswer(bytes, provider)[usageKey];
     sendJson(res, 200, answer.redact === undefined ? passed.bytes : redactBytes(answer.redact, passed.bytes));
@@ -78,7 +80,7 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   }
   const text = JSON.stringify(translatedAnswer);
   sendJson(res, 200, answer.redact === undefined ? text : answer.redact(text));
-  return { usage: readUsage(parsed[usageKey]), answer: translatedAnswer };
+  return { usage: decoderFor(answer.upstreamFormat).usage(parsed), answer: translatedAnswer };
 }
 
 /** A whole upstream answer as an object, or a 502 naming the provider. */

@@ -33,6 +33,6 @@ export function heldElsewhere(what: string, id: string, param: string): GatewayE
     'not_found_error',
     'response_held_by_provider',
     `${what} "${truncate(id, 200)}" is held by the provider that answered it, and llmux keeps only its id: continue it with a model of that provider`,
-    { extra: { param } },
+    { param },
   );
 }

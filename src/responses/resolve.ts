@@ -42,7 +42,7 @@ export async function resolveInput(request: ResponsesRequest, keyId: string, sto
         'not_found_error',
         'previous_response_not_found',
         `previous_response_id: response "${truncate(previousId, 200)}" was not found; it may have expired, been deleted, been created with store: false, or belong to another key`,
-        { extra: { param: 'previous_response_id' } },
+        { param: 'previous_response_id' },
       );
     }
     if (previous.provider === undefined) resolved.push(...previous.input, ...(previous.response.output as ResponsesInputItem[]));
@@ -64,8 +64,8 @@ export async function resolveInput(request: ResponsesRequest, keyId: string, sto
     }
     const found = await store.findItem(keyId, id);
     const message = `input.${i}: item_reference "${truncate(id, 200)}" matches no item of a stored response of this key; it may have expired or been deleted`;
-    if (found === undefined && options.passThrough === true) throw new GatewayError(404, 'not_found_error', 'item_not_found', message, { extra: { param: `input.${i}` } });
-    if (found === undefined) throw invalidParameters(message);
+    if (found === undefined && options.passThrough === true) throw new GatewayError(404, 'not_found_error', 'item_not_found', message, { param: `input.${i}` });
+    if (found === undefined) throw invalidParameters(message, `input.${i}`);
     // An item a provider holds is recorded as a reference to it: for that provider to resolve.
     if (referenceId(found) !== undefined && options.passThrough !== true) throw heldElsewhere(`input.${i}: item`, id, `input.${i}`);
     resolved.push(found as ResponsesInputItem);

@@ -160,7 +160,7 @@ export function chatRequestToGemini(req: ChatRequest, model: UpstreamModel, opti
   }
   if (declarations.length > 0) {
     out.tools = [{ functionDeclarations: declarations }];
-    const choice = toolChoice(req.tool_choice);
+    const choice = chatToolChoice(req.tool_choice);
     if (choice !== undefined) out.toolConfig = geminiToolConfig(choice);
     if (req.parallel_tool_calls === false) warn('parallel_tool_calls: dropped, a Gemini upstream cannot be told to call one function at a time');
   }
@@ -273,7 +273,8 @@ export function parseArguments(args: unknown, path: string, warn: (message: stri
   return {};
 }
 
-function toolChoice(choice: ChatRequest['tool_choice']): UpstreamToolChoice | undefined {
+/** A chat `tool_choice` in neither format's words (./responses-tools.ts); undefined when unset or unreadable. */
+export function chatToolChoice(choice: ChatRequest['tool_choice']): UpstreamToolChoice | undefined {
   if (choice === 'auto' || choice === 'required' || choice === 'none') return { mode: choice };
   const name = asRecord(asRecord(choice)?.['function'])?.['name'];
   return typeof name === 'string' ? { mode: 'tool', name } : undefined;

@@ -101,7 +101,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   const warn = options.onWarning ?? (() => {});
   const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   if (typeof req.n === 'number' && req.n > 1) {
-    throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`);
+    throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`, 'n');
   }
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a messages upstream has no equivalent`);

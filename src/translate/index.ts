@@ -12,12 +12,17 @@
  * client format's encoder through the neutral answer events (./answer-events.ts): a whole answer
  * is the same events as the stream, written nowhere.
  */
-import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
 import { createChatStreamDecoder, decodeChatAnswer } from './chat-decoder.ts';
 import { createMessagesStreamDecoder, decodeMessagesAnswer } from './messages-decoder.ts';
+import { converseAnswerUsage, createConverseStreamDecoder, decodeConverseAnswer } from './converse-decoder.ts';
+import { chatUsageObject, fromChatUsage, fromGeminiUsage, fromMessagesUsage } from '../formats/usage.ts';
+import { MESSAGES_EVENT_NAMES } from '../formats/frames.ts';
+import { CONVERSE_EVENT_NAMES } from '../formats/converse.ts';
+import { asRecord } from '../common/json.ts';
 import { createChatEncoder, type ChatEncoderOptions } from './chat-encoder.ts';
 import { createMessagesEncoder, type MessagesEncoderOptions } from './messages-encoder.ts';
 import { createResponsesEncoder } from './responses-encoder.ts';
@@ -35,6 +40,9 @@ import { messagesRequestToChat } from './messages-to-chat.ts';
 import { chatRequestToMessages } from './chat-to-messages.ts';
 import { responsesRequestToChat } from './responses-to-chat.ts';
 import { responsesRequestToMessages } from './responses-to-messages.ts';
+import { chatRequestToConverse } from './chat-to-converse.ts';
+import { messagesRequestToConverse } from './messages-to-converse.ts';
+import { responsesRequestToConverse } from './responses-to-converse.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho, tokenCount } from './responses-output.ts';
 import type { ToolNames } from './responses-tools.ts';
@@ -136,7 +144,7 @@ export interface ResponsesStreamTranslator extends StreamTranslator {
 }
 
 /** One request translated: the upstream body, and how its answer is translated back. */
-export interface TranslatedRequest<C extends WireFormat, U extends WireFormat> {
+export interface TranslatedRequest<C extends WireFormat, U extends UpstreamFormat> {
   body: RequestOf[U];
   /** An upstream's whole answer, read leniently (it is not validated). */
   answer(answer: unknown, options: AnswerTranslatorOptions): AnswerOf[C];
@@ -147,27 +155,41 @@ export interface TranslatedRequest<C extends WireFormat, U extends WireFormat> {
  * How one request's answer is translated back, without the upstream body it was built with: that
  * body is sent and let go, while the answer (a stream, perhaps for minutes) still needs these.
  */
-export type AnswerTranslation<C extends WireFormat> = Pick<TranslatedRequest<C, WireFormat>, 'answer' | 'stream'>;
+export type AnswerTranslation<C extends WireFormat> = Pick<TranslatedRequest<C, UpstreamFormat>, 'answer' | 'stream'>;
 
 /** Translates one client format to one upstream format, request by request. */
-export interface Translation<C extends WireFormat, U extends WireFormat> {
+export interface Translation<C extends WireFormat, U extends UpstreamFormat> {
   request(body: RequestOf[C], context: TranslationContext<C>): TranslatedRequest<C, U>;
 }
 
 // ---------- answers: an upstream format's decoder into a client format's encoder ----------
 
-/** One upstream format's decoders, streamed and whole (./answer-events.ts). */
+/** One upstream format's decoders, streamed and whole (./answer-events.ts), and what the relays read of its answers. */
 export interface Decoder {
   stream(sink: AnswerEvents, options: DecoderOptions): StreamDecoder;
   whole(answer: unknown, sink: AnswerEvents): void;
+  /** Event names its streams repeat, interned by the SSE parser. */
+  readonly eventNames: readonly string[];
+  /** The usage a whole answer reports (zeros when it reports none): what a translated whole answer is counted by. */
+  usage(answer: Record<string, unknown>): TokenUsage;
 }
 
 /** The decoder of every format a provider speaks: a new upstream format (Gemini, Converse) is a row here. */
 export const DECODERS: { readonly [U in ProviderFormat]: Decoder } = {
-  chat: { stream: createChatStreamDecoder, whole: decodeChatAnswer },
-  messages: { stream: createMessagesStreamDecoder, whole: decodeMessagesAnswer },
-  gemini: { stream: createGeminiStreamDecoder, whole: decodeGeminiAnswer },
+  chat: { stream: createChatStreamDecoder, whole: decodeChatAnswer, eventNames: [], usage: (answer) => fromChatUsage(chatUsageObject(answer)) },
+  messages: { stream: createMessagesStreamDecoder, whole: decodeMessagesAnswer, eventNames: MESSAGES_EVENT_NAMES, usage: (answer) => fromMessagesUsage(asRecord(answer['usage'])) },
+  gemini: { stream: createGeminiStreamDecoder, whole: decodeGeminiAnswer, eventNames: [], usage: (answer) => fromGeminiUsage(asRecord(answer['usageMetadata'])) },
+  converse: { stream: createConverseStreamDecoder, whole: decodeConverseAnswer, eventNames: CONVERSE_EVENT_NAMES, usage: converseAnswerUsage },
 };
+
+/**
+ * The decoder of an upstream format an answer is translated from.
+ * @throws Error for the Responses format, which is never translated from (a Responses provider answers Responses clients only): a bug.
+ */
+export function decoderFor(format: UpstreamFormat): Decoder {
+  if (format === 'responses') throw new Error('no decoder for the responses format: its answers are never translated');
+  return DECODERS[format];
+}
 
 /**
  * The stream translator of `decoder` reading the upstream into `encoder`: every upstream event is
@@ -408,6 +430,48 @@ const responsesToGemini: Translation<'responses', 'gemini'> = {
   },
 };
 
+/** A Converse upstream's answer for a messages client, whole and streamed; its reasoning sealed for the turn's key. */
+function converseToMessages(modelId: string, sealItem: ((item: CarriedItem) => string) | undefined): AnswerTranslation<'messages'> {
+  return {
+    answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createMessagesEncoder({ model: modelId, estimatedInputTokens, onWarning, sealItem }), DECODERS.converse, answer),
+    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning, sealItem }), DECODERS.converse, { onWarning }, estimatedInputTokens),
+  };
+}
+
+/** A Converse upstream's answer for a chat client: usage comes last (`metadata`), which the chat encoder writes at the end. */
+function converseToChat(modelId: string): AnswerTranslation<'chat'> {
+  return {
+    answer: (answer) => translateWhole(createChatEncoder({ model: modelId }), DECODERS.converse, answer),
+    stream: ({ write, includeUsage, estimatedInputTokens, onWarning }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId }), DECODERS.converse, { onWarning }, estimatedInputTokens),
+  };
+}
+
+const chatToConverse: Translation<'chat', 'converse'> = {
+  request: (body, { modelId, model, onWarning }) => ({ body: chatRequestToConverse(body, model, { onWarning }), ...converseToChat(modelId) }),
+};
+
+const messagesToConverse: Translation<'messages', 'converse'> = {
+  request(body, context) {
+    const carry = carryReader(context);
+    const converse = messagesRequestToConverse(body, context.model, { onWarning: context.onWarning, carry });
+    carry.finish();
+    return { body: converse, ...converseToMessages(context.modelId, sealerFor(context)) };
+  },
+};
+
+const responsesToConverse: Translation<'responses', 'converse'> = {
+  request(body, context) {
+    const carry = carryReader(context);
+    const { body: converse, toolNames } = responsesRequestToConverse(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
+    return {
+      body: converse,
+      answer: (answer, { estimatedInputTokens }) => translateWhole(createResponsesEncoder(responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)), DECODERS.converse, answer),
+      stream: ({ write, estimatedInputTokens, onWarning }) => answering(responsesStream({ ...responsesAnswerOptions(body, context, toolNames, estimatedInputTokens), write, onWarning }, DECODERS.converse)),
+    };
+  },
+};
+
 const chatToGemini: Translation<'chat', 'gemini'> = {
   request(body, context) {
     const { modelId, model, onWarning, turn } = context;
@@ -468,24 +532,28 @@ const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, context, carry) =>
   return chat;
 });
 const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }, carry) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream, carry }));
+// No Converse translator of its own: a Gemini request is read as a messages one, which Converse's translator takes.
+const geminiToConverse = fromGemini<'converse'>(DECODERS.converse, (body, { model, onWarning, turn }, carry) =>
+  messagesRequestToConverse(geminiRequestToMessages(body, model, { onWarning, stream: turn.stream, carry }), model, { onWarning, carry }),
+);
 
 /**
  * Every client format to every format a provider speaks natively. Nothing translates *to* the
  * Responses format: a provider serves it only besides chat (src/providers/upstream-body.ts).
  */
 const TRANSLATIONS: { readonly [C in WireFormat]: { readonly [U in ProviderFormat]: Translation<C, U> | undefined } } = {
-  chat: { chat: undefined, messages: chatToMessages, gemini: chatToGemini },
-  messages: { chat: messagesToChat, messages: undefined, gemini: messagesToGemini },
-  responses: { chat: responsesToChat, messages: responsesToMessages, gemini: responsesToGemini },
-  gemini: { chat: geminiToChat, messages: geminiToMessages, gemini: undefined },
+  chat: { chat: undefined, messages: chatToMessages, gemini: chatToGemini, converse: chatToConverse },
+  messages: { chat: messagesToChat, messages: undefined, gemini: messagesToGemini, converse: messagesToConverse },
+  responses: { chat: responsesToChat, messages: responsesToMessages, gemini: responsesToGemini, converse: responsesToConverse },
+  gemini: { chat: geminiToChat, messages: geminiToMessages, gemini: undefined, converse: geminiToConverse },
 };
 
 /**
  * The translation from `client` to `upstream`, or undefined when they are the same format.
  * @throws Error for a pair no provider can be asked for (a chat client to a Responses-only upstream): a bug.
  */
-export function translationFor<C extends WireFormat, U extends WireFormat>(client: C, upstream: U): Translation<C, U> | undefined {
-  if ((client as WireFormat) === upstream) return undefined;
+export function translationFor<C extends WireFormat, U extends UpstreamFormat>(client: C, upstream: U): Translation<C, U> | undefined {
+  if ((client as UpstreamFormat) === upstream) return undefined;
   if (upstream === 'responses') throw new Error(`no translation from ${client} to ${upstream}`);
   const row: { readonly [K in ProviderFormat]: Translation<C, K> | undefined } = TRANSLATIONS[client];
   return row[upstream as ProviderFormat] as Translation<C, U> | undefined;

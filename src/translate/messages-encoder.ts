@@ -7,8 +7,10 @@
  *   estimate with zeroed cache counts until the upstream reports usage.
  * - One block open at a time: reasoning is a `thinking` block, text a `text` block, refusal text a
  *   `text` block of its own (the messages format has no refusal part), each call a `tool_use` block
- *   whose arguments stream as `input_json_delta`. Another kind closes the open block
- *   (`content_block_stop`) and opens the next at index + 1; `stop` closes the last one.
+ *   whose arguments stream as `input_json_delta`; its `caller` is `{"type": "direct"}`, as
+ *   Anthropic's blocks say of a call the model made itself (the SDK's types require it). Another
+ *   kind closes the open block (`content_block_stop`) and opens the next at index + 1; `stop`
+ *   closes the last one.
  * - Opaque state (llmux.md section 11) goes where the format has a place for it, a thinking block's
  *   `signature` (a `signature_delta` before the block stops): with `sealItem`, the reasoning's state
  *   sealed (reasoning details, or the text alone as the provider's), and a call's own state (Gemini's
@@ -76,6 +78,8 @@ const MESSAGES_ERROR_TYPES = new Set([
 ]);
 
 const SERVER_TOOL_ID_HASH_CHARS = 24;
+/** A block the model made itself (the `caller` Anthropic's blocks carry). */
+const DIRECT = { type: 'direct' } as const;
 
 type BlockKind = 'thinking' | 'redacted_thinking' | 'text' | 'refusal' | 'tool_use' | 'server_tool';
 
@@ -211,9 +215,9 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   function serverTool(query: string, results: MessagesWebSearchResult[]): void {
     // Made from the message id and the block's place: the same answer names its blocks the same, streamed or whole.
     const id = `srvtoolu_${createHash('sha256').update(`${messageId}\u0000${nextBlockIndex}`).digest('hex').slice(0, SERVER_TOOL_ID_HASH_CHARS)}`;
-    open('server_tool', { type: 'server_tool_use', id, name: 'web_search', input: { query } }, `{"type":"server_tool_use","id":${JSON.stringify(id)},"name":"web_search","input":{}}`);
+    open('server_tool', { type: 'server_tool_use', id, name: 'web_search', caller: DIRECT, input: { query } }, `{"type":"server_tool_use","id":${JSON.stringify(id)},"name":"web_search","caller":{"type":"direct"},"input":{}}`);
     if (!silent) emitDelta(`{"type":"input_json_delta","partial_json":${JSON.stringify(JSON.stringify({ query }))}}`);
-    const result = { type: 'web_search_tool_result' as const, tool_use_id: id, content: results };
+    const result = { type: 'web_search_tool_result' as const, tool_use_id: id, caller: DIRECT, content: results };
     open('server_tool', result, JSON.stringify(result));
     closeBlock();
   }
@@ -221,7 +225,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   /** The usage object, with the upstream's own searches when it ran any. */
   function usageOf(usage: TokenUsage): MessagesUsage {
     const out = toMessagesUsage(usage);
-    if (searches > 0) out['server_tool_use'] = { web_search_requests: searches };
+    if (searches > 0) out['server_tool_use'] = { web_search_requests: searches, web_fetch_requests: 0 };
     return out;
   }
 
@@ -272,7 +276,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       }
       callArgs = '';
       callPath = call.path;
-      open('tool_use', { type: 'tool_use', id, name: call.name, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"input":{}}`);
+      open('tool_use', { type: 'tool_use', id, name: call.name, caller: { type: 'direct' }, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"caller":{"type":"direct"},"input":{}}`);
     },
     callArguments(fragment) {
       if (fragment === '' || openKind !== 'tool_use') return;

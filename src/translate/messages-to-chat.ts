@@ -56,8 +56,10 @@ import type {
   MessagesRequest,
   MessagesTool,
 } from '../formats/wire.ts';
-import { GatewayError, invalidParameters, truncate } from '../common/errors.ts';
+import { truncate } from '../common/errors.ts';
+import { isServerTool, serverToolRefused } from './server-tools.ts';
 import { isLlmuxSeal } from '../formats/responses.ts';
+import { checkThread } from './message-threads.ts';
 import { chatUserId } from './chat-user.ts';
 import { asRecord, records } from '../common/json.ts';
 import { type CarriedItem, type CarryReader, type Issuer, createCarryReader } from './carried.ts';
@@ -89,8 +91,6 @@ export interface RequestTranslateOptions {
   carry?: CarryReader;
 }
 
-/** Anthropic's server tools, run on Anthropic's side: nothing llmux can offer a chat upstream instead. */
-const SERVER_TOOL = /^(web_search|web_fetch|code_execution)_/;
 
 /** Top-level fields this translator reads, or drops on purpose as documented above. */
 const KNOWN_FIELDS = new Set([
@@ -116,7 +116,7 @@ const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model 
 export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ChatRequest {
   const warn = options.onWarning ?? (() => {});
   const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
-  checkThread(req['thread'], warn);
+  checkThread(req['thread'], 'the chat-completions format', 'a chat-completions upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a chat-completions upstream has no equivalent`);
   }
@@ -341,13 +341,11 @@ function toolCall(block: Record<string, unknown>): ChatToolCall {
   return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: JSON.stringify(input) } };
 }
 
-/** A custom tool as a chat function; an Anthropic-defined one (a server tool) is dropped with a warning. */
+/** A custom tool as a chat function; a server tool is a 400, another Anthropic-defined one dropped with a warning. */
 function toolToChat(tool: MessagesTool, index: number, warn: (message: string) => void): ChatTool | undefined {
   const record = asRecord(tool) ?? {};
   const type = record['type'];
-  if (typeof type === 'string' && SERVER_TOOL.test(type)) {
-    throw invalidParameters(`tools.${index}: "${truncate(type, 100)}" is an Anthropic server tool, run on Anthropic's side; this model's chat-completions upstream has nothing like it, so the request would answer without it. Use a model whose provider runs it, or leave the tool out`);
-  }
+  if (isServerTool(type)) throw serverToolRefused(index, type, 'chat-completions');
   if (type !== undefined && type !== 'custom') {
     warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which this model's chat-completions upstream cannot run`);
     return undefined;
@@ -372,25 +370,6 @@ function toolChoiceToChat(choice: Record<string, unknown>): ChatToolChoice | und
     default:
       return undefined;
   }
-}
-
-/**
- * `thread`: a `continue` sends only the messages after a reply the server holds; a translated
- * request has no server that holds it. The Anthropic SDK reads `error.details.error_code`
- * `thread_unsupported_request` and sends that turn, and every later one, with the whole history.
- */
-function checkThread(thread: unknown, warn: (message: string) => void): void {
-  if (thread === undefined || thread === null || thread === false) return;
-  if (asRecord(thread)?.['type'] === 'continue') {
-    throw new GatewayError(
-      400,
-      'invalid_request_error',
-      'thread_unsupported_request',
-      "thread: this model's provider speaks the chat-completions format, which keeps no message threads; send the whole conversation without thread",
-      { extra: { details: { error_code: 'thread_unsupported_request', unsupported: ['thread'] } } },
-    );
-  }
-  warn('thread: dropped, a chat-completions upstream keeps no message threads (the request carries the whole history)');
 }
 
 /** Consecutive user or assistant turns as one turn each (a system turn stands between them). */

@@ -39,7 +39,8 @@
  */
 import type { MessagesRequest } from '../formats/wire.ts';
 import type { GeminiFunctionDeclaration, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiTool } from '../formats/gemini-types.ts';
-import { GatewayError, truncate } from '../common/errors.ts';
+import { truncate } from '../common/errors.ts';
+import { checkThread } from './message-threads.ts';
 import { asRecord, records } from '../common/json.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import type { UpstreamToolChoice } from './responses-tools.ts';
@@ -82,7 +83,7 @@ const SERVER_TOOLS: ReadonlyArray<[prefix: string, tool: string]> = [
 export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamModel, options: ToGeminiOptions = {}): GeminiRequest {
   const warn = options.onWarning ?? (() => {});
   const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
-  checkThread(req['thread'], warn);
+  checkThread(req['thread'], 'the Gemini format', 'a Gemini upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a Gemini upstream has no equivalent`);
   }
@@ -139,7 +140,7 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
   if (declarations.length > 0) tools.push({ functionDeclarations: declarations });
   if (tools.length > 0) out.tools = tools;
   const choiceRecord = asRecord(req.tool_choice);
-  const choice = toolChoice(choiceRecord);
+  const choice = messagesToolChoice(choiceRecord);
   if (choice?.mode === 'tool' && dropped.has(choice.name)) {
     warn(`tool_choice: dropped, it names tool "${truncate(choice.name, 100)}", which a Gemini upstream cannot run`);
   } else if (choice !== undefined && declarations.length > 0) {
@@ -284,7 +285,8 @@ function userParts(block: Record<string, unknown>, path: string, callNames: Map<
   }
 }
 
-function toolChoice(choice: Record<string, unknown> | undefined): UpstreamToolChoice | undefined {
+/** A messages `tool_choice` in neither format's words (./responses-tools.ts); undefined when unset or unreadable. */
+export function messagesToolChoice(choice: Record<string, unknown> | undefined): UpstreamToolChoice | undefined {
   switch (choice?.['type']) {
     case 'auto':
       return { mode: 'auto' };
@@ -297,19 +299,4 @@ function toolChoice(choice: Record<string, unknown> | undefined): UpstreamToolCh
     default:
       return undefined;
   }
-}
-
-/** `thread` (the Anthropic SDK's message threads): see the file header. */
-function checkThread(thread: unknown, warn: (message: string) => void): void {
-  if (thread === undefined || thread === null || thread === false) return;
-  if (asRecord(thread)?.['type'] === 'continue') {
-    throw new GatewayError(
-      400,
-      'invalid_request_error',
-      'thread_unsupported_request',
-      "thread: this model's provider speaks the Gemini format, which keeps no message threads; send the whole conversation without thread",
-      { extra: { details: { error_code: 'thread_unsupported_request', unsupported: ['thread'] } } },
-    );
-  }
-  warn('thread: dropped, a Gemini upstream keeps no message threads (the request carries the whole history)');
 }

@@ -78,7 +78,7 @@ interface ReasoningItem { kind: 'reasoning'; id: string; idJson: string; index: 
 interface CallItem { kind: 'call'; id: string; idJson: string; index: number; callId: string; restored: RestoredTool; args: string; unwrapper: InputUnwrapper | undefined }
 type OpenItem = MessageItem | ReasoningItem | CallItem;
 
-const TEXT_PART_JSON = '{"type":"output_text","text":"","annotations":[]}';
+const TEXT_PART_JSON = '{"type":"output_text","text":"","annotations":[],"logprobs":[]}';
 const REFUSAL_PART_JSON = '{"type":"refusal","refusal":""}';
 const SUMMARY_PART_JSON = '{"type":"summary_text","text":""}';
 
@@ -153,7 +153,7 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     item.part = undefined;
     const done: ResponsesOutputText | ResponsesRefusal = current.refusal
       ? { type: 'refusal', refusal: current.text }
-      : { type: 'output_text', text: current.text, annotations: [] };
+      : { type: 'output_text', text: current.text, annotations: [], logprobs: [] };
     if (!silent) {
       const where = `${at(item)},"content_index":${item.parts.length}`;
       const textJson = JSON.stringify(current.text);

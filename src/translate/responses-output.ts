@@ -21,6 +21,7 @@ import type {
   ResponsesRequest,
   ResponsesResponse,
   ResponsesItemStatus,
+  ResponsesTool,
   ResponsesUsage,
 } from '../formats/responses.ts';
 import type { CarriedItem } from './carried.ts';
@@ -82,12 +83,21 @@ export function responseEcho(request: ResponsesRequest): ResponseEcho {
     temperature: request.temperature ?? null,
     text: { format: { type: 'text' }, ...request.text },
     tool_choice: request.tool_choice ?? 'auto',
-    tools: request.tools ?? [],
+    tools: (request.tools ?? []).map(echoedTool),
     top_p: request.top_p ?? null,
     truncation: request.truncation ?? 'disabled',
     metadata: request.metadata ?? {},
-    user: request.user ?? null,
+    ...(typeof request.user === 'string' ? { user: request.user } : {}),
   };
+}
+
+/**
+ * A tool as a response repeats it: a function tool always states `parameters` and `strict` (null
+ * when the request left them out), as OpenAI's response object requires; other tools as given.
+ */
+function echoedTool(tool: ResponsesTool): ResponsesTool {
+  if (tool.type !== 'function') return tool;
+  return { ...tool, parameters: tool['parameters'] ?? null, strict: tool['strict'] ?? null };
 }
 
 export function newResponseId(): string {
@@ -124,7 +134,7 @@ export function responseObject(options: ResponsesAnswerOptions, responseId: stri
     top_p: echo.top_p,
     truncation: echo.truncation,
     usage: null,
-    user: echo.user,
+    ...(echo.user === undefined ? {} : { user: echo.user }),
     metadata: echo.metadata,
   };
 }
@@ -134,7 +144,7 @@ export function toResponsesUsage(usage: TokenUsage, reasoningTokens: number): Re
   const input = usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: usage.cacheReadTokens },
+    input_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheCreationTokens },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: Math.min(reasoningTokens, usage.outputTokens) },
     total_tokens: input + usage.outputTokens,

@@ -47,6 +47,27 @@ export function fromMessagesStopReason(reason: unknown, sequence: unknown, expla
   return { reason: neutral };
 }
 
+const CONVERSE_REASONS: ReadonlyMap<string, StopReason> = new Map<string, StopReason>([
+  ['end_turn', 'end_turn'],
+  ['stop_sequence', 'stop_sequence'],
+  ['max_tokens', 'max_tokens'],
+  ['model_context_window_exceeded', 'context_window_exceeded'],
+  ['tool_use', 'tool_use'],
+  // A guardrail of the account, or the model provider's own filter, stopped the answer.
+  ['guardrail_intervened', 'content_filter'],
+  ['content_filtered', 'content_filter'],
+  ['malformed_tool_use', 'malformed_tool_call'],
+]);
+
+/**
+ * Converse `stopReason` -> neutral. `malformed_model_output` (output Bedrock could not parse into
+ * the format asked for), a missing reason and one newer than this code are `end_turn`: every format
+ * reads it as a finished answer. Converse does not say which stop sequence matched.
+ */
+export function fromConverseStopReason(reason: unknown): AnswerStop {
+  return { reason: typeof reason === 'string' ? (CONVERSE_REASONS.get(reason) ?? 'end_turn') : 'end_turn' };
+}
+
 /** neutral -> chat `finish_reason`. */
 export function toFinishReason(reason: StopReason): ChatFinishReason {
   switch (reason) {

@@ -38,10 +38,10 @@ export function parseGroupings(text: string, what: string): UsageGrouping[] {
   const groupBy: UsageGrouping[] = [];
   for (const part of text.split(',')) {
     const name = part.trim() as UsageGrouping;
-    if (!GROUPINGS.includes(name)) throw invalidParameters(`${what}: "${part.slice(0, 40)}" must be one of day, hour, model, key (or several, comma-separated)`);
+    if (!GROUPINGS.includes(name)) throw invalidParameters(`${what}: "${part.slice(0, 40)}" must be one of day, hour, model, key (or several, comma-separated)`, what);
     if (!groupBy.includes(name)) groupBy.push(name);
   }
-  if (groupBy.includes('day') && groupBy.includes('hour')) throw invalidParameters(`${what}: group by day or by hour, not both`);
+  if (groupBy.includes('day') && groupBy.includes('hour')) throw invalidParameters(`${what}: group by day or by hour, not both`, what);
   return groupBy;
 }
 
@@ -51,21 +51,21 @@ export function parseUsageParams(url: string, nowMs: number): UsageParams {
   const params = new URLSearchParams(question === -1 ? '' : url.slice(question + 1));
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (!KNOWN.has(name)) throw invalidParameters(`${name.slice(0, 40)}: unknown parameter (since, until, group_by, key)`);
-    if (seen.has(name)) throw invalidParameters(`${name}: given more than once`);
+    if (!KNOWN.has(name)) throw invalidParameters(`${name.slice(0, 40)}: unknown parameter (since, until, group_by, key)`, name.slice(0, 40));
+    if (seen.has(name)) throw invalidParameters(`${name}: given more than once`, name);
     seen.add(name);
   }
   const time = (name: 'since' | 'until', fallback: number): number => {
     const text = params.get(name);
     if (text === null) return fallback;
     const ms = parseIsoTime(text);
-    if (ms === undefined) throw invalidParameters(`${name}: "${text.slice(0, 40)}" must be an ISO 8601 date or time, e.g. 2026-03-01 or 2026-03-01T12:00:00Z`);
+    if (ms === undefined) throw invalidParameters(`${name}: "${text.slice(0, 40)}" must be an ISO 8601 date or time, e.g. 2026-03-01 or 2026-03-01T12:00:00Z`, name);
     return ms;
   };
   const until = time('until', nowMs);
   const since = time('since', until - DEFAULT_RANGE_MS);
-  if (since >= until) throw invalidParameters('since: must be before until');
+  if (since >= until) throw invalidParameters('since: must be before until', 'since');
   const key = params.get('key') ?? undefined;
-  if (key !== undefined && key !== 'all' && !KEY_ID.test(key)) throw invalidParameters(`key: "${key.slice(0, 40)}" must be a key id (key_ and 16 hex digits) or "all"`);
+  if (key !== undefined && key !== 'all' && !KEY_ID.test(key)) throw invalidParameters(`key: "${key.slice(0, 40)}" must be a key id (key_ and 16 hex digits) or "all"`, 'key');
   return { since, until, groupBy: parseGroupings(params.get('group_by') ?? 'day', 'group_by'), key };
 }

@@ -98,7 +98,7 @@ export async function readParams(req: IncomingMessage, idleTimeoutMs?: number): 
 export function parseTier(value: unknown): TierName {
   if (value === undefined || value === null || value === '') return 'basic';
   if (isTierName(value)) return value;
-  throw invalidParameters('tier: must be one of basic, pro, enterprise');
+  throw invalidParameters('tier: must be one of basic, pro, enterprise', 'tier');
 }
 
 /** The error a refused approve/deny gets. */
@@ -239,7 +239,7 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
       throw tokenError('unsupported_grant_type', `grant_type: must be ${DEVICE_GRANT_TYPE}`);
     }
     const deviceCode = params['device_code'];
-    if (typeof deviceCode !== 'string' || deviceCode === '') throw invalidParameters('device_code: required; send the device_code from POST /auth/device');
+    if (typeof deviceCode !== 'string' || deviceCode === '') throw invalidParameters('device_code: required; send the device_code from POST /auth/device', 'device_code');
     const result = await flow.poll(deviceCode);
     if (result.outcome !== 'approved') throw pollError(result);
     // Claimed before the key is made: of two polls (on one process or two), only the one that
@@ -256,9 +256,9 @@ export function mountDeviceRoutes(internals: GatewayInternals, options: DeviceRo
     record.keyId = admin.id;
     const params = await readParams(req, ctx.config.limits.bodyTimeoutMs);
     const userCode = params['user_code'];
-    if (typeof userCode !== 'string' || userCode === '') throw invalidParameters('user_code: required; the XXXX-XXXX code the device shows');
+    if (typeof userCode !== 'string' || userCode === '') throw invalidParameters('user_code: required; the XXXX-XXXX code the device shows', 'user_code');
     const tier = action === 'approve' ? parseTier(params['tier']) : undefined;
-    if (params['name'] !== undefined && typeof params['name'] !== 'string') throw invalidParameters('name: must be a string');
+    if (params['name'] !== undefined && typeof params['name'] !== 'string') throw invalidParameters('name: must be a string', 'name');
     const name = cleanClientName(params['name']);
     const result = await decide(flow, log, { userCode, action, tier, name, byKeyId: admin.id });
     if (result.outcome !== 'ok') throw decisionError(result);

@@ -16,8 +16,9 @@ describe('authentication on every operation', () => {
 
   async function expect401(res: Response): Promise<Record<string, unknown>> {
     assert.equal(res.status, 401);
-    const body = await res.json() as { error: Record<string, unknown> };
-    assert.equal(body.error['type'], 'invalid_request_error');
+    const body = await res.json() as { type?: string; error: Record<string, unknown> };
+    // The description's type; Anthropic's for the messages format (its SDKs key on it).
+    assert.equal(body.error['type'], body.type === 'error' ? 'authentication_error' : 'invalid_request_error');
     assert.equal(body.error['code'], 'invalid_api_key');
     return body.error;
   }

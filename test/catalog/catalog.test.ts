@@ -6,7 +6,7 @@ import { BUILTIN_MODELS, ECHO_MODEL } from '../../src/catalog/builtin-models.ts'
 import { builtinProviders } from '../../src/catalog/providers.ts';
 
 const RECORD_KEYS = [
-  'id', 'object', 'type', 'created_at', 'owned_by', 'display_name',
+  'id', 'object', 'created', 'type', 'created_at', 'owned_by', 'display_name',
   'capabilities', 'pricing', 'context_length', 'max_output_tokens',
 ];
 
@@ -213,6 +213,7 @@ describe('toModelRecord', () => {
     assert.deepEqual(toModelRecord(model), {
       id: 'x',
       object: 'model',
+      created: 1767225600,
       type: 'chat',
       created_at: '2026-01-01T00:00:00Z',
       owned_by: 'someone',

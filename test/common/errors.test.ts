@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  GatewayError, UpstreamError, errorBody, errorObject, insufficientPermissions, rateLimited, upstreamAuthFailed, upstreamFailed, upstreamTimeout,
+  GatewayError, UpstreamError, errorBody, errorObject, insufficientPermissions, invalidParameters, rateLimited, upstreamAuthFailed, upstreamFailed, upstreamTimeout,
 } from '../../src/common/errors.ts';
 
 /** What a client reads of an error: status, type, code, headers. */
@@ -22,6 +22,11 @@ describe('the error factories', () => {
   it('put extra fields (X-Debug-Auth) into the error object every body carries', () => {
     const error = insufficientPermissions('admins only', { debug: { admin: false } });
     assert.deepEqual(errorObject(error), { message: 'admins only', type: 'permission_error', code: 'insufficient_permissions', debug: { admin: false } });
-    assert.equal(errorBody(error), '{"error":{"message":"admins only","type":"permission_error","code":"insufficient_permissions","debug":{"admin":false}}}');
+    assert.equal(errorBody(error), '{"error":{"message":"admins only","type":"permission_error","param":null,"code":"insufficient_permissions","debug":{"admin":false}}}');
+  });
+
+  it("name the field at fault as OpenAI's error.param, null when there is none", () => {
+    assert.equal(JSON.parse(errorBody(invalidParameters('messages.2.content: must be a string', 'messages.2.content')))['error']['param'], 'messages.2.content');
+    assert.equal(JSON.parse(errorBody(invalidParameters('the request body is empty')))['error']['param'], null);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The platform fields of a provider (llmux.md section 8), as src/config/entries.ts reads them: each
  * valid on its platform only, the endpoint each platform derives, and one clear line for each
- * mistake (the formats not served yet among them).
+ * mistake (the formats not served yet, and a format on a platform that cannot carry it, among them).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,6 +23,15 @@ describe('a Bedrock provider', () => {
     assert.equal(b?.keyless, false, 'it needs credentials, so it is not usable merely for being configured');
   });
 
+  it('carries the converse format (Bedrock\'s other models), which no other platform carries', () => {
+    const { b } = load({ b: { format: 'converse', platform: 'bedrock', region: 'us-west-2' } });
+    assert.equal(b?.format, 'converse');
+    assert.equal(b?.baseUrl, 'https://bedrock-runtime.us-west-2.amazonaws.com');
+    refused({ h: { format: 'converse', base_url: 'https://example.test/v1', api_key: 'k' } }, /providers\.h\.format: must be "openai", "anthropic" or "gemini" \("converse" is Amazon Bedrock's Converse API: it needs "platform": "bedrock"\)/);
+    refused({ v: { format: 'converse', platform: 'vertex', project: 'p' } }, /providers\.v\.format: Vertex AI carries "anthropic"/);
+    refused({ a: { format: 'converse', platform: 'azure', base_url: 'https://r.openai.azure.com/openai/v1', api_key: 'k' } }, /providers\.a\.format: Azure OpenAI speaks "openai"/);
+  });
+
   it('takes base_url as its endpoint (a VPC endpoint, a proxy)', () => {
     assert.equal(load({ b: { format: 'anthropic', platform: 'bedrock', region: 'us-east-1', base_url: 'https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com/' } })['b']?.baseUrl, 'https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com');
   });
@@ -30,8 +39,7 @@ describe('a Bedrock provider', () => {
   it('refuses what Bedrock cannot carry, each with the field and what to do', () => {
     refused({ b: { format: 'anthropic', platform: 'bedrock' } }, /providers\.b\.region: a Bedrock provider needs its AWS region/);
     refused({ b: { format: 'anthropic', platform: 'bedrock', region: 'US East' } }, /providers\.b\.region: lower-case letters/);
-    refused({ b: { format: 'converse', platform: 'bedrock', region: 'us-east-1' } }, /providers\.b\.format: "converse" .* is not served yet; Claude on Bedrock is "format": "anthropic"/);
-    refused({ b: { format: 'openai', platform: 'bedrock', region: 'us-east-1' } }, /providers\.b\.format: Bedrock carries "anthropic"/);
+    refused({ b: { format: 'openai', platform: 'bedrock', region: 'us-east-1' } }, /providers\.b\.format: Bedrock carries "anthropic" \(Claude through InvokeModel\) and "converse"/);
     refused({ b: { format: 'anthropic', platform: 'bedrock', region: 'us-east-1', api_key: 'k' } }, /providers\.b\.api_key: Bedrock requests are signed with AWS credentials/);
     refused({ b: { format: 'anthropic', platform: 'bedrock', region: 'us-east-1', credentials: { access_key_id: 'A' } } }, /providers\.b\.credentials: needs access_key_id and secret_access_key/);
     refused({ b: { format: 'anthropic', platform: 'bedrock', region: 'us-east-1', credentials: { access_key_id: 'A', secret_access_key: 'S', region: 'x' } } }, /providers\.b\.credentials\.region: unknown field/);

@@ -25,7 +25,7 @@ runDialectCases({
     body: { id: 'chatcmpl-1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } },
     usage: { inputTokens: 12, outputTokens: 3, cacheReadTokens: 0, cacheCreationTokens: 0 },
   },
-  rateLimitedBody: { error: { message: 'slow down', type: 'rate_limit_error', code: 'rate_limit_exceeded' } },
+  rateLimitedBody: { error: { message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } },
   streamErrorMessage: (events) => String(((JSON.parse(events[0]?.data ?? '{}') as Json)['error'] as Json)['message']),
   answerText: (answer) => String((((answer as Json)['choices'] as Json[])[0]?.['message'] as Json)['content']),
   streamText: (events: SseEvent[]) => events

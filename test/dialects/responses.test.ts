@@ -18,6 +18,13 @@ describe('the Responses dialect', () => {
     assert.equal(response.error.code, 'rate_limit_exceeded');
   });
 
+  it('numbers its failure event after the last event the client got, or 0 when it got none', () => {
+    const [after] = parseResponsesEvents(responsesErrorFrame({ message: 'cut off', sequenceNumber: 7 }));
+    assert.equal(after?.data['sequence_number'], 7);
+    const [first] = parseResponsesEvents(responsesErrorFrame({ message: 'cut off' }));
+    assert.equal(first?.data['sequence_number'], 0);
+  });
+
   it('writes the llmux model id into a whole pass-through answer, and leaves bytes it cannot read as they are', () => {
     const passed = responsesDialect.passThroughAnswer(Buffer.from('{"id":"resp_1","model":"gpt-upstream","output":[]}'), 'llmux-model');
     assert.equal(passed.bytes.toString(), '{"id":"resp_1","model":"llmux-model","output":[]}');
@@ -71,7 +78,7 @@ runDialectCases({
     body: { id: 'resp_1', object: 'response', output: [], usage: { input_tokens: 12, output_tokens: 3, total_tokens: 15, input_tokens_details: { cached_tokens: 0 } } },
     usage: { inputTokens: 12, outputTokens: 3, cacheReadTokens: 0, cacheCreationTokens: 0 },
   },
-  rateLimitedBody: { error: { message: 'slow down', type: 'rate_limit_error', code: 'rate_limit_exceeded' } },
+  rateLimitedBody: { error: { message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } },
   streamErrorMessage: (events) => {
     const event = events[0];
     return event?.event === 'response.failed' ? String((((JSON.parse(event.data) as Json)['response'] as Json)['error'] as Json)['message']) : '';

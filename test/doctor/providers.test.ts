@@ -66,6 +66,14 @@ describe('llmux doctor on Bedrock', () => {
     assert.equal(bedrock.requests.at(-1)?.operation, 'invoke');
   });
 
+  it('signs a Converse that runs no model for a converse provider', async () => {
+    const report = await run({ ...base(), format: 'converse', credentials: { access_key_id: 'AKIADOCTOR', secret_access_key: 'env:DOCTOR_SECRET' } }, { DOCTOR_SECRET: SECRET }, 'us.meta.llama3-3-70b-instruct-v1:0');
+    const endpoint = row(report, 'provider p: endpoint');
+    assert.equal(endpoint.verdict, 'ok', endpoint.detail);
+    assert.match(endpoint.detail, /^Converse us\.meta\.llama3-3-70b-instruct-v1:0 .*400 ValidationException.*the signature and the permission were accepted/);
+    assert.equal(bedrock.requests.at(-1)?.operation, 'converse');
+  });
+
   it('names refused credentials and the setting to check', async () => {
     const report = await run({ ...base(), credentials: { access_key_id: 'AKIADOCTOR', secret_access_key: 'wrong-secret-wrong-secret' } });
     const endpoint = row(report, 'provider p: endpoint');

@@ -81,10 +81,13 @@ describe('server: routes, request ids and errors', () => {
   it("answers errors on a format's routes in its clients' shape: the messages operation's carry type error, 405 too", async () => {
     const messages = await fetch(`${t.url}/v1/messages`, { method: 'GET' });
     assert.equal(messages.status, 405);
-    assert.deepEqual(Object.keys(await messages.json() as object), ['type', 'error']);
+    const refused = await messages.json() as { error: Record<string, unknown>; request_id: string };
+    assert.deepEqual(Object.keys(refused), ['type', 'error', 'request_id']);
+    assert.deepEqual([refused.error['type'], refused.error['code'], refused.request_id], ['invalid_request_error', 'method_not_allowed', messages.headers.get('request-id')]);
     const countTokens = await fetch(`${t.url}/messages/count_tokens`, { method: 'POST', headers: anthropicHeaders('sk-llmux-nobody') , body: '{}' });
     assert.equal(countTokens.status, 401);
-    assert.equal((await countTokens.json() as { type: string }).type, 'error');
+    const unauthorised = await countTokens.json() as { type: string; error: Record<string, unknown> };
+    assert.deepEqual([unauthorised.type, unauthorised.error['type'], unauthorised.error['code']], ['error', 'authentication_error', 'invalid_api_key']);
     const chat = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: openaiHeaders('sk-llmux-nobody'), body: '{}' });
     assert.equal(chat.status, 401);
     assert.deepEqual(Object.keys(await chat.json() as object), ['error']);
@@ -199,8 +202,27 @@ describe('server: models and count_tokens', () => {
     assert.deepEqual(ids, ['llmux-echo', 'gpt-test', 'vendor/slashed-model']);
     assert.equal(list.first_id, 'llmux-echo');
     assert.equal(list.last_id, 'vendor/slashed-model');
-    assert.deepEqual(Object.keys(list.data[1] ?? {}), ['id', 'object', 'type', 'created_at', 'owned_by', 'display_name', 'capabilities', 'pricing', 'context_length', 'max_output_tokens']);
+    assert.deepEqual(Object.keys(list.data[1] ?? {}), ['id', 'object', 'created', 'type', 'created_at', 'owned_by', 'display_name', 'capabilities', 'pricing', 'context_length', 'max_output_tokens']);
+    assert.equal(list.data[1]?.['created'], Date.parse(String(list.data[1]?.['created_at'])) / 1000);
     assert.ok(res.headers.get('x-ratelimit-limit-requests'));
+  });
+
+  it("gives an Anthropic client (anthropic-version) Anthropic's model objects, page and errors", async () => {
+    const headers = { 'x-api-key': t.key, 'anthropic-version': '2023-06-01' };
+    const res = await fetch(`${t.url}/v1/models`, { headers });
+    assert.equal(res.status, 200);
+    const page = await res.json() as { data: Array<Record<string, unknown>>; has_more: boolean; first_id: string; last_id: string } & Record<string, unknown>;
+    assert.deepEqual(Object.keys(page), ['data', 'has_more', 'first_id', 'last_id']);
+    assert.deepEqual([page.has_more, page.first_id, page.last_id], [false, 'llmux-echo', 'vendor/slashed-model']);
+    const one = await (await fetch(`${t.url}/v1/models/gpt-test`, { headers })).json() as Record<string, unknown>;
+    assert.deepEqual(one, page.data[1]);
+    assert.deepEqual(Object.keys(one), ['type', 'id', 'display_name', 'created_at', 'capabilities', 'deprecated_at', 'lifecycle', 'line', 'max_input_tokens', 'max_tokens', 'retires_at']);
+    assert.deepEqual([one['type'], one['id'], one['lifecycle'], one['capabilities']], ['model', 'gpt-test', 'active', null]);
+    const missing = await fetch(`${t.url}/v1/models/nope`, { headers });
+    const body = await missing.json() as { type: string; error: Record<string, string>; request_id: string };
+    assert.deepEqual([missing.status, body.type, body.error['type'], body.error['code'], body.request_id], [404, 'error', 'not_found_error', 'model_not_found', missing.headers.get('request-id')]);
+    const refused = await fetch(`${t.url}/v1/models`, { headers: { ...headers, 'x-api-key': 'llmux-wrong' } });
+    assert.equal(((await refused.json()) as { error: Record<string, string> }).error['type'], 'authentication_error');
   });
 
   it('returns one model by id, slashes included, and 404 model_not_found otherwise', async () => {

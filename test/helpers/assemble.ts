@@ -29,6 +29,67 @@ export function sseEvents(bytes: Buffer | string): SseEvent[] {
 export interface IncompleteInput { incomplete: string }
 
 /**
+ * A ConverseStream answer (as the Bedrock platform hands it on: `event: <:event-type>`) as one
+ * Converse answer, the way callers of the AWS SDK's `ConverseStreamCommand` gather it: blocks by
+ * `contentBlockIndex`, text and reasoning text appended, the signature and redacted content set,
+ * a tool's `input` strings joined and parsed (`{}` when empty), `messageStop` and `metadata` as the
+ * whole answer's `stopReason`, `usage` and `metrics`. Undefined when the stream holds an error.
+ */
+export function assembleConverseStream(bytes: Buffer | string): Json | undefined {
+  const blocks: Json[] = [];
+  const inputs = new Map<number, string>();
+  const answer: Json = {};
+  for (const event of sseEvents(bytes)) {
+    const data = JSON.parse(event.data) as Json;
+    const index = data['contentBlockIndex'] as number;
+    switch (event.event) {
+      case 'contentBlockStart': {
+        const toolUse = (data['start'] as Json)['toolUse'] as Json | undefined;
+        if (toolUse !== undefined) blocks[index] = { toolUse: { toolUseId: toolUse['toolUseId'], name: toolUse['name'], input: {} } };
+        break;
+      }
+      case 'contentBlockDelta': {
+        const delta = data['delta'] as Json;
+        if (typeof delta['text'] === 'string') {
+          const block = (blocks[index] ??= { text: '' });
+          block['text'] = String(block['text']) + delta['text'];
+        } else if (isRecord(delta['toolUse'])) {
+          inputs.set(index, (inputs.get(index) ?? '') + String(delta['toolUse']['input']));
+        } else if (isRecord(delta['reasoningContent'])) {
+          const reasoning = delta['reasoningContent'];
+          if (typeof reasoning['redactedContent'] === 'string') {
+            blocks[index] = { reasoningContent: { redactedContent: reasoning['redactedContent'] } };
+            break;
+          }
+          const block = (blocks[index] ??= { reasoningContent: { reasoningText: { text: '' } } });
+          const text = (block['reasoningContent'] as Json)['reasoningText'] as Json;
+          if (typeof reasoning['text'] === 'string') text['text'] = String(text['text']) + reasoning['text'];
+          if (typeof reasoning['signature'] === 'string') text['signature'] = reasoning['signature'];
+        }
+        break;
+      }
+      case 'messageStop':
+        answer['stopReason'] = data['stopReason'];
+        break;
+      case 'metadata':
+        answer['usage'] = data['usage'];
+        answer['metrics'] = data['metrics'];
+        break;
+      case 'messageStart':
+      case 'contentBlockStop':
+        break;
+      default:
+        return undefined;
+    }
+  }
+  for (const [index, input] of inputs) {
+    const toolUse = blocks[index]?.['toolUse'] as Json | undefined;
+    if (toolUse !== undefined) toolUse['input'] = input === '' ? {} : JSON.parse(input);
+  }
+  return { output: { message: { role: 'assistant', content: blocks.filter((block) => block !== undefined) } }, ...answer };
+}
+
+/**
  * A messages-format stream as one messages answer (`MessageStream.finalMessage()`, with the
  * `stop_details` of a refusal), or undefined when the stream holds an error event. A tool block's input is its gathered `partial_json` parsed,
  * `{}` when there was none, or `{incomplete: text}` when it does not parse (a call cut by max_tokens).
@@ -205,6 +266,7 @@ export const FAILING_RECORDINGS: ReadonlySet<string> = new Set([
   'openai-stream-error-midstream.sse',
   'anthropic-stream-error-midstream-overloaded.sse',
   'anthropic-docs-stream-error-event.sse',
+  'converse-stream-exception.sse',
 ]);
 
 /** Generated ids differ between two translations of the same answer; only ids an upstream gave must agree. */

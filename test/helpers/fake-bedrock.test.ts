@@ -137,8 +137,60 @@ test('a body Bedrock would refuse is a 400 ValidationException', async () => {
   assert.equal((await send({ rawBody: 'not json' })).status, 400);
 });
 
-test('Converse is the extension point: answered 501 until the fake learns it', async () => {
-  const answer = await send({ path: `${MODEL_PATH}/converse` });
-  assert.equal(answer.status, 501);
+const CONVERSE_PATH = '/model/us.meta.llama3-3-70b-instruct-v1%3A0';
+const CONVERSE_BODY = { messages: [{ role: 'user', content: [{ text: 'Weather in Paris?' }] }], toolConfig: { tools: [{ toolSpec: { name: 'get_weather', inputSchema: { json: { type: 'object', properties: {} } } } }] } };
+
+test('Converse answers the scripted answer whole, and a tool round trip through toolResult blocks', async () => {
+  const first = await send({ path: `${CONVERSE_PATH}/converse`, body: CONVERSE_BODY });
+  assert.equal(first.status, 200);
+  assert.deepEqual(json(first.bytes), {
+    output: { message: { role: 'assistant', content: [{ text: 'Checking.' }, { toolUse: { toolUseId: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } } }] } },
+    stopReason: 'tool_use',
+    usage: { inputTokens: 12, outputTokens: 7, totalTokens: 19 },
+    metrics: { latencyMs: 120 },
+  });
+  const second = await send({ path: `${CONVERSE_PATH}/converse`, body: { ...CONVERSE_BODY, messages: [
+    ...CONVERSE_BODY.messages,
+    { role: 'assistant', content: [{ toolUse: { toolUseId: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } } }] },
+    { role: 'user', content: [{ toolResult: { toolUseId: 'toolu_1', content: [{ text: '18°C' }] } }] },
+  ] } });
+  assert.deepEqual((json(second.bytes)['output'] as { message: unknown }).message, { role: 'assistant', content: [{ text: 'It is 18°C.' }] });
+  assert.equal(fake.requests.at(-1)?.modelId, 'us.meta.llama3-3-70b-instruct-v1:0');
+});
+
+test('ConverseStream answers event-stream frames of the Converse events, and an exception frame where a fault says', async () => {
+  let sse = '';
+  const reader = createBedrockStreamReader({ operation: 'converse', onSse: (text) => { sse += text; }, onError: (error) => assert.fail(error.message) });
+  reader.feed((await send({ path: `${CONVERSE_PATH}/converse-stream`, body: CONVERSE_BODY })).bytes);
+  reader.end();
+  const names = [...sse.matchAll(/^event: (\w+)$/gm)].map((match) => match[1]);
+  assert.deepEqual(names, ['messageStart', 'contentBlockDelta', 'contentBlockStop', 'contentBlockStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata']);
+  assert.match(sse, /"start":\{"toolUse":\{"toolUseId":"toolu_1","name":"get_weather"\}\}/);
+
+  fake.faults.push({ kind: 'stream-exception', afterEvents: 2, exception: 'throttlingException', message: 'Slow down' });
+  const errors: BedrockError[] = [];
+  const cut = createBedrockStreamReader({ operation: 'converse', onSse: () => {}, onError: (e) => errors.push(e) });
+  cut.feed((await send({ path: `${CONVERSE_PATH}/converse-stream`, body: CONVERSE_BODY })).bytes);
+  cut.end();
+  assert.deepEqual(errors, [{ type: 'ThrottlingException', status: 429, message: 'Slow down', retryable: true }]);
+});
+
+test('a Converse body Bedrock would refuse is a 400 ValidationException saying why', async () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{ messages: [{ role: 'assistant', content: [{ text: 'x' }] }] }, /must start with a user message/],
+    [{ messages: [{ role: 'user', content: [{ text: 'a' }] }, { role: 'user', content: [{ text: 'b' }] }] }, /must alternate between user and assistant roles/],
+    [{ messages: [{ role: 'user', content: [{ text: ' ' }] }] }, /is blank/],
+    [{ messages: [{ role: 'user', content: [{ text: 'a', image: {} }] }] }, /exactly one member/],
+    [{ messages: [{ role: 'user', content: [{ text: 'a' }] }, { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'f', input: {} } }] }] }, /toolConfig field must be defined/],
+    [{ ...CONVERSE_BODY, toolConfig: { tools: [{ toolSpec: { name: 'f', inputSchema: { json: { type: 'object' } } } }], toolChoice: { any: {} } } }, /doesn't support the toolConfig\.toolChoice\.any field/],
+    [{ ...CONVERSE_BODY, model: 'x' }, /extraneous key \[model\]/],
+    [{ ...CONVERSE_BODY, inferenceConfig: { temperature: 1.5 } }, /temperature must be between 0 and 1/],
+  ];
+  for (const [body, message] of cases) {
+    const answer = await send({ path: `${CONVERSE_PATH}/converse`, body });
+    assert.equal(answer.status, 400, JSON.stringify(body));
+    assert.match(String(answer.headers['x-amzn-errortype']), /^ValidationException:/);
+    assert.match(String(json(answer.bytes)['message']), message);
+  }
   assert.equal((await send({ path: '/model/x/unknown' })).status, 404);
 });

@@ -13,13 +13,14 @@
  *   `application/vnd.amazon.eventstream` frames, each a `chunk` wrapping one messages event.
  *   The body must be a messages body for Bedrock: `anthropic_version: "bedrock-2023-05-31"`,
  *   no `model`, no `stream` (400 ValidationException otherwise, as Bedrock).
+ * - Converse (`…/converse`) answers a whole Converse answer; ConverseStream (`…/converse-stream`)
+ *   answers event-stream frames, one per event (`:event-type` its name, the payload its JSON, padded
+ *   with `p` as Bedrock pads them). The body must be one Bedrock takes (./converse-validate.ts:
+ *   alternating roles, well-formed content blocks, tool blocks only with a `toolConfig`, the
+ *   `toolConfig` shape, and the refusals of a model family), else 400 ValidationException.
  * - Tests script answers (`script`, from the request body, e.g. a tool round trip), and queue
  *   faults: a throttle (429 ThrottlingException), any Bedrock error, or an exception frame after
  *   some events of a stream.
- *
- * Converse and ConverseStream are not answered yet: they reach `converse()` below, which answers
- * 501. To add them, answer there (the Converse body is JSON, ConverseStream frames carry the event
- * in the payload with `:event-type` set to its name: see src/platforms/aws/bedrock-stream.ts).
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -28,7 +29,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { signRequest } from '../../src/platforms/aws/sigv4.ts';
 import type { AwsCredentials } from '../../src/platforms/aws/sigv4.ts';
 import { encodeEventStreamMessage } from '../../src/platforms/aws/event-stream.ts';
-import { messagesStream, messagesWhole } from './scripted-answers.ts';
+import { converseEvents, converseWhole, messagesStream, messagesWhole } from './scripted-answers.ts';
+import { converseRequestProblem } from './converse-validate.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
 import { sseEvents } from './assemble.ts';
 
@@ -93,6 +95,12 @@ const stringHeaders = (values: Record<string, string>): Record<string, { type: '
 export function chunkFrame(eventJson: string): Buffer {
   const payload = JSON.stringify({ bytes: Buffer.from(eventJson).toString('base64'), p: 'abcdefghijklmnop'.slice(0, 1 + (eventJson.length % 16)) });
   return encodeEventStreamMessage({ headers: stringHeaders({ ':event-type': 'chunk', ':content-type': 'application/json', ':message-type': 'event' }), payload });
+}
+
+/** One ConverseStream event frame: the event's JSON as its payload, padded as Bedrock pads them. */
+export function converseFrame(eventType: string, payload: Record<string, unknown>): Buffer {
+  const json = JSON.stringify({ ...payload, p: 'abcdefghijklmnopqrstuvwxyz'.slice(0, 1 + (eventType.length % 26)) });
+  return encodeEventStreamMessage({ headers: stringHeaders({ ':event-type': eventType, ':content-type': 'application/json', ':message-type': 'event' }), payload: json });
 }
 
 /** An exception frame (`throttlingException`, `modelStreamErrorException`, …). */
@@ -193,9 +201,28 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
     res.end();
   };
 
-  /** The extension point for Converse / ConverseStream. */
-  const converse = (res: ServerResponse, seen: BedrockSeenRequest): void => {
-    sendError(res, 501, 'ValidationException', `the Bedrock fake does not answer ${seen.operation} yet`);
+  /** Converse and ConverseStream: the body checked as Bedrock checks it, then the scripted answer. */
+  const converse = async (res: ServerResponse, seen: BedrockSeenRequest): Promise<void> => {
+    const problem = converseRequestProblem(seen.body, seen.modelId);
+    if (problem !== undefined) return sendError(res, 400, 'ValidationException', problem);
+    const fault = faults.shift();
+    if (fault?.kind === 'error') return sendError(res, fault.status, fault.type, fault.message);
+    const answer = script(seen.body, seen);
+    if (seen.operation === 'converse') {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': 'fake-request' });
+      res.end(JSON.stringify(converseWhole(answer)));
+      return;
+    }
+    const events = converseEvents(answer);
+    res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-request' });
+    const cut = fault?.kind === 'stream-exception' ? Math.min(fault.afterEvents, events.length) : events.length;
+    for (const [eventType, payload] of events.slice(0, cut)) {
+      if (res.destroyed) return;
+      res.write(converseFrame(eventType, payload));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (fault?.kind === 'stream-exception') res.write(exceptionFrame(fault.exception, fault.message));
+    res.end();
   };
 
   const server = http.createServer((req, res) => {
@@ -229,7 +256,7 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
         accessKeyId: checked.accessKeyId,
       };
       requests.push(seen);
-      if (seen.operation === 'converse' || seen.operation === 'converse-stream') return converse(res, seen);
+      if (seen.operation === 'converse' || seen.operation === 'converse-stream') return void converse(res, seen);
       void invoke(res, seen);
     });
   });

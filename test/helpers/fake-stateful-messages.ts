@@ -16,6 +16,8 @@ import { createHash } from 'node:crypto';
 import { type FakeAnswer, type FakeMemory, type StatefulFake, callOf, field, frame, halves, list, refuse, stepOf } from './fake-stateful.ts';
 
 const EXTENDED_THINKING = 'https://docs.claude.com/en/docs/build-with-claude/extended-thinking';
+/** A block the model made itself, as Anthropic's blocks say. */
+const DIRECT = { type: 'direct' };
 
 function invalid(fake: StatefulFake, message: string): FakeAnswer {
   return refuse(fake, 400, message, { type: 'error', error: { type: 'invalid_request_error', message }, request_id: 'req_fake' });
@@ -98,10 +100,10 @@ function answerBlocks(step: 0 | 1 | 2, thinking: boolean, memory: FakeMemory): B
     blocks.push({ type: 'redacted_thinking', data });
   }
   if (step === 0) {
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_a'), ...callOf(memory, 'a') });
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_b'), ...callOf(memory, 'b') });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_a'), ...callOf(memory, 'a'), caller: DIRECT });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_b'), ...callOf(memory, 'b'), caller: DIRECT });
   } else if (step === 1) {
-    blocks.push({ type: 'tool_use', id: memory.next('toolu_c'), ...callOf(memory, 'c') });
+    blocks.push({ type: 'tool_use', id: memory.next('toolu_c'), ...callOf(memory, 'c'), caller: DIRECT });
   } else {
     blocks.push({ type: 'text', text: 'done' });
   }

@@ -11,6 +11,7 @@ import { standardFeatures } from '../../src/gateway/features.ts';
 import { startFakeUpstream } from './fake-upstream.ts';
 import type { FakeUpstream } from './fake-upstream.ts';
 import { waitUntil } from './wait.ts';
+import { watchAnswers } from './answer-check.ts';
 
 export interface TestGateway {
   url: string;
@@ -21,6 +22,20 @@ export interface TestGateway {
   key: string;
   adminKey: string;
   logs: Array<LogRecord | Record<string, unknown>>;
+  /**
+   * What the answers so far got wrong against the official schemas (./answer-check.ts), one line
+   * each. Any left here when the test file ends fail it (see {@link failFileOnProblems}); a test
+   * that provokes one on purpose asserts it and empties the list.
+   */
+  schemaProblems: string[];
+  /** Answers checked against the schemas so far. */
+  answersChecked(): number;
+  /**
+   * Runs `fn` without checking the answers to the requests it makes: for a test that replays an
+   * upstream's recording through llmux as it came (same format, byte for byte), where what the
+   * answer says is the provider's, right or wrong, and the test compares it to the recording.
+   */
+  replaying<T>(fn: () => Promise<T>): Promise<T>;
   /**
    * Resolves once every request the gateway has received has its log line: a line is written when
    * the response has closed on the server, a moment after the client has read it.
@@ -38,6 +53,11 @@ export interface TestGatewayOptions {
   now?: () => number;
   random?: () => number;
   extra?: Partial<GatewayOptions>;
+  /**
+   * Whether every answer is checked against the official schemas (default true). Off only for
+   * tests whose upstream sends, on purpose, what no provider would, which llmux passes on as it came.
+   */
+  schemas?: boolean;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -73,6 +93,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const { url } = await gateway.listen(0, '127.0.0.1');
   let received = 0;
   gateway.server?.on('request', () => { received += 1; });
+  const schemaProblems: string[] = [];
+  const watch = options.schemas === false || gateway.server === undefined ? undefined : watchAnswers(gateway.server, (line) => schemaProblems.push(line));
+  failFileOnProblems(schemaProblems);
   const key = (await gateway.keys.create({ name: 'test', tier: 'basic' })).key;
   const adminKey = (await gateway.keys.create({ name: 'admin', tier: 'pro', admin: true })).key;
   return {
@@ -83,6 +106,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     key,
     adminKey,
     logs,
+    schemaProblems,
+    answersChecked: () => watch?.checked ?? 0,
+    replaying: async (fn) => {
+      if (watch !== undefined) watch.paused += 1;
+      try {
+        return await fn();
+      } finally {
+        if (watch !== undefined) watch.paused -= 1;
+      }
+    },
     allLogged: async () => {
       await waitUntil(() => logs.filter((line) => 'request_id' in line).length >= received, 'a log line for every request received');
     },
@@ -115,6 +148,26 @@ export function threeFormatConfig(url: string, caps: ThreeFormatCaps = {}): Reco
       { id: 'gemini-test', provider: 'fake-gemini', upstream_id: 'gemini-upstream', reasoning: true, max_output_tokens: caps.gemini ?? 8192 },
     ],
   };
+}
+
+const problemLists: string[][] = [];
+
+/**
+ * Fails the test file, at its end, when any gateway it started wrote an answer that does not match
+ * the official schemas: each problem is printed (method, path, request id, status, the field) and
+ * the file exits 1, which the test runner reports as the file's failure. At the end rather than in
+ * `close()`: a hook that closes other servers after the gateway would leave them open, and hang.
+ */
+function failFileOnProblems(problems: string[]): void {
+  if (problemLists.length === 0) {
+    process.once('exit', () => {
+      const all = problemLists.flat();
+      if (all.length === 0) return;
+      process.stderr.write(`${all.length} answer(s) do not match the official schemas (test/helpers/answer-check.ts):\n${all.slice(0, 60).join('\n')}\n${all.length > 60 ? `… and ${all.length - 60} more\n` : ''}`);
+      process.exitCode = 1;
+    });
+  }
+  problemLists.push(problems);
 }
 
 /** The log line of the request `res` answers, once the gateway has written it (see `allLogged`). */

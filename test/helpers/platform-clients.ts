@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { anthropicHeaders, openaiHeaders } from './gateway.ts';
 import type { TestGateway } from './gateway.ts';
-import { assembleChatStream, assembleGeminiStream, assembleMessagesStream } from './assemble.ts';
-import { assembleResponsesStream } from './responses-stream.ts';
+import { assembleChatStream, assembleGeminiStream, assembleMessagesStream, sseEvents } from './assemble.ts';
+import { assembleResponsesStream, parseResponsesEvents } from './responses-stream.ts';
 import { lastToolResult } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
 
@@ -29,13 +29,17 @@ export const FILE_TEXT = '# llmux, a gateway';
 /**
  * What the fake upstreams answer: a tool call when the request offers tools and carries no tool
  * result yet; the tool result quoted once it does; else a greeting, with thinking when asked for.
+ * Read from a messages or chat body, or a Converse one (tools in `toolConfig`, thinking among the
+ * `additionalModelRequestFields`).
  */
 export function platformScript(body: Json): ScriptedAnswer {
   const result = lastToolResult(body);
   if (result !== undefined) return { text: `The file says: ${result}` };
-  const tools = Array.isArray(body['tools']) && body['tools'].length > 0;
+  const tools = (Array.isArray(body['tools']) && body['tools'].length > 0) || body['toolConfig'] !== undefined;
   if (tools) return { calls: [{ id: 'toolu_01Read', name: 'Read', input: { path: 'README.md' } }] };
-  return { text: 'Hello from the platform.', ...(body['thinking'] !== undefined ? { thinking: THINKING } : {}) };
+  const fields = (body['additionalModelRequestFields'] ?? {}) as Json;
+  const thinking = body['thinking'] !== undefined || fields['thinking'] !== undefined || fields['reasoningConfig'] !== undefined;
+  return { text: 'Hello from the platform.', ...(thinking ? { thinking: THINKING } : {}) };
 }
 
 export interface PlatformClient {
@@ -51,6 +55,12 @@ export interface PlatformClient {
   chatToolRoundTrip(model: string, stream: boolean): Promise<void>;
   /** A Responses client's answer text, streamed or whole. */
   responsesText(model: string, stream: boolean): Promise<string>;
+  /**
+   * A streamed answer the upstream broke off, as each client format ends it: the in-stream error
+   * (a messages `error` event without `message_stop`, a chat error chunk without `[DONE]`, a Responses
+   * `response.failed`), after some content arrived; its type and message (Responses: its `error`).
+   */
+  streamError(format: 'messages' | 'chat' | 'responses', model: string): Promise<{ type?: string; code?: string; message: string }>;
   /** A Gemini tool round trip (`generateContent`, or `streamGenerateContent?alt=sse`), the call's parts sent back as they came. */
   geminiToolRoundTrip(model: string, stream: boolean): Promise<void>;
 }
@@ -152,6 +162,26 @@ export function createPlatformClient(gw: TestGateway): PlatformClient {
       assert.equal(second['finishReason'], 'STOP');
       const text = ((second['content'] as Json)['parts'] as Json[]).map((part) => String(part['text'] ?? '')).join('');
       assert.equal(text, `The file says: ${FILE_TEXT}`);
+    },
+    async streamError(format, model) {
+      const ask = { role: 'user', content: 'Hi' };
+      if (format === 'responses') {
+        const events = parseResponsesEvents((await responses({ model, input: 'Hi', stream: true, store: false })).text);
+        assert.equal(events.at(-1)?.event, 'response.failed');
+        return ((events.at(-1)?.data['response'] as Json)['error'] as { code: string; message: string });
+      }
+      const answer = format === 'messages' ? await messages({ model, max_tokens: 64, stream: true, messages: [ask] }) : await chat({ model, stream: true, messages: [ask] });
+      assert.equal(answer.status, 200, 'the stream had begun');
+      const events = sseEvents(answer.text);
+      assert.ok(events.length > 1, 'the content before the error arrived');
+      const last = events.at(-1);
+      if (format === 'messages') {
+        assert.equal(last?.event, 'error');
+        assert.ok(!answer.text.includes('message_stop'));
+      } else {
+        assert.ok(!answer.text.includes('[DONE]'));
+      }
+      return (JSON.parse(last?.data ?? '{}') as { error: { type: string; message: string } }).error;
     },
     async responsesText(model, stream) {
       const answer = await responses({ model, input: 'Say hello', stream, store: false });

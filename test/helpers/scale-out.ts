@@ -114,7 +114,7 @@ export async function startHoldingUpstream(): Promise<HoldingUpstream> {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({
         id: 'chatcmpl-usage', object: 'chat.completion', created: 1, model,
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok', refusal: null }, logprobs: null, finish_reason: 'stop' }],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
       }));
       return undefined;

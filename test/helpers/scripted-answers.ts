@@ -58,7 +58,7 @@ export function chatWhole(answer: ScriptedAnswer): Record<string, unknown> {
     object: 'chat.completion',
     created: 1,
     model: 'upstream-model',
-    choices: [{ index: 0, message: { role: 'assistant', content: answer.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, finish_reason: answer.stop ?? (calls.length > 0 ? 'tool_calls' : 'stop') }],
+    choices: [{ index: 0, message: { role: 'assistant', content: answer.text ?? null, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: answer.stop ?? (calls.length > 0 ? 'tool_calls' : 'stop') }],
     usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
   };
 }
@@ -83,7 +83,7 @@ export function messagesStream(answer: ScriptedAnswer): string {
     index += 1;
   }
   for (const call of answer.calls ?? []) {
-    out.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
+    out.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, caller: { type: 'direct' }, input: {} } }));
     const args = JSON.stringify(call.input);
     const half = Math.floor(args.length / 2);
     out.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: args.slice(0, half) } }));
@@ -102,7 +102,7 @@ export function messagesWhole(answer: ScriptedAnswer): Record<string, unknown> {
   const content: Array<Record<string, unknown>> = [];
   if (answer.thinking !== undefined) content.push({ type: 'thinking', thinking: answer.thinking.text, signature: answer.thinking.signature });
   if (answer.text !== undefined) content.push({ type: 'text', text: answer.text });
-  for (const call of answer.calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
+  for (const call of answer.calls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, caller: { type: 'direct' }, input: call.input });
   return {
     id: 'msg_scripted',
     type: 'message',
@@ -159,6 +159,55 @@ export function geminiWhole(answer: ScriptedAnswer): Record<string, unknown> {
   };
 }
 
+/**
+ * The same answer as ConverseStream events (`:event-type` and payload), as Bedrock sends them: a
+ * reasoning block (text then signature), text deltas with no block start, each tool call opened by
+ * `contentBlockStart` with its input in two pieces, `messageStop`, then `metadata` with the usage.
+ */
+export function converseEvents(answer: ScriptedAnswer): Array<[string, Record<string, unknown>]> {
+  const usage = answer.usage ?? USAGE;
+  const out: Array<[string, Record<string, unknown>]> = [['messageStart', { role: 'assistant' }]];
+  let index = 0;
+  if (answer.thinking !== undefined) {
+    out.push(['contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { text: answer.thinking.text } } }]);
+    out.push(['contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { signature: answer.thinking.signature } } }]);
+    out.push(['contentBlockStop', { contentBlockIndex: index }]);
+    index += 1;
+  }
+  if (answer.text !== undefined) {
+    for (const word of answer.text.match(/\s*\S+/g) ?? []) out.push(['contentBlockDelta', { contentBlockIndex: index, delta: { text: word } }]);
+    out.push(['contentBlockStop', { contentBlockIndex: index }]);
+    index += 1;
+  }
+  for (const call of answer.calls ?? []) {
+    out.push(['contentBlockStart', { contentBlockIndex: index, start: { toolUse: { toolUseId: call.id, name: call.name } } }]);
+    const args = JSON.stringify(call.input);
+    const half = Math.floor(args.length / 2);
+    out.push(['contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input: args.slice(0, half) } } }]);
+    out.push(['contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input: args.slice(half) } } }]);
+    out.push(['contentBlockStop', { contentBlockIndex: index }]);
+    index += 1;
+  }
+  out.push(['messageStop', { stopReason: answer.stop ?? ((answer.calls ?? []).length > 0 ? 'tool_use' : 'end_turn') }]);
+  out.push(['metadata', { usage: { inputTokens: usage.input, outputTokens: usage.output, totalTokens: usage.input + usage.output }, metrics: { latencyMs: 120 } }]);
+  return out;
+}
+
+/** The same answer as a whole Converse answer. */
+export function converseWhole(answer: ScriptedAnswer): Record<string, unknown> {
+  const usage = answer.usage ?? USAGE;
+  const content: Array<Record<string, unknown>> = [];
+  if (answer.thinking !== undefined) content.push({ reasoningContent: { reasoningText: { text: answer.thinking.text, signature: answer.thinking.signature } } });
+  if (answer.text !== undefined) content.push({ text: answer.text });
+  for (const call of answer.calls ?? []) content.push({ toolUse: { toolUseId: call.id, name: call.name, input: call.input } });
+  return {
+    output: { message: { role: 'assistant', content } },
+    stopReason: answer.stop ?? ((answer.calls ?? []).length > 0 ? 'tool_use' : 'end_turn'),
+    usage: { inputTokens: usage.input, outputTokens: usage.output, totalTokens: usage.input + usage.output },
+    metrics: { latencyMs: 120 },
+  };
+}
+
 /** Answers in the format of the path asked for, streamed or whole as the request says. */
 export function answer(scripted: ScriptedAnswer): Responder {
   return (req: IncomingMessage, res: ServerResponse, seen: SeenRequest) => {
@@ -186,7 +235,7 @@ function lastFunctionResponse(contents: Array<Record<string, unknown>>): string 
   return undefined;
 }
 
-/** The text of the last tool result an upstream request carries (a chat `tool` message, a messages `tool_result`, a Gemini `functionResponse`), or undefined. */
+/** The text of the last tool result an upstream request carries (a chat `tool` message, a messages `tool_result`, a Gemini `functionResponse`, a Converse `toolResult`), or undefined. */
 export function lastToolResult(body: Record<string, unknown>): string | undefined {
   if (Array.isArray(body['contents'])) return lastFunctionResponse(body['contents'] as Array<Record<string, unknown>>);
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<Record<string, unknown>>) : [];
@@ -195,6 +244,8 @@ export function lastToolResult(body: Record<string, unknown>): string | undefine
     if (message['role'] === 'tool') return typeof message['content'] === 'string' ? message['content'] : JSON.stringify(message['content']);
     if (message['role'] !== 'user' || !Array.isArray(message['content'])) continue;
     for (const block of message['content'] as Array<Record<string, unknown>>) {
+      const converse = block['toolResult'] as Record<string, unknown> | undefined;
+      if (converse !== undefined) return (converse['content'] as Array<Record<string, unknown>>).map((part) => String(part['text'] ?? '')).join('');
       if (block['type'] !== 'tool_result') continue;
       const content = block['content'];
       if (typeof content === 'string') return content;

@@ -29,7 +29,7 @@ function messagesUsage(u: MessagesUsageNumbers): Record<string, unknown> {
 export function chatJson(u: ChatUsageNumbers): Responder {
   return respond.json(200, {
     id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-upstream',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hi', refusal: null }, logprobs: null, finish_reason: 'stop' }],
     usage: chatUsage(u),
   });
 }

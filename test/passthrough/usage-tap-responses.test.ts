@@ -61,8 +61,8 @@ describe('the usage tap on a Responses stream', () => {
   });
 
   it('reads cached tokens out of input_tokens once', () => {
-    const cached = upstream.stream.replace('"input_tokens_details":{"cached_tokens":0}', '"input_tokens_details":{"cached_tokens":60}');
-    assert.deepEqual(run([Buffer.from(cached)]).tap.usage(), { inputTokens: 40, outputTokens: 20, cacheReadTokens: 60, cacheCreationTokens: 0 });
+    const cached = upstream.stream.replace('"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0}', '"input_tokens_details":{"cached_tokens":60,"cache_write_tokens":25}');
+    assert.deepEqual(run([Buffer.from(cached)]).tap.usage(), { inputTokens: 15, outputTokens: 20, cacheReadTokens: 60, cacheCreationTokens: 25 });
   });
 
   it('reads a data-only stream (no event lines) and padded JSON the same way', () => {
@@ -106,5 +106,18 @@ describe('the usage tap on a Responses stream', () => {
     assert.equal(tap.completed, false);
     assert.equal((tap.answer() as { status: string; id: string }).status, 'in_progress');
     assert.equal((tap.answer() as { id: string }).id, 'resp_upstream0001');
+  });
+
+  it('knows the sequence number an event it adds takes: one past the last one forwarded, at every split', () => {
+    const events = parseResponsesEvents(upstream.stream);
+    const cut = upstream.stream.indexOf('event: response.output_text.done');
+    const forwarded = parseResponsesEvents(upstream.stream.slice(0, cut));
+    const last = forwarded.at(-1)?.data['sequence_number'] as number;
+    assert.ok(last > 3 && last < (events.at(-1)?.data['sequence_number'] as number));
+    for (const { pieces } of everySplit(STREAM.subarray(0, cut))) assert.equal(run(pieces).tap.nextSequenceNumber(), last + 1);
+    assert.equal(run([]).tap.nextSequenceNumber(), 0);
+    // Padded JSON, and the key's name in text (quotes escaped there), read the same.
+    const padded = Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number" : 41,"delta":"\\"sequence_number\\":99"}\n\n');
+    assert.equal(run([padded]).tap.nextSequenceNumber(), 42);
   });
 });

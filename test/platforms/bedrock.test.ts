@@ -6,7 +6,7 @@ import type { OutgoingRequest, PlatformServices, UpstreamAnswer, UpstreamCall } 
 import { bedrockErrorEvent, readBedrockError } from '../../src/platforms/bedrock.ts';
 import { signRequest } from '../../src/platforms/aws/sigv4.ts';
 import type { ProviderConfig } from '../../src/config/types.ts';
-import { chunkFrame, exceptionFrame } from '../helpers/fake-bedrock.ts';
+import { chunkFrame, converseFrame, exceptionFrame } from '../helpers/fake-bedrock.ts';
 import { sseEvents } from '../helpers/assemble.ts';
 import { everySplit } from '../helpers/split.ts';
 
@@ -109,6 +109,27 @@ describe('the bedrock platform', () => {
       const text = await drain(events);
       assert.deepEqual(sseEvents(text).map((event) => event.event), ['message_start', 'message_stop']);
     }
+  });
+
+  it('reaches Converse and ConverseStream for a converse provider, its body going as it is and its stream as Converse\'s own events', async () => {
+    const carrier = platforms.bedrock.bind({ ...provider(), format: 'converse' }, services);
+    const converse: UpstreamCall = { upstreamId: 'us.meta.llama3-3-70b-instruct-v1:0', format: 'converse', stream: false, formatHeaders: {} };
+    assert.equal(carrier.target(converse), '/model/us.meta.llama3-3-70b-instruct-v1%3A0/converse');
+    assert.equal(carrier.target({ ...converse, stream: true }), '/model/us.meta.llama3-3-70b-instruct-v1%3A0/converse-stream');
+    assert.equal(carrier.envelope(converse), undefined, 'nothing in a Converse body is the path\'s');
+    assert.deepEqual(carrier.headers(converse), { accept: 'application/json' });
+    const answer = answerOf('application/vnd.amazon.eventstream');
+    const events = carrier.events(answer);
+    assert.ok(events !== undefined);
+    answer.end(Buffer.concat([
+      converseFrame('messageStart', { role: 'assistant' }),
+      converseFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Hi' } }),
+      exceptionFrame('modelStreamErrorException', 'broke'),
+    ]));
+    const read = sseEvents(await drain(events));
+    assert.deepEqual(read.map((event) => event.event), ['messageStart', 'contentBlockDelta', 'error']);
+    assert.deepEqual(JSON.parse(read[1]?.data ?? '{}'), { contentBlockIndex: 0, delta: { text: 'Hi' }, p: 'abcdefghijklmnopqr' });
+    assert.deepEqual(JSON.parse(read[2]?.data ?? '{}'), { type: 'error', error: { type: 'api_error', message: 'Amazon Bedrock ModelStreamErrorException: broke' } });
   });
 
   it('turns an exception frame into an in-stream error event typed as Anthropic types it, and reads nothing after', async () => {

@@ -27,10 +27,13 @@ import { createMessagesEncoder } from '../../src/translate/messages-encoder.ts';
 import { createResponsesEncoder } from '../../src/translate/responses-encoder.ts';
 import { createGeminiEncoder } from '../../src/translate/gemini-encoder.ts';
 import { DECODERS, type Decoder, type StreamTranslator, translateStream, translateWhole } from '../../src/translate/index.ts';
-import { FAILING_RECORDINGS, assembleChatStream, assembleGeminiStream, assembleMessagesStream, chatGist, geminiGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
+import { FAILING_RECORDINGS, assembleChatStream, assembleConverseStream, assembleGeminiStream, assembleMessagesStream, chatGist, geminiGist, messagesGist, sseEvents, withoutGeneratedIds } from '../helpers/assemble.ts';
 import { answerOptions, assembleResponsesStream, comparable } from '../helpers/responses-stream.ts';
 import { everySplit, randomPieces } from '../helpers/split.ts';
 import { FIXTURES, GEMINI_FIXTURES } from '../helpers/fake-upstream.ts';
+import { fileURLToPath } from 'node:url';
+
+const CONVERSE_FIXTURES = fileURLToPath(new URL('../fixtures/converse/', import.meta.url));
 
 type Json = Record<string, unknown>;
 
@@ -122,6 +125,7 @@ function checkMessagesAnswer(answer: unknown): void {
   for (const block of message['content'] as Json[]) {
     if (block['type'] === 'text') assert.equal(typeof block['text'], 'string');
     else if (block['type'] === 'thinking') assert.deepEqual([typeof block['thinking'], typeof block['signature']], ['string', 'string']);
+    else if (block['type'] === 'redacted_thinking') assert.equal(typeof block['data'], 'string');
     else if (block['type'] === 'tool_use') assert.ok(typeof block['id'] === 'string' && typeof block['name'] === 'string' && typeof block['input'] === 'object' && block['input'] !== null);
     else if (block['type'] === 'server_tool_use') assert.ok(/^srvtoolu_/.test(String(block['id'])) && block['name'] === 'web_search' && typeof (block['input'] as Json)['query'] === 'string');
     else if (block['type'] === 'web_search_tool_result') assert.ok(typeof block['tool_use_id'] === 'string' && Array.isArray(block['content']));
@@ -327,6 +331,8 @@ const UPSTREAMS: readonly UpstreamFormat[] = [
   { name: 'messages', dir: FIXTURES, fixtures: /^anthropic-/, minStreams: 10, decoder: DECODERS.messages, wholeOf: assembleMessagesStream },
   // Hand-made after Google's API reference and recordings (test/fixtures/gemini/README.md); its request bodies and error bodies are not answers.
   { name: 'gemini', dir: GEMINI_FIXTURES, fixtures: /^(?!request-|error-)/, minStreams: 4, decoder: DECODERS.gemini, wholeOf: assembleGeminiStream },
+  // Hand-made to the Bedrock Runtime API reference (test/fixtures/converse/README.md).
+  { name: 'converse', dir: CONVERSE_FIXTURES, fixtures: /^converse-/, minStreams: 7, decoder: DECODERS.converse, wholeOf: assembleConverseStream },
 ];
 
 // ---------- running a pair ----------

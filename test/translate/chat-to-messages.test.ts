@@ -698,8 +698,8 @@ describe('chatResponseToMessages: recorded answers', () => {
       role: 'assistant',
       model: 'gpt-4o-2024-08-06',
       content: [
-        { type: 'tool_use', id: 'call_fdNz3vOBKYgOIpMdWotB9MjY', name: 'GetWeatherArgs', input: { city: 'Edinburgh', country: 'GB', units: 'c' } },
-        { type: 'tool_use', id: 'call_h1DWI1POMJLb0KwIyQHWXD4p', name: 'get_stock_price', input: { ticker: 'AAPL', exchange: 'NASDAQ' } },
+        { type: 'tool_use', id: 'call_fdNz3vOBKYgOIpMdWotB9MjY', name: 'GetWeatherArgs', caller: { type: 'direct' }, input: { city: 'Edinburgh', country: 'GB', units: 'c' } },
+        { type: 'tool_use', id: 'call_h1DWI1POMJLb0KwIyQHWXD4p', name: 'get_stock_price', caller: { type: 'direct' }, input: { ticker: 'AAPL', exchange: 'NASDAQ' } },
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
@@ -713,7 +713,7 @@ describe('chatResponseToMessages: recorded answers', () => {
       type: 'message',
       role: 'assistant',
       model: 'gpt-4o-mini',
-      content: [{ type: 'tool_use', id: 'call_abc123', name: 'get_current_weather', input: { location: 'Boston, MA' } }],
+      content: [{ type: 'tool_use', id: 'call_abc123', name: 'get_current_weather', caller: { type: 'direct' }, input: { location: 'Boston, MA' } }],
       stop_reason: 'tool_use',
       stop_sequence: null,
       usage: { input_tokens: 82, output_tokens: 17, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
@@ -835,14 +835,14 @@ describe('chatResponseToMessages: rules', () => {
       answer({ tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":' } }] }, { finish_reason: 'tool_calls' }),
       { onWarning: (m) => warnings.push(m) },
     );
-    assert.deepEqual(out.content, [{ type: 'tool_use', id: 'call_1', name: 'f', input: {} }]);
+    assert.deepEqual(out.content, [{ type: 'tool_use', id: 'call_1', name: 'f', caller: { type: 'direct' }, input: {} }]);
     assert.deepEqual(warnings, ['choices.0.message.tool_calls.0.function.arguments: not valid JSON; sent upstream as {}']);
   });
 
   it('reads an odd upstream answer leniently instead of throwing', () => {
     const odd = { choices: [{ message: { content: [{ type: 'text', text: 'part' }, null], tool_calls: [null, { id: 'c', function: null }] }, finish_reason: 7 }], usage: 'n/a' };
     const out = chatResponseToMessages(odd as unknown as ChatResponse);
-    assert.deepEqual(out.content, [{ type: 'text', text: 'part' }, { type: 'tool_use', id: 'c', name: '', input: {} }]);
+    assert.deepEqual(out.content, [{ type: 'text', text: 'part' }, { type: 'tool_use', id: 'c', name: '', caller: { type: 'direct' }, input: {} }]);
     assert.equal(out.stop_reason, 'tool_use');
     assert.equal(out.model, '');
     assert.deepEqual(chatResponseToMessages(null as unknown as ChatResponse).content, []);

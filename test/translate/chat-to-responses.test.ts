@@ -53,7 +53,7 @@ describe('chatResponseToResponses on the recorded chat answers', () => {
       { type: 'function_call', id: 'fc_test_0', call_id: 'call_fdNz3vOBKYgOIpMdWotB9MjY', name: 'GetWeatherArgs', arguments: '{"city": "Edinburgh", "country": "GB", "units": "c"}', status: 'completed' },
       { type: 'function_call', id: 'fc_test_1', call_id: 'call_h1DWI1POMJLb0KwIyQHWXD4p', name: 'get_stock_price', arguments: '{"ticker": "AAPL", "exchange": "NASDAQ"}', status: 'completed' },
     ]);
-    assert.deepEqual(response.usage, { input_tokens: 149, input_tokens_details: { cached_tokens: 0 }, output_tokens: 60, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 209 });
+    assert.deepEqual(response.usage, { input_tokens: 149, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 60, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 209 });
   });
 
   it('makes finish_reason length incomplete (max_output_tokens) with the message incomplete', () => {
@@ -139,7 +139,7 @@ describe('chatResponseToResponses rules', () => {
   it('makes a refusal incomplete (content_filter) with a refusal part after any text', () => {
     const response = chatResponseToResponses(answer({ content: 'Well', refusal: "I can't help with that." }), answerOptions());
     assert.deepEqual(response.incomplete_details, { reason: 'content_filter' });
-    assert.deepEqual(response.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Well', annotations: [] }, { type: 'refusal', refusal: "I can't help with that." }] }]);
+    assert.deepEqual(response.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Well', annotations: [], logprobs: [] }, { type: 'refusal', refusal: "I can't help with that." }] }]);
   });
 
   it('adds a refusal part saying so when content_filter stops an answer with no refusal text', () => {
@@ -174,14 +174,14 @@ describe('chatResponseToResponses rules', () => {
 
   it('counts cached tokens inside input_tokens once, reasoning tokens where reported, and xAI reasoning left out of completion_tokens', () => {
     const cached = chatResponseToResponses(answer({ content: 'a' }, 'stop', { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120, prompt_tokens_details: { cached_tokens: 60 }, completion_tokens_details: { reasoning_tokens: 8 } }), answerOptions());
-    assert.deepEqual(cached.usage, { input_tokens: 100, input_tokens_details: { cached_tokens: 60 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 8 }, total_tokens: 120 });
+    assert.deepEqual(cached.usage, { input_tokens: 100, input_tokens_details: { cached_tokens: 60, cache_write_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 8 }, total_tokens: 120 });
     const xai = chatResponseToResponses(answer({ content: 'a' }, 'stop', { prompt_tokens: 307, completion_tokens: 26, total_tokens: 560, completion_tokens_details: { reasoning_tokens: 227 } }), answerOptions());
-    assert.deepEqual(xai.usage, { input_tokens: 307, input_tokens_details: { cached_tokens: 0 }, output_tokens: 253, output_tokens_details: { reasoning_tokens: 227 }, total_tokens: 560 });
+    assert.deepEqual(xai.usage, { input_tokens: 307, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 253, output_tokens_details: { reasoning_tokens: 227 }, total_tokens: 560 });
   });
 
   it('reports the input estimate when the upstream reports no usage', () => {
     const response = chatResponseToResponses(answer({ content: 'a' }), answerOptions({ estimatedInputTokens: 12 }));
-    assert.deepEqual(response.usage, { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 12 });
+    assert.deepEqual(response.usage, { input_tokens: 12, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 12 });
   });
 
   it('reads a malformed answer leniently: an empty completed response, never a throw', () => {

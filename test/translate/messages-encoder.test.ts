@@ -49,8 +49,8 @@ describe('the messages encoder\'s thinking signatures', () => {
     });
     const expected = [
       { type: 'thinking', thinking: '', signature: SEAL({ kind: 'thought-signature', signature: 'g', callId: 'call_1' }) },
-      { type: 'tool_use', id: 'call_1', name: 'f', input: {} },
-      { type: 'tool_use', id: 'call_2', name: 'f', input: {} },
+      { type: 'tool_use', id: 'call_1', name: 'f', caller: { type: 'direct' }, input: {} },
+      { type: 'tool_use', id: 'call_2', name: 'f', caller: { type: 'direct' }, input: {} },
     ];
     assert.deepEqual(streamed, expected);
     assert.deepEqual(whole, expected);
@@ -80,6 +80,6 @@ describe('the messages encoder\'s thinking signatures', () => {
     plain.reasoning('t');
     plain.callStart({ id: 'c', name: 'f', state: { kind: 'thought-signature', signature: 'g' } });
     plain.end();
-    assert.deepEqual(plain.answer().content, [{ type: 'thinking', thinking: 't', signature: '' }, { type: 'tool_use', id: 'c', name: 'f', input: {} }]);
+    assert.deepEqual(plain.answer().content, [{ type: 'thinking', thinking: 't', signature: '' }, { type: 'tool_use', id: 'c', name: 'f', caller: { type: 'direct' }, input: {} }]);
   });
 });

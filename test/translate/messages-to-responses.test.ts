@@ -33,7 +33,7 @@ describe('messagesResponseToResponses on the recorded messages answers', () => {
     assert.equal(call.call_id, 'toolu_01Q9ExVZnzZj7E2QQYHYtNUa');
     assert.equal(call.name, 'json');
     assert.deepEqual(JSON.parse(call.arguments), (recorded.content[0] as { input: unknown }).input);
-    assert.deepEqual(response.usage, { input_tokens: 1151, input_tokens_details: { cached_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1238 });
+    assert.deepEqual(response.usage, { input_tokens: 1151, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1238 });
   });
 
   it('turns a refusal with no content into an incomplete response with the explanation as a refusal part', () => {
@@ -56,7 +56,7 @@ describe('messagesResponseToResponses rules', () => {
     const response = messagesResponseToResponses(answer([{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }, { type: 'text', text: 'Yes.' }]), answerOptions());
     assert.deepEqual(response.output, [
       { type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'Hmm.' }], encrypted_content: 'sealed:{"type":"thinking","thinking":"Hmm.","signature":"sig"}' },
-      { type: 'message', id: 'msg_test_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Yes.', annotations: [] }] },
+      { type: 'message', id: 'msg_test_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Yes.', annotations: [], logprobs: [] }] },
     ]);
     const unsealed = messagesResponseToResponses(answer([{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }]), answerOptions({ exposeSeals: undefined }));
     assert.deepEqual(unsealed.output, [{ type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'Hmm.' }] }]);
@@ -108,7 +108,7 @@ describe('messagesResponseToResponses rules', () => {
       answer([{ type: 'text', text: 'a' }], 'end_turn', { input_tokens: 5, cache_read_input_tokens: 100, cache_creation_input_tokens: 20, output_tokens: 30, output_tokens_details: { thinking_tokens: 12 } }),
       answerOptions(),
     );
-    assert.deepEqual(response.usage, { input_tokens: 125, input_tokens_details: { cached_tokens: 100 }, output_tokens: 30, output_tokens_details: { reasoning_tokens: 12 }, total_tokens: 155 });
+    assert.deepEqual(response.usage, { input_tokens: 125, input_tokens_details: { cached_tokens: 100, cache_write_tokens: 20 }, output_tokens: 30, output_tokens_details: { reasoning_tokens: 12 }, total_tokens: 155 });
   });
 
   it('leaves server tool blocks out and reads a malformed answer leniently', () => {

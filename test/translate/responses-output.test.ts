@@ -71,7 +71,7 @@ describe('toResponsesUsage', () => {
   it('counts cached and cache-written tokens inside input_tokens once, and never more reasoning than output tokens', () => {
     assert.deepEqual(toResponsesUsage({ inputTokens: 3, outputTokens: 4, cacheReadTokens: 5, cacheCreationTokens: 6 }, 9), {
       input_tokens: 14,
-      input_tokens_details: { cached_tokens: 5 },
+      input_tokens_details: { cached_tokens: 5, cache_write_tokens: 6 },
       output_tokens: 4,
       output_tokens_details: { reasoning_tokens: 4 },
       total_tokens: 18,

@@ -331,11 +331,11 @@ describe('createChatToMessagesStream content blocks', () => {
     assert.deepEqual(
       events.slice(1, -2).map((event) => event.data),
       [
-        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_a', name: 'get', input: {} } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_a', name: 'get', caller: { type: 'direct' }, input: {} } },
         { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"a"' } },
         { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: ':1}' } },
         { type: 'content_block_stop', index: 0 },
-        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_b', name: 'put', input: {} } },
+        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_b', name: 'put', caller: { type: 'direct' }, input: {} } },
         { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{}' } },
         { type: 'content_block_stop', index: 1 },
       ],
@@ -387,11 +387,11 @@ describe('createChatToMessagesStream content blocks', () => {
     assert.deepEqual(
       events.slice(1, -2).map((event) => event.data),
       [
-        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_1', name: 'a', input: {} } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_1', name: 'a', caller: { type: 'direct' }, input: {} } },
         { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"x":' } },
         { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '1}' } },
         { type: 'content_block_stop', index: 0 },
-        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_2', name: 'b', input: {} } },
+        { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_2', name: 'b', caller: { type: 'direct' }, input: {} } },
         { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"y":' } },
         { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '2}' } },
         { type: 'content_block_stop', index: 1 },
@@ -603,7 +603,7 @@ describe('createChatToMessagesStream output encoding', () => {
       { type: 'input_json_delta', partial_json: '}' },
     ]);
     const toolStart = events.find((event) => (event.data['content_block'] as Record<string, unknown> | undefined)?.['type'] === 'tool_use');
-    assert.deepEqual(toolStart?.data['content_block'], { type: 'tool_use', id: `call "${awkward}"`, name: `tool ${awkward}`, input: {} });
+    assert.deepEqual(toolStart?.data['content_block'], { type: 'tool_use', id: `call "${awkward}"`, name: `tool ${awkward}`, caller: { type: 'direct' }, input: {} });
   });
 });
 

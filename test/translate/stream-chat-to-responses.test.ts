@@ -164,7 +164,7 @@ describe('createChatToResponsesStream framing', () => {
     const other = { ...chunk({}), choices: [{ index: 1, delta: { content: 'one' }, finish_reason: 'length' }] };
     const { output } = translate(chunk({ content: 'zero' }), other, chunk({}, 'stop'), '[DONE]', chunk({ content: 'late' }));
     const final = assembleResponsesStream(output).final;
-    assert.deepEqual(final.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'zero', annotations: [] }] }]);
+    assert.deepEqual(final.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'zero', annotations: [], logprobs: [] }] }]);
   });
 });
 
@@ -215,7 +215,7 @@ describe('createChatToResponsesStream items', () => {
       'response.output_item.done',
       'response.completed',
     ]);
-    assert.deepEqual(assembleResponsesStream(output).final.output[0], { type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [] }] });
+    assert.deepEqual(assembleResponsesStream(output).final.output[0], { type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [], logprobs: [] }] });
   });
 
   it('gives each tool call a function_call item with an fc_ id, the upstream id as call_id, and its arguments as deltas', () => {
@@ -379,7 +379,7 @@ describe('createChatToResponsesStream stop reasons and usage', () => {
     const { output, translator } = translate(chunk({ content: 'a' }), chunk({}, 'stop'), usageChunk(usage), '[DONE]');
     assert.deepEqual(assembleResponsesStream(output).final.usage, {
       input_tokens: 10,
-      input_tokens_details: { cached_tokens: 4 },
+      input_tokens_details: { cached_tokens: 4, cache_write_tokens: 0 },
       output_tokens: 7,
       output_tokens_details: { reasoning_tokens: 3 },
       total_tokens: 17,
@@ -391,7 +391,7 @@ describe('createChatToResponsesStream stop reasons and usage', () => {
     const run = translateBytes([upstream(chunk({ content: 'a' }), chunk({}, 'stop'), '[DONE]')], { estimatedInputTokens: 42 });
     assert.deepEqual(assembleResponsesStream(run.output).final.usage, {
       input_tokens: 42,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
       output_tokens: 0,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: 42,

@@ -460,7 +460,7 @@ describe('createMessagesToChatStream errors', () => {
       messageStop,
     );
     const chunks = assertWellFormed(output, true);
-    assert.deepEqual(chunks.at(-1), { error: { message: 'Overloaded', type: 'overloaded_error', code: 'upstream_overloaded' } });
+    assert.deepEqual(chunks.at(-1), { error: { message: 'Overloaded', type: 'overloaded_error', param: null, code: 'upstream_overloaded' } });
     assert.equal(translator.failed, true);
     assert.equal(translator.finished, true);
   });
@@ -488,7 +488,7 @@ describe('createMessagesToChatStream errors', () => {
     const translator = createMessagesToChatStream({ write: (text) => writes.push(text), includeUsage: true, completionId: 'chatcmpl-test', now: () => NOW_MS });
     translator.push({ event: 'message_start', data: JSON.stringify(messageStart()) });
     translator.fail('upstream timed out');
-    assert.equal(writes.at(-1), 'data: {"error":{"message":"upstream timed out","type":"api_error","code":"upstream_error"}}\n\n');
+    assert.equal(writes.at(-1), 'data: {"error":{"message":"upstream timed out","type":"api_error","param":null,"code":"upstream_error"}}\n\n');
     const count = writes.length;
     translator.fail('again');
     translator.push({ event: 'message_stop', data: JSON.stringify(messageStop) });

@@ -110,7 +110,7 @@ describe('createMessagesToResponsesStream items', () => {
   it('makes consecutive text blocks one message with one output_text part, as the whole answer does', () => {
     const bytes = upstream(start(), ...textBlock(0, 'Hello, '), ...textBlock(1, 'world'), messageDelta('end_turn'), stop);
     const run = translateBytes([bytes]);
-    assert.deepEqual(run.translator.response().output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, world', annotations: [] }] }]);
+    assert.deepEqual(run.translator.response().output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, world', annotations: [], logprobs: [] }] }]);
     assertAgreesWithWhole(bytes, run);
   });
 
@@ -249,7 +249,7 @@ describe('createMessagesToResponsesStream stop reasons and usage', () => {
     const explained = translate(start(), ...textBlock(0, 'Hi'), messageDelta('refusal', { output_tokens: 1 }, { stop_details: { type: 'refusal', explanation: 'Not allowed.' } }), stop);
     const final = assembleResponsesStream(explained.output).final;
     assert.deepEqual(final.incomplete_details, { reason: 'content_filter' });
-    assert.deepEqual(final.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Hi', annotations: [] }, { type: 'refusal', refusal: 'Not allowed.' }] }]);
+    assert.deepEqual(final.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Hi', annotations: [], logprobs: [] }, { type: 'refusal', refusal: 'Not allowed.' }] }]);
     const bare = assembleResponsesStream(translate(start(), messageDelta('refusal'), stop).output).final;
     assert.deepEqual(bare.output, [{ type: 'message', id: 'msg_test_0', role: 'assistant', status: 'incomplete', content: [{ type: 'refusal', refusal: 'The model declined to answer this request.' }] }]);
   });
@@ -269,7 +269,7 @@ describe('createMessagesToResponsesStream stop reasons and usage', () => {
     );
     assert.deepEqual(assembleResponsesStream(output).final.usage, {
       input_tokens: 12,
-      input_tokens_details: { cached_tokens: 4 },
+      input_tokens_details: { cached_tokens: 4, cache_write_tokens: 2 },
       output_tokens: 9,
       output_tokens_details: { reasoning_tokens: 5 },
       total_tokens: 21,
