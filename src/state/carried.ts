@@ -15,10 +15,10 @@
  * A server that cannot be reached rejects: the dialect then goes on without the state (the
  * conversation's next turn is filled or stripped as for another family), never fails the request.
  */
-import { stateUnavailable } from '../common/errors.ts';
 import { ENTRY_OVERHEAD_BYTES, carriedLimits } from '../carry/store.ts';
 import type { CarriedStore, CarriedStoreLimits } from '../carry/store.ts';
 import type { RespClient } from './resp.ts';
+import { orUnavailable } from './health.ts';
 
 export interface SharedCarriedStoreOptions extends CarriedStoreLimits {
   client: RespClient;
@@ -70,19 +70,12 @@ export function createSharedCarriedStore(options: SharedCarriedStoreOptions): Ca
   const putScript = client.script(PUT_SCRIPT);
   const base = (keyId: string): string => `${prefix}carry:{${keyId}}:`;
 
-  async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw Object.assign(stateUnavailable(what), { cause: error });
-    }
-  }
 
   return {
     async get(keyId, callIds) {
       const found = new Map<string, string>();
       if (callIds.length === 0) return found;
-      const values = await call('Reading carried reasoning state', () => client.command(['MGET', ...callIds.map((id) => base(keyId) + id)]));
+      const values = await orUnavailable('Reading carried reasoning state', () => client.command(['MGET', ...callIds.map((id) => base(keyId) + id)]));
       if (!Array.isArray(values)) return found;
       values.forEach((value, index) => {
         if (typeof value === 'string') found.set(callIds[index] as string, value);
@@ -93,7 +86,7 @@ export function createSharedCarriedStore(options: SharedCarriedStoreOptions): Ca
       const bytes = Buffer.byteLength(value) + Buffer.byteLength(callId) + ENTRY_OVERHEAD_BYTES;
       if (Buffer.byteLength(value) > limits.maxValueBytes || bytes > limits.maxBytesPerKey) return false;
       const keys = [base(keyId) + callId, `${prefix}carryidx:{${keyId}}`, `${prefix}carrysize:{${keyId}}`];
-      await call('Keeping carried reasoning state', () => putScript.run(keys, [callId, value, bytes, limits.ttlMs, limits.maxEntriesPerKey, limits.maxBytesPerKey, base(keyId)], { timeoutMs: Math.max(1000, Math.ceil(value.length / 10_000)) }));
+      await orUnavailable('Keeping carried reasoning state', () => putScript.run(keys, [callId, value, bytes, limits.ttlMs, limits.maxEntriesPerKey, limits.maxBytesPerKey, base(keyId)], { timeoutMs: Math.max(1000, Math.ceil(value.length / 10_000)) }));
       return true;
     },
   };

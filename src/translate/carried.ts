@@ -16,6 +16,7 @@
  *   stripped, seals issued to another key are ignored, and each is counted for one warning in
  *   the request log ({@link createCarryReader}).
  */
+import type { OpaqueState } from './answer-events.ts';
 
 /** The provider that issued a piece of state, and its family: the upstreams that can read it. */
 export interface Issuer {
@@ -176,6 +177,28 @@ function describe(issuer: Issuer): string {
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The carried items of reasoning ended with `state`, `text` its reasoning: Anthropic's signed
+ * thinking (the signature is over the text), a redacted block, `reasoning_details` or a Gemini
+ * thought part's signature (each with the text as the provider's reasoning), or the text alone.
+ */
+export function reasoningItems(state: OpaqueState | undefined, text: string): CarriedItem[] {
+  switch (state?.kind) {
+    case 'thinking-signature':
+      return [{ kind: 'thinking', thinking: text, signature: state.signature }];
+    case 'redacted-thinking':
+      return [{ kind: 'redacted-thinking', data: state.data }];
+    case 'reasoning-details':
+    case 'thought-signature': {
+      const items: CarriedItem[] = [state.kind === 'reasoning-details' ? { kind: 'reasoning-details', details: state.details } : { kind: 'thought-signature', signature: state.signature }];
+      if (text !== '') items.push({ kind: 'reasoning', text });
+      return items;
+    }
+    default:
+      return text === '' ? [] : [{ kind: 'reasoning', text }];
+  }
 }
 
 /** The pieces `item` stands for: a bundle's, else itself. */

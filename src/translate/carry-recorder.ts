@@ -14,7 +14,7 @@
  */
 import type { AnswerEvents, CallStart, OpaqueState } from './answer-events.ts';
 import { ignoreEvent } from './answer-events.ts';
-import type { CarriedItem, CarriedRecord, Issuer } from './carried.ts';
+import { type CarriedItem, type CarriedRecord, type Issuer, reasoningItems } from './carried.ts';
 
 /** A recorder of `issuer`'s state, handing each call's to `remember`. */
 export function createCarryRecorder(issuer: Issuer, remember: (callId: string, record: CarriedRecord) => void): AnswerEvents {
@@ -22,25 +22,7 @@ export function createCarryRecorder(issuer: Issuer, remember: (callId: string, r
   let pending: CarriedItem[] = [];
 
   function endReasoning(state: OpaqueState | undefined): void {
-    switch (state?.kind) {
-      case 'thinking-signature':
-        pending.push({ kind: 'thinking', thinking: text, signature: state.signature });
-        break;
-      case 'redacted-thinking':
-        pending.push({ kind: 'redacted-thinking', data: state.data });
-        break;
-      case 'reasoning-details':
-        pending.push({ kind: 'reasoning-details', details: state.details });
-        if (text !== '') pending.push({ kind: 'reasoning', text });
-        break;
-      case 'thought-signature':
-        // A Gemini thought part's signature: it goes back on the next call that has none.
-        pending.push({ kind: 'thought-signature', signature: state.signature });
-        if (text !== '') pending.push({ kind: 'reasoning', text });
-        break;
-      default:
-        if (text !== '') pending.push({ kind: 'reasoning', text });
-    }
+    pending.push(...reasoningItems(state, text));
     text = '';
   }
 

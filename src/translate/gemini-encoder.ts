@@ -40,7 +40,7 @@
 import { randomBytes } from 'node:crypto';
 import type { GeminiPart, GeminiResponse } from '../formats/gemini-types.ts';
 import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, ignoreEvent } from './answer-events.ts';
-import { type CarriedItem, bundled } from './carried.ts';
+import { type CarriedItem, bundled, reasoningItems } from './carried.ts';
 import { geminiErrorFrame } from '../formats/frames.ts';
 import { ZERO_USAGE, toGeminiUsage } from '../formats/usage.ts';
 import { asRecord } from '../common/json.ts';
@@ -64,27 +64,6 @@ export interface GeminiEncoderOptions {
   onWarning?: (message: string) => void;
   /** Seals opaque state for the key that asked, naming the provider that answered (./carried.ts). */
   sealItem?: ((item: CarriedItem) => string) | undefined;
-}
-
-/** The carried item of reasoning ended with `state`, `text` its reasoning; pushed onto `items`. */
-function pushReasoning(items: CarriedItem[], state: OpaqueState | undefined, text: string): void {
-  switch (state?.kind) {
-    case 'thinking-signature':
-      items.push({ kind: 'thinking', thinking: text, signature: state.signature });
-      return;
-    case 'redacted-thinking':
-      items.push({ kind: 'redacted-thinking', data: state.data });
-      return;
-    case 'reasoning-details':
-      items.push({ kind: 'reasoning-details', details: state.details });
-      break;
-    case 'thought-signature':
-      items.push({ kind: 'thought-signature', signature: state.signature });
-      break;
-    default:
-      break;
-  }
-  if (text !== '') items.push({ kind: 'reasoning', text });
 }
 
 /** A call being read: its start, and its arguments so far. */
@@ -167,7 +146,7 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
   /** Ends the open reasoning (if any) with `state`, keeping its state for the step's call. */
   function endReasoning(state: OpaqueState | undefined): void {
     if (sealItem === undefined) return;
-    pushReasoning(pending, state, reasoningText ?? '');
+    pending.push(...reasoningItems(state, reasoningText ?? ''));
     reasoningText = undefined;
   }
 
@@ -178,7 +157,7 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
     const items = pending;
     pending = [];
     if (call.state?.kind === 'thought-signature') items.push({ kind: 'thought-signature', signature: call.state.signature, callId: id });
-    else if (call.state !== undefined) pushReasoning(items, call.state, '');
+    else if (call.state !== undefined) items.push(...reasoningItems(call.state, ''));
     calls += 1;
     return items.length === 0 && calls > 1 ? undefined : sealItem(bundled(items));
   }

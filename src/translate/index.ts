@@ -11,6 +11,10 @@
  * streamed and whole, are composed here from the upstream format's decoder (`DECODERS`) and the
  * client format's encoder through the neutral answer events (./answer-events.ts): a whole answer
  * is the same events as the stream, written nowhere.
+ *
+ * Longer than most files: every (client, upstream) pair is composed here, each with what it carries
+ * from the request to the answer (seals, the chat store's recorder: llmux.md section 11), and one
+ * table of pairs reads better than a file per pair.
  */
 import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
@@ -322,6 +326,13 @@ function sealerFor(context: TranslationContext<WireFormat>): ((item: CarriedItem
   return turn === undefined || issuer === undefined ? undefined : (item) => turn.seal(issuer, item);
 }
 
+/** A chat client's answer's recorder, made per answer: it hands each call's state to the store (./carry-recorder.ts). */
+function chatRecorder(context: TranslationContext<'chat'>): (() => AnswerEvents) | undefined {
+  const { turn } = context;
+  const issuer = context.model.issuer;
+  return turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+}
+
 /**
  * A chat body for an OpenAI upstream gets the conversation's `prompt_cache_key` (the client's own,
  * else the turn's), so its prompt cache routes the conversation's turns alike (llmux.md section 11);
@@ -355,8 +366,7 @@ const chatToMessages: Translation<'chat', 'messages'> = {
     const carry = carryReader(context);
     const messages = chatRequestToMessages(body, model, { onWarning, carry, recalled: turn?.recalled });
     carry.finish();
-    const issuer = model.issuer;
-    const recorder = turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+    const recorder = chatRecorder(context);
     return {
       body: messages,
       answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning, recorder: recorder?.() }),
@@ -478,8 +488,7 @@ const chatToGemini: Translation<'chat', 'gemini'> = {
     const carry = carryReader(context);
     const gemini = chatRequestToGemini(body, model, { onWarning, carry, recalled: turn?.recalled });
     carry.finish();
-    const issuer = model.issuer;
-    const recorder = turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+    const recorder = chatRecorder(context);
     return {
       body: gemini,
       answer: (answer) => translateWhole(createChatEncoder({ model: modelId, recorder: recorder?.() }), DECODERS.gemini, answer),

@@ -81,48 +81,43 @@ function toolResults(fake: StatefulFake): string {
   return JSON.stringify(fake.requests.map((request) => list(request.body['messages']).filter((message) => message['role'] === 'tool')));
 }
 
-describe('Claude Code to a Gemini 3 model behind Google\'s OpenAI-compatible surface', { skip, timeout: 2 * TIMEOUT_MS }, () => {
-  test('completes a three-turn tool loop (two parallel Bash calls, then one) with the thought signatures given back, and no 4xx', async () => {
-    const from = gemini.requests.length;
-    const run = await runClaude({
-      baseUrl: gw.url, apiKey: gw.key, model: 'gemini-3-pro', smallFastModel: 'gemini-3-pro', prompt: 'Run the marker command as often as you need, then say done.',
-      partial: false, allowedTools: ['Bash'], cwd, timeoutMs: TIMEOUT_MS,
-    });
-    assert.equal(run.exitCode, 0, run.stderr + run.stdout.slice(-2000));
-    assert.deepEqual(gemini.refusals, [], 'Gemini refused nothing');
-    assert.deepEqual(clientErrors(), []);
-    const result = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).at(-1);
-    assert.equal(result?.['result'], 'done');
-    assert.ok(toolResults(gemini).includes(MARKER), 'Claude Code ran the command the model called');
-    const loop = gemini.requests.slice(from).filter((request) => list(request.body['tools']).length > 0);
-    const last = JSON.stringify(loop.at(-1)?.body ?? {});
-    assert.match(last, /gemini-sig-/, 'the signatures Gemini issued came back');
-    assert.equal(last.includes(SKIP_SIGNATURE), false, 'no placeholder: the conversation had the real ones');
-  });
-});
-
 /** The function responses the native Gemini upstream was given back, as text. */
 function functionResponses(fake: StatefulFake): string {
   return JSON.stringify(fake.requests.map((request) => list(request.body['contents']).flatMap((content) => list(content['parts']).filter((part) => part['functionResponse'] !== undefined))));
 }
 
+/**
+ * Claude Code's three-turn Bash loop with `model` behind `fake`: it ends `done`, the fake refused
+ * nothing, llmux answered no 4xx, the command ran (its output in what `results` reads of the fake),
+ * and the last request with tools holds the signatures the fake issued (`signatures`), no placeholder.
+ */
+async function claudeLoop(model: string, fake: StatefulFake, results: (fake: StatefulFake) => string, signatures: RegExp): Promise<void> {
+  const from = fake.requests.length;
+  const run = await runClaude({
+    baseUrl: gw.url, apiKey: gw.key, model, smallFastModel: model, prompt: 'Run the marker command as often as you need, then say done.',
+    partial: false, allowedTools: ['Bash'], cwd, timeoutMs: TIMEOUT_MS,
+  });
+  assert.equal(run.exitCode, 0, run.stderr + run.stdout.slice(-2000));
+  assert.deepEqual(fake.refusals, [], 'Gemini refused nothing');
+  assert.deepEqual(clientErrors(), []);
+  const result = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).at(-1);
+  assert.equal(result?.['result'], 'done');
+  assert.ok(results(fake).includes(MARKER), 'Claude Code ran the command the model called');
+  const loop = fake.requests.slice(from).filter((request) => list(request.body['tools']).length > 0);
+  const last = JSON.stringify(loop.at(-1)?.body ?? {});
+  assert.match(last, signatures, 'the signatures Gemini issued came back');
+  assert.equal(last.includes(SKIP_SIGNATURE), false, 'no placeholder: the conversation had the real ones');
+}
+
+describe('Claude Code to a Gemini 3 model behind Google\'s OpenAI-compatible surface', { skip, timeout: 2 * TIMEOUT_MS }, () => {
+  test('completes a three-turn tool loop (two parallel Bash calls, then one) with the thought signatures given back, and no 4xx', async () => {
+    await claudeLoop('gemini-3-pro', gemini, toolResults, /"thought_signature":"gemini-sig-/);
+  });
+});
+
 describe('Claude Code to a Gemini 3 model behind the native Gemini format', { skip, timeout: 2 * TIMEOUT_MS }, () => {
   test('completes a three-turn tool loop (two parallel Bash calls, then one) with each call part\'s thoughtSignature given back, and no 4xx', async () => {
-    const from = geminiNative.requests.length;
-    const run = await runClaude({
-      baseUrl: gw.url, apiKey: gw.key, model: 'gemini-3-native', smallFastModel: 'gemini-3-native', prompt: 'Run the marker command as often as you need, then say done.',
-      partial: false, allowedTools: ['Bash'], cwd, timeoutMs: TIMEOUT_MS,
-    });
-    assert.equal(run.exitCode, 0, run.stderr + run.stdout.slice(-2000));
-    assert.deepEqual(geminiNative.refusals, [], 'Gemini refused nothing');
-    assert.deepEqual(clientErrors(), []);
-    const result = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).at(-1);
-    assert.equal(result?.['result'], 'done');
-    assert.ok(functionResponses(geminiNative).includes(MARKER), 'Claude Code ran the command the model called');
-    const loop = geminiNative.requests.slice(from).filter((request) => list(request.body['tools']).length > 0);
-    const last = JSON.stringify(loop.at(-1)?.body ?? {});
-    assert.match(last, /"thoughtSignature":"gemini-native-sig-/, 'the signatures Gemini issued came back on their calls');
-    assert.equal(last.includes(SKIP_SIGNATURE), false, 'no placeholder: the conversation had the real ones');
+    await claudeLoop('gemini-3-native', geminiNative, functionResponses, /"thoughtSignature":"gemini-native-sig-/);
   });
 });
 
