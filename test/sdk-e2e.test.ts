@@ -46,14 +46,21 @@ describe('every answer names the llmux model that answered', () => {
   });
   after(async () => { await t.close(); });
 
+  /**
+   * A messages client's request to the messages upstream passes the recording through as it came:
+   * the recordings predate the tool_use `caller` the schemas now require, so what it says is the
+   * provider's, not checked against them.
+   */
+  const passedThrough = <T>(model: string, fn: () => Promise<T>): Promise<T> => (model === 'claude-test' ? t.replaying(fn) : fn());
+
   it('in a messages stream and its final message, translated and passed through (messages.stream().finalMessage())', async () => {
     for (const [model, recording] of [['gpt-test', 'openai-stream-text-include-usage.sse'], ['claude-test', 'anthropic-stream-text-then-tool-use-haiku.sse']] as const) {
       t.upstream.queue.push(respond.sse(fixture(recording)));
-      const message = await anthropicClient(t).messages.stream({ model, max_tokens: 100, messages: ask }).finalMessage();
+      const message = await passedThrough(model, () => anthropicClient(t).messages.stream({ model, max_tokens: 100, messages: ask }).finalMessage());
       assert.equal(message.model, model);
       t.upstream.queue.push(respond.sse(fixture(recording)));
-      const res = await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model, max_tokens: 100, stream: true, messages: ask }) });
-      const start = eventData(await res.text()).find((data) => data['type'] === 'message_start');
+      const text = await passedThrough(model, async () => (await fetch(`${t.url}/v1/messages`, { method: 'POST', headers: anthropicHeaders(t.key), body: JSON.stringify({ model, max_tokens: 100, stream: true, messages: ask }) })).text());
+      const start = eventData(text).find((data) => data['type'] === 'message_start');
       assert.equal((start?.['message'] as Record<string, unknown>)['model'], model);
     }
   });
@@ -81,7 +88,7 @@ describe('every answer names the llmux model that answered', () => {
     for (const [format, model, recording] of cases) {
       t.upstream.queue.push(respond.fixtureJson(recording));
       const answer = format === 'messages'
-        ? await anthropicClient(t).messages.create({ model, max_tokens: 100, messages: ask })
+        ? await passedThrough(model, () => anthropicClient(t).messages.create({ model, max_tokens: 100, messages: ask }))
         : await openaiClient(t).chat.completions.create({ model, messages: ask });
       assert.equal(answer.model, model, `${format} ${model}`);
     }

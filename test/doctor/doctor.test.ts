@@ -160,7 +160,7 @@ describe('llmux doctor checks', () => {
   it('stops at a config that does not load, naming the field', async () => {
     const report = await run({ providers: { x: { format: 'grpc', base_url: 'http://a' } } });
     assert.equal(report.ok, false);
-    assert.match(check(report, 'config').detail, /providers\.x\.format: must be "openai", "anthropic" or "gemini"/);
+    assert.match(check(report, 'config').detail, /providers\.x\.format: must be "openai", "anthropic", "gemini" or "converse"/);
     assert.equal(check(report, 'the other checks').verdict, 'off');
   });
 
