@@ -8,6 +8,7 @@ import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wir
 import type { ForwardedHeaders } from '../dialects/index.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
+import { familyOf } from './family.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../common/errors.ts';
 import { serializeJson } from '../common/json-bytes.ts';
@@ -37,21 +38,30 @@ export function formatHeadersFor(format: UpstreamFormat, forwarded: ForwardedHea
   return format === 'converse' ? NO_HEADERS : dialects[format].formatHeaders(forwarded);
 }
 
-/** The model a translator shapes a request for. */
-export function upstreamModelOf(model: ModelEntry): UpstreamModel {
-  return {
+/**
+ * The model a translator shapes a request for; with its `provider`, who answers (what carried
+ * state it may be sent: llmux.md section 11) and whether prompt-cache breakpoints are added (the
+ * model's `prompt_cache`, else its provider's, else on).
+ */
+export function upstreamModelOf(model: ModelEntry, provider?: ProviderConfig): UpstreamModel {
+  const upstream: UpstreamModel = {
     upstreamId: model.upstream_id,
     reasoning: model.reasoning,
     maxTokensParam: model.max_tokens_param,
     replayReasoning: model.replay_reasoning,
     maxOutputTokens: model.max_output_tokens,
+    promptCache: (model.prompt_cache ?? provider?.promptCache ?? 'auto') === 'auto',
   };
+  if (provider !== undefined) upstream.issuer = { provider: provider.id, family: familyOf(provider) };
+  return upstream;
 }
 
 /**
- * The upstream request body for this model, translated when the formats differ, in `envelope`
- * (the platform's; undefined: none). A body nested so deep that serialising it overflows the stack
- * is the client's error, not ours.
+ * The upstream request body for this model of `provider`, translated when the formats differ, in
+ * `envelope` (the platform's; undefined: none). The conversation's carried state is sorted for
+ * this provider's family as the body is built (llmux.md section 11): so each candidate of a
+ * fallback gets its own, and another family's is stripped. A body nested so deep that serialising
+ * it overflows the stack is the client's error, not ours.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -60,11 +70,16 @@ export function buildUpstreamBody<F extends WireFormat>(
   turn: TurnOf[F],
   onWarning: (message: string) => void,
   envelope?: MemberChanges,
+  provider?: ProviderConfig,
 ): UpstreamBody<F> {
   try {
+    const upstream = upstreamModelOf(model, provider);
     const translation = translationFor(request.format, upstreamFormat);
-    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope), translated: undefined };
-    const translated = translation.request(request.body, { modelId: model.id, model: upstreamModelOf(model), onWarning, turn });
+    if (translation === undefined) {
+      const carry = { turn, model: upstream, onWarning };
+      return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope, carry), translated: undefined };
+    }
+    const translated = translation.request(request.body, { modelId: model.id, model: upstream, onWarning, turn });
     const body = translated.body as Record<string, unknown>;
     // Only what translates the answer back is kept: the translated body is let go once it is sent.
     return { body: serializeJson(envelope === undefined ? body : changedObject(body, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
