@@ -16,7 +16,7 @@ const home = mkdtempSync(join(tmpdir(), 'llmux-embed-'));
 
 const gateway = createGateway({
   home,
-  // The config file's shape (README: Configuration), given as an object; no file is read.
+  // The config file's shape (docs/configuration.md), given as an object; no file is read.
   config: {
     tiers: { basic: { rpm: 120, tpm: 200000, concurrency: 4 } },
     limits: { shutdown_timeout_ms: 5000 },

@@ -30,6 +30,7 @@ export const SYSTEM_FILES = {
   'test/auth/key-store.test.ts': 'child processes writing the store at once, one killed mid-write',
   'test/commands/device.test.ts': 'a whole gateway over sockets',
   'test/commands/setup.test.ts': 'llmux setup driven through a terminal (a child process)',
+  'test/docs/routes.test.ts': 'a whole gateway over sockets',
   'test/doctor/doctor.test.ts': 'a real redis-server for the state server check',
   'test/gateway/features.test.ts': 'a whole gateway over sockets',
   'test/gateway/pipeline.test.ts': 'a whole gateway over sockets',

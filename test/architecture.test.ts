@@ -28,8 +28,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'translate/': ['formats/', 'sse/', 'common/'],
   // Reading a same-format answer on its way through: the usage tap, usage readers, the model field.
   'passthrough/': ['formats/', 'sse/', 'common/'],
-  // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts).
-  'dialects/': ['formats/', 'translate/', 'passthrough/', 'responses/', 'common/'],
+  // The Responses dialect resolves and stores through responses/ (its turn: src/dialects/responses.ts);
+  // every dialect's turn seals through responses/, and the chat one recalls its calls' carried state from carry/.
+  'dialects/': ['formats/', 'translate/', 'passthrough/', 'responses/', 'carry/', 'common/'],
   // How a provider's requests are carried (URL, envelope, authorisation, stream framing), apart
   // from their format: no dialect, no transport (the transport imports it). Bedrock and Vertex use
   // their clouds' leaf modules (SigV4, the event stream, AWS credentials; Google's OAuth tokens).
@@ -39,6 +40,8 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'auth/': ['config/types', 'common/'],
   // Responses API state: stored responses, their resolution, sealed reasoning.
   'responses/': ['formats/', 'common/'],
+  // A chat client's carried reasoning state, kept by key and tool call (llmux.md section 11): a leaf store.
+  'carry/': ['common/'],
   'catalog/': ['config/types', 'formats/', 'common/'],
   'usage/': ['config/types', 'formats/', 'common/', 'gateway/request-record'],
   'config/entries': ['config/types', 'catalog/', 'formats/', 'common/'],
@@ -50,7 +53,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'routing/': ['config/types', 'formats/', 'common/', 'limits/'],
   // Shared state (Valkey/Redis): the RESP client, and the shared implementations of the limiter,
   // key store, device grants, usage ledger and stored responses, behind those units' interfaces.
-  'state/': ['config/types', 'common/', 'limits/', 'auth/', 'usage/', 'responses/', 'formats/', 'routing/'],
+  'state/': ['config/types', 'common/', 'limits/', 'auth/', 'usage/', 'responses/', 'carry/', 'formats/', 'routing/'],
   // HTTP: reading requests and writing responses; knows no pipeline.
   'http/': ['common/', 'limits/'],
   // Cloud platforms' own protocols, under the platform seam: SigV4, Bedrock's event stream and AWS
@@ -82,7 +85,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'gateway/features': ['gateway/feature', 'web/', 'auth/', 'common/', 'http/'],
   // Wiring and entry points: the only places that may import the gateway itself.
   'gateway/server': [
-    'config/load', 'config/types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'http/', 'common/',
+    'config/load', 'config/types', 'catalog/', 'auth/', 'limits/', 'providers/', 'responses/', 'carry/', 'http/', 'common/',
     'gateway/pipeline', 'gateway/routes', 'gateway/metrics', 'gateway/request-log', 'gateway/request-record', 'gateway/feature',
     'usage/', 'state/', 'platforms/', 'doctor/', 'gateway/routing',
   ],

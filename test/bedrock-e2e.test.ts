@@ -62,7 +62,23 @@ after(async () => {
   await fake.close();
 });
 
+
+/** A messages request with a cache breakpoint in each place a client puts one. */
+const CACHED_ASK = {
+  max_tokens: 64,
+  system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+  tools: [{ name: 'Read', input_schema: { type: 'object', properties: {} }, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
+};
+
 describe('a messages client through Bedrock', () => {
+  it('keeps a messages client\'s cache_control markers as they came (llmux.md section 11)', async () => {
+    const answer = await client.messages({ ...CACHED_ASK, model: 'claude-bedrock' });
+    assert.equal(answer.status, 200, answer.text);
+    const seen = fake.requests.at(-1)?.body ?? {};
+    assert.deepEqual([seen['system'], seen['tools'], seen['messages']], [CACHED_ASK.system, CACHED_ASK.tools, CACHED_ASK.messages]);
+  });
+
   it('gets a whole answer, the model id in the path and the body in Bedrock\'s envelope, signed over the exact bytes', async () => {
     const answer = await client.messages({ model: 'claude-bedrock', max_tokens: 512, messages: [{ role: 'user', content: 'Hi' }] });
     assert.equal(answer.status, 200, answer.text);

@@ -87,7 +87,10 @@ for (const upstream of UPSTREAMS) {
       assert.equal(seen?.path, upstream.upstreamPath);
       assert.equal(seen?.body['model'], upstream.upstreamModel);
       // instructions and the developer message both reach the model, neither replacing the other.
-      const system = upstream.format === 'chat' ? messagesOf(upstreamBody()).filter((m) => m['role'] === 'system').map((m) => m['content']).join('\n') : String(upstreamBody()['system']);
+      // A messages upstream gets the system prompt as a block carrying a cache breakpoint (llmux.md section 11).
+      const system = upstream.format === 'chat'
+        ? messagesOf(upstreamBody()).filter((m) => m['role'] === 'system').map((m) => m['content']).join('\n')
+        : records(upstreamBody()['system']).map((block) => block['text']).join('\n');
       assert.match(system, /Be brief\./);
       assert.match(system, /Answer in English\./);
     });

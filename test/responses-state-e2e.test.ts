@@ -61,7 +61,7 @@ describe('sealed reasoning', () => {
     const first = await client.responses.stream({ model: 'claude-test', input: 'Weather in Oslo?', tools: TOOLS, store: false, include: ['reasoning.encrypted_content'] }).finalResponse();
     const reasoning = first.output.find((item) => item.type === 'reasoning');
     assert.ok(reasoning?.type === 'reasoning');
-    assert.match(reasoning.encrypted_content ?? '', /^llmux\.v1\./);
+    assert.match(reasoning.encrypted_content ?? '', /^llmux\.v2\./);
     assert.ok(!(reasoning.encrypted_content ?? '').includes(SIGNATURE), 'the signature is sealed, not shown');
     assert.deepEqual(reasoning.summary, [{ type: 'summary_text', text: THINKING }]);
     const call = first.output.find((item) => item.type === 'function_call');
@@ -103,7 +103,7 @@ describe('sealed reasoning', () => {
     assert.equal(plainReasoning?.type === 'reasoning' ? plainReasoning.encrypted_content : 'missing', undefined);
     const sealed = await client.responses.retrieve(first.id, { include: ['reasoning.encrypted_content'] });
     const sealedReasoning = sealed.output.find((item) => item.type === 'reasoning');
-    assert.match(sealedReasoning?.type === 'reasoning' ? sealedReasoning.encrypted_content ?? '' : '', /^llmux\.v1\./);
+    assert.match(sealedReasoning?.type === 'reasoning' ? sealedReasoning.encrypted_content ?? '' : '', /^llmux\.v2\./);
   });
 
   test('a seal that does not open (tampered, or sealed under another secret) is dropped with a warning in the log line, never a 500', async () => {
@@ -126,7 +126,7 @@ describe('sealed reasoning', () => {
     assert.equal(second.output_text, 'Answered without the thinking.');
     assert.ok(!replayedAssistantTurn().some((block) => block['type'] === 'thinking'));
     await gw.allLogged();
-    assert.match(warningsOfLastResponse(), /encrypted_content does not open/);
+    assert.match(warningsOfLastResponse(), /llmux seal that does not open/);
   });
 
   test('the seal secret is made once, in LLMUX_HOME, readable by its owner only', () => {

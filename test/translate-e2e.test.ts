@@ -188,7 +188,8 @@ describe('translation end to end over sockets', () => {
     assert.equal(sent.headers['x-api-key'], 'upstream-anthropic-secret');
     assert.equal(sent.headers['anthropic-version'], '2023-06-01');
     const body = sent.body as Record<string, unknown> & { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> };
-    assert.equal(body['system'], 'Be brief.');
+    // Prompt-cache breakpoints (llmux.md section 11): on the system prompt and the last user turn.
+    assert.deepEqual(body['system'], [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }]);
     assert.equal(body['max_tokens'], 1024);
     assert.equal(body['temperature'], 1);
     assert.deepEqual(body['stop_sequences'], ['END']);
@@ -197,7 +198,7 @@ describe('translation end to end over sockets', () => {
     assert.deepEqual(body.messages.map((m) => m.role), ['user', 'assistant', 'user']);
     assert.deepEqual(body.messages[0]?.content[1], { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } });
     assert.deepEqual(body.messages[1]?.content[0], { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } });
-    assert.deepEqual(body.messages[2]?.content[0], { type: 'tool_result', tool_use_id: 'call_1', content: 'Sunny, 21C' });
+    assert.deepEqual(body.messages[2]?.content[0], { type: 'tool_result', tool_use_id: 'call_1', content: 'Sunny, 21C', cache_control: { type: 'ephemeral' } });
     const answer = await res.json() as { id: string; object: string; choices: Array<{ finish_reason: string; message: { tool_calls: unknown[] } }>; usage: Record<string, number> };
     assert.match(answer.id, /^chatcmpl-/);
     assert.equal(answer.object, 'chat.completion');

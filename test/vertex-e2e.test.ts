@@ -71,7 +71,23 @@ after(async () => {
 
 const ask = { model: 'claude-vertex', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] };
 
+
+/** A messages request with a cache breakpoint in each place a client puts one. */
+const CACHED_ASK = {
+  max_tokens: 64,
+  system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+  tools: [{ name: 'Read', input_schema: { type: 'object', properties: {} }, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
+};
+
 describe('a messages client through Vertex AI', () => {
+  it('keeps a messages client\'s cache_control markers as they came (llmux.md section 11)', async () => {
+    const answer = await client.messages({ ...CACHED_ASK, model: 'claude-vertex' });
+    assert.equal(answer.status, 200, answer.text);
+    const seen = vertex.requests.at(-1)?.body ?? {};
+    assert.deepEqual([seen['system'], seen['tools'], seen['messages']], [CACHED_ASK.system, CACHED_ASK.tools, CACHED_ASK.messages]);
+  });
+
   it('gets a whole answer from rawPredict, the body without model and with anthropic_version', async () => {
     const answer = await client.messages(ask);
     assert.equal(answer.status, 200, answer.text);

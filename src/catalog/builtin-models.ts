@@ -18,6 +18,12 @@
  *   5.5) or time of day (DeepSeek), the base or peak figure is recorded, as noted per provider.
  * - `reasoning` marks models that accept `reasoning_effort` / `thinking`; OpenAI's reasoning
  *   families (o-series, gpt-5*, gpt-6*) take `max_completion_tokens`.
+ * - Prompt-cache prices (llmux.md section 11), where a provider publishes them, as the multiple of
+ *   the input price its pricing page gives: Anthropic reads at 0.1x and five-minute writes at
+ *   1.25x; OpenAI's cached input at 0.1x from GPT-5 on (o3 and GPT-4.1 0.25x, GPT-4o 0.5x);
+ *   Gemini's cached input at 0.1x from Gemini 3 on (2.5 0.25x); DeepSeek's cache hits at 0.1x;
+ *   xAI's cached input at 0.25x. OpenRouter passes the labs' through. Others publish none: cache
+ *   reads are priced as input there.
  * - Models the provider has already shut down are left out; models with an announced shutdown
  *   that still answer are kept with the date in a comment.
  */
@@ -47,11 +53,33 @@ const VISION_TOOLS = caps('tools', 'vision');
 const HOSTS = new Set(['groq', 'together', 'fireworks', 'openrouter', 'cerebras', 'ollama']);
 const FIREWORKS_ACCOUNT_PATH = 'accounts/fireworks/models/';
 
+/** Cache prices as multiples of the input price: reads, and writes where they cost other than input. */
+interface CacheRates { read: number; write?: number }
+
 interface Options {
   reasoning?: boolean;
   /** OpenAI reasoning families want `max_completion_tokens`. */
   completionTokens?: boolean;
   replayReasoning?: boolean;
+  /** The model's own cache rates, where its provider's default (`CACHE_RATES`) is not its own. */
+  cache?: CacheRates;
+}
+
+/** Each provider's published cache rates (see the header); a model may have its own. */
+const CACHE_RATES: Readonly<Record<string, CacheRates>> = {
+  anthropic: { read: 0.1, write: 1.25 },
+  openai: { read: 0.1 },
+  gemini: { read: 0.1 },
+  deepseek: { read: 0.1 },
+  xai: { read: 0.25 },
+};
+const ANTHROPIC_CACHE: CacheRates = { read: 0.1, write: 1.25 };
+const QUARTER_CACHE: CacheRates = { read: 0.25 };
+const TENTH_CACHE: CacheRates = { read: 0.1 };
+
+/** A price per million tokens at `rate` times `price`, to the hundredth of a cent. */
+function priceAt(price: number, rate: number): number {
+  return Math.round(price * rate * 10_000) / 10_000;
 }
 
 /**
@@ -82,12 +110,20 @@ function model(
     context_length: contextLength,
     max_output_tokens: maxOutputTokens,
     capabilities: { ...capabilities },
-    pricing: { input_tokens_cost_per_million: inputPrice, output_tokens_cost_per_million: outputPrice, currency: 'USD' },
+    pricing: pricingOf(inputPrice, outputPrice, options.cache ?? CACHE_RATES[provider]),
     reasoning: options.reasoning ?? false,
     fallbacks: [],
     max_tokens_param: options.completionTokens === true ? 'max_completion_tokens' : 'max_tokens',
     replay_reasoning: options.replayReasoning ?? false,
   };
+}
+
+function pricingOf(inputPrice: number, outputPrice: number, cache: CacheRates | undefined): ModelEntry['pricing'] {
+  const pricing: ModelEntry['pricing'] = { input_tokens_cost_per_million: inputPrice, output_tokens_cost_per_million: outputPrice, currency: 'USD' };
+  if (cache === undefined) return pricing;
+  pricing.cache_read_tokens_cost_per_million = priceAt(inputPrice, cache.read);
+  if (cache.write !== undefined) pricing.cache_write_tokens_cost_per_million = priceAt(inputPrice, cache.write);
+  return pricing;
 }
 
 const THINKS = { reasoning: true } as const;
@@ -142,12 +178,12 @@ export const BUILTIN_MODELS: ModelEntry[] = [
   model('openai', 'gpt-5', 'GPT-5', '2025-08-07', [400 * K, 128 * K], [1.25, 10], ALL, OPENAI_REASONING),
   model('openai', 'gpt-5-mini', 'GPT-5 mini', '2025-08-07', [400 * K, 128 * K], [0.25, 2], ALL, OPENAI_REASONING),
   model('openai', 'gpt-5-nano', 'GPT-5 nano', '2025-08-07', [400 * K, 128 * K], [0.05, 0.4], ALL, OPENAI_REASONING),
-  model('openai', 'o3', 'o3', '2025-04-16', [200 * K, 100 * K], [2, 8], ALL, OPENAI_REASONING),
+  model('openai', 'o3', 'o3', '2025-04-16', [200 * K, 100 * K], [2, 8], ALL, { ...OPENAI_REASONING, cache: QUARTER_CACHE }),
   // gpt-4.1, gpt-4.1-mini, gpt-4o and gpt-4o-mini: deprecated, shut down 2027-01-14.
-  model('openai', 'gpt-4.1', 'GPT-4.1', '2025-04-14', [1_047_576, 32_768], [2, 8], ALL),
-  model('openai', 'gpt-4.1-mini', 'GPT-4.1 mini', '2025-04-14', [1_047_576, 32_768], [0.4, 1.6], ALL),
-  model('openai', 'gpt-4o', 'GPT-4o', '2024-05-13', [128 * K, 16_384], [2.5, 10], ALL),
-  model('openai', 'gpt-4o-mini', 'GPT-4o mini', '2024-07-18', [128 * K, 16_384], [0.15, 0.6], ALL),
+  model('openai', 'gpt-4.1', 'GPT-4.1', '2025-04-14', [1_047_576, 32_768], [2, 8], ALL, { cache: QUARTER_CACHE }),
+  model('openai', 'gpt-4.1-mini', 'GPT-4.1 mini', '2025-04-14', [1_047_576, 32_768], [0.4, 1.6], ALL, { cache: QUARTER_CACHE }),
+  model('openai', 'gpt-4o', 'GPT-4o', '2024-05-13', [128 * K, 16_384], [2.5, 10], ALL, { cache: { read: 0.5 } }),
+  model('openai', 'gpt-4o-mini', 'GPT-4o mini', '2024-07-18', [128 * K, 16_384], [0.15, 0.6], ALL, { cache: { read: 0.5 } }),
 
   // Anthropic: platform.claude.com/docs/en/models/<model>/overview (each page: id, context, max
   // output, price). Retired and left out: claude-3-5-haiku (2026-02-19), claude-sonnet-4 and
@@ -172,9 +208,9 @@ export const BUILTIN_MODELS: ModelEntry[] = [
   model('gemini', 'gemini-3.1-pro-preview', 'Gemini 3.1 Pro (preview)', '2026-02-19', [1_048_576, 65_536], [2, 12], ALL, THINKS),
   model('gemini', 'gemini-3.5-flash-lite', 'Gemini 3.5 Flash-Lite', '2026-07-21', [1_048_576, 65_536], [0.3, 2.5], ALL, THINKS),
   model('gemini', 'gemini-3.1-flash-lite', 'Gemini 3.1 Flash-Lite', '2026-05-07', [1_048_576, 65_536], [0.25, 1.5], ALL, THINKS),
-  model('gemini', 'gemini-2.5-pro', 'Gemini 2.5 Pro', '2025-06-17', [1_048_576, 65_536], [1.25, 10], ALL, THINKS),
-  model('gemini', 'gemini-2.5-flash', 'Gemini 2.5 Flash', '2025-06-17', [1_048_576, 65_536], [0.3, 2.5], ALL, THINKS),
-  model('gemini', 'gemini-2.5-flash-lite', 'Gemini 2.5 Flash-Lite', '2025-07-22', [1_048_576, 65_536], [0.1, 0.4], ALL, THINKS),
+  model('gemini', 'gemini-2.5-pro', 'Gemini 2.5 Pro', '2025-06-17', [1_048_576, 65_536], [1.25, 10], ALL, { ...THINKS, cache: QUARTER_CACHE }),
+  model('gemini', 'gemini-2.5-flash', 'Gemini 2.5 Flash', '2025-06-17', [1_048_576, 65_536], [0.3, 2.5], ALL, { ...THINKS, cache: QUARTER_CACHE }),
+  model('gemini', 'gemini-2.5-flash-lite', 'Gemini 2.5 Flash-Lite', '2025-07-22', [1_048_576, 65_536], [0.1, 0.4], ALL, { ...THINKS, cache: QUARTER_CACHE }),
 
   // Mistral: mistral.ai pricing page and docs.mistral.ai model cards. `mistral-medium-latest` is
   // Mistral Medium 3.5 since Medium 3/3.1 were deprecated (2026-05-22); it absorbs Magistral
@@ -228,12 +264,12 @@ export const BUILTIN_MODELS: ModelEntry[] = [
   // OpenRouter: openrouter.ai/<model> pages. OpenRouter passes the serving lab's list price
   // through per token (its fee is charged on credit purchases), so prices and limits are the
   // labs'. It accepts `reasoning_effort` and maps it per model.
-  model('openrouter', 'openai/gpt-5.5', 'GPT-5.5 (OpenRouter)', '2026-04-23', [1_050_000, 128 * K], [5, 30], ALL, THINKS),
-  model('openrouter', 'anthropic/claude-opus-4.6', 'Claude Opus 4.6 (OpenRouter)', '2026-02-05', [1 * M, 128 * K], [5, 25], ALL, THINKS),
-  model('openrouter', 'anthropic/claude-sonnet-4.6', 'Claude Sonnet 4.6 (OpenRouter)', '2026-02-17', [1 * M, 128 * K], [3, 15], ALL, THINKS),
-  model('openrouter', 'anthropic/claude-haiku-4.5', 'Claude Haiku 4.5 (OpenRouter)', '2025-10-15', [200 * K, 64 * K], [1, 5], ALL, THINKS),
-  model('openrouter', 'google/gemini-2.5-pro', 'Gemini 2.5 Pro (OpenRouter)', '2025-06-17', [1_048_576, 65_536], [1.25, 10], ALL, THINKS),
-  model('openrouter', 'google/gemini-2.5-flash', 'Gemini 2.5 Flash (OpenRouter)', '2025-06-17', [1_048_576, 65_536], [0.3, 2.5], ALL, THINKS),
+  model('openrouter', 'openai/gpt-5.5', 'GPT-5.5 (OpenRouter)', '2026-04-23', [1_050_000, 128 * K], [5, 30], ALL, { ...THINKS, cache: TENTH_CACHE }),
+  model('openrouter', 'anthropic/claude-opus-4.6', 'Claude Opus 4.6 (OpenRouter)', '2026-02-05', [1 * M, 128 * K], [5, 25], ALL, { ...THINKS, cache: ANTHROPIC_CACHE }),
+  model('openrouter', 'anthropic/claude-sonnet-4.6', 'Claude Sonnet 4.6 (OpenRouter)', '2026-02-17', [1 * M, 128 * K], [3, 15], ALL, { ...THINKS, cache: ANTHROPIC_CACHE }),
+  model('openrouter', 'anthropic/claude-haiku-4.5', 'Claude Haiku 4.5 (OpenRouter)', '2025-10-15', [200 * K, 64 * K], [1, 5], ALL, { ...THINKS, cache: ANTHROPIC_CACHE }),
+  model('openrouter', 'google/gemini-2.5-pro', 'Gemini 2.5 Pro (OpenRouter)', '2025-06-17', [1_048_576, 65_536], [1.25, 10], ALL, { ...THINKS, cache: QUARTER_CACHE }),
+  model('openrouter', 'google/gemini-2.5-flash', 'Gemini 2.5 Flash (OpenRouter)', '2025-06-17', [1_048_576, 65_536], [0.3, 2.5], ALL, { ...THINKS, cache: QUARTER_CACHE }),
 
   // Cerebras: inference-docs.cerebras.ai/models/overview. Shared inference now serves only
   // gpt-oss-120b at a published price (Llama, Qwen 3 and GLM 4.7 ids were retired); the context

@@ -3,7 +3,7 @@
  *
  * Base URLs were checked against each provider's own docs (November 2026): OpenAI, Anthropic,
  * Google's Gemini API (its native generateContent; the OpenAI-compatible surface at `/v1beta/openai`
- * is a configurable provider, README "Providers"), Mistral, Groq (`/openai/v1`), DeepSeek (which also
+ * is a configurable provider, docs/providers.md "Gemini"), Mistral, Groq (`/openai/v1`), DeepSeek (which also
  * accepts `/v1`), xAI, Together, Fireworks (`/inference/v1`), OpenRouter (`/api/v1`), Cerebras, and
  * Ollama's OpenAI-compatible `/v1`.
  */

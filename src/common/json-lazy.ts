@@ -156,6 +156,18 @@ export function spliceTexts(json: string, texts: LazyTexts | undefined, out: Tex
   else if (from < json.length) out.write(json.slice(from));
 }
 
+/**
+ * `json` (JSON text) with each reference in it replaced by its text's JSON, as text: for a member
+ * spliced into the client's bytes as a string (./json-bytes.ts `withMembers`). Throws
+ * {@link NotLazyError} as {@link spliceTexts} does.
+ */
+export function withTextsIn(json: string, texts: LazyTexts): string {
+  if (!json.includes(ESCAPED_NUL)) return json;
+  const parts: string[] = [];
+  spliceTexts(json, texts, { write: (text) => parts.push(text), writeBytes: (bytes, start, end) => parts.push(bytes.toString('utf8', start, end)) });
+  return parts.join('');
+}
+
 /** Bytes that may follow a backslash in a JSON string (`u` is checked on its own), and hex digits. */
 const SIMPLE_ESCAPES = new Uint8Array(128);
 for (const char of '"\\/bfnrt') SIMPLE_ESCAPES[char.charCodeAt(0)] = 1;

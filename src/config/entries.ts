@@ -3,7 +3,7 @@
  * serves, with one clear error naming the field and the problem; and the whole-number checks every
  * section of the file uses.
  */
-import type { ModelEntry, PlatformName, ProviderConfig } from './types.ts';
+import type { ModelEntry, PlatformName, PromptCache, ProviderConfig } from './types.ts';
 import { DEFAULT_CAPABILITIES, DEFAULT_CONTEXT_LENGTH, DEFAULT_MAX_OUTPUT_TOKENS, PLATFORM_NAMES } from './types.ts';
 import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
 import type { ProviderFormat } from '../formats/wire.ts';
@@ -53,7 +53,16 @@ const PLATFORM_RULES: Readonly<Record<PlatformName, { formats: readonly Provider
 };
 
 /** The fields of a provider (`CONFIG_FIELDS` in load.ts lists every section's). */
-export const PROVIDER_FIELDS: readonly string[] = ['format', 'platform', 'base_url', 'api_key', 'headers', 'responses', ...Object.keys(PLATFORM_OF_FIELD)];
+export const PROVIDER_FIELDS: readonly string[] = ['format', 'platform', 'base_url', 'api_key', 'headers', 'responses', 'family', 'prompt_cache', ...Object.keys(PLATFORM_OF_FIELD)];
+
+const FAMILY_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** A `prompt_cache` value: absent, `auto` or `off`. */
+function promptCacheOf(value: unknown, at: string, fail: Fail): PromptCache | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'auto' && value !== 'off') fail(`${at}.prompt_cache`, 'must be "auto" (llmux adds prompt-cache breakpoints for a messages upstream) or "off"');
+  return value as PromptCache;
+}
 
 export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderConfig {
   const at = `providers.${id}`;
@@ -103,6 +112,10 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
   if (serves === true && platform === 'vertex') fail(`${at}.responses`, 'Vertex AI\'s OpenAI-compatible endpoint serves chat completions only');
   const apiKey = p['api_key'] as string | undefined;
   const settings = parsePlatformSettings(platform as PlatformName, p, at, fail);
+  if (p['family'] !== undefined && (typeof p['family'] !== 'string' || !FAMILY_NAME.test(p['family']))) {
+    fail(`${at}.family`, 'must be a family name such as "gemini", "anthropic" or "openrouter" (lowercase letters, digits, "_" and "-")');
+  }
+  const promptCache = promptCacheOf(p['prompt_cache'], at, fail);
   return {
     id,
     format: format as ProviderFormat,
@@ -112,6 +125,8 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
     apiKey: apiKey === '' ? undefined : apiKey,
     keyless: platform === 'http' && (apiKey === undefined || apiKey === ''),
     headers,
+    ...(typeof p['family'] === 'string' ? { family: p['family'] } : {}),
+    ...(promptCache === undefined ? {} : { promptCache }),
     ...settings.fields,
   };
 }
@@ -218,10 +233,13 @@ function parsePlatformSettings(platform: PlatformName, p: Record<string, unknown
 /** The fields of a model, of its capabilities and of its pricing. */
 export const MODEL_FIELDS: ReadonlySet<string> = new Set([
   'id', 'provider', 'upstream_id', 'display_name', 'owned_by', 'type', 'created_at', 'context_length',
-  'max_output_tokens', 'capabilities', 'pricing', 'reasoning', 'fallbacks', 'max_tokens_param', 'replay_reasoning',
+  'max_output_tokens', 'capabilities', 'pricing', 'reasoning', 'fallbacks', 'max_tokens_param', 'replay_reasoning', 'prompt_cache',
 ]);
 export const CAPABILITIES = ['supports_function_calling', 'supports_vision', 'supports_streaming', 'supports_structured_output'] as const;
-export const PRICING_FIELDS: readonly string[] = ['input_tokens_cost_per_million', 'output_tokens_cost_per_million', 'currency'];
+export const PRICING_FIELDS: readonly string[] = [
+  'input_tokens_cost_per_million', 'output_tokens_cost_per_million', 'cache_read_tokens_cost_per_million', 'cache_write_tokens_cost_per_million', 'currency',
+];
+type PriceField = 'input_tokens_cost_per_million' | 'output_tokens_cost_per_million' | 'cache_read_tokens_cost_per_million' | 'cache_write_tokens_cost_per_million';
 
 export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   if (!isRecord(raw)) fail(at, 'must be an object with at least id and provider');
@@ -258,7 +276,7 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
         pricing.currency = v as string;
       } else {
         if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail(`${at}.pricing.${k}`, 'must be a number >= 0');
-        pricing[k as 'input_tokens_cost_per_million' | 'output_tokens_cost_per_million'] = v as number;
+        pricing[k as PriceField] = v as number;
       }
     }
   }
@@ -282,6 +300,7 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
   if (m['type'] !== undefined && m['type'] !== 'chat') fail(`${at}.type`, 'must be "chat"');
   const createdAt = str('created_at', base?.created_at ?? '2024-01-01T00:00:00Z');
   if (Number.isNaN(Date.parse(createdAt))) fail(`${at}.created_at`, 'must be an ISO 8601 timestamp');
+  const promptCache = promptCacheOf(m['prompt_cache'], at, fail) ?? base?.prompt_cache;
   return {
     id,
     provider,
@@ -298,6 +317,7 @@ export function parseModel(raw: unknown, at: string, fail: Fail): ModelEntry {
     fallbacks: [...fallbacks],
     max_tokens_param: maxTokensParam as 'max_tokens' | 'max_completion_tokens',
     replay_reasoning: bool('replay_reasoning', base?.replay_reasoning ?? false),
+    ...(promptCache === undefined ? {} : { prompt_cache: promptCache }),
   };
 }
 

@@ -70,6 +70,13 @@ export interface ProviderConfig {
   apiKeys?: readonly string[];
   /** Config `discover`: its models are read from `GET {base_url}/models` (src/routing/discovery.ts). */
   discover?: boolean;
+  /**
+   * Config `family`: which upstreams can read the opaque state this provider issues (llmux.md
+   * section 11); absent: derived from its format and base URL (src/catalog/providers.ts `familyOf`).
+   */
+  family?: string;
+  /** Config `prompt_cache`: llmux adds prompt-cache breakpoints for its models (`auto`, the default) or not (`off`). */
+  promptCache?: PromptCache;
   /** The platform's own settings, present on that platform only. */
   bedrock?: BedrockSettings;
   vertex?: VertexSettings;
@@ -86,8 +93,15 @@ export interface ModelCapabilities {
 export interface ModelPricing {
   input_tokens_cost_per_million: number;
   output_tokens_cost_per_million: number;
+  /** Input read from the provider's prompt cache; absent: priced as input. */
+  cache_read_tokens_cost_per_million?: number;
+  /** Input written to the provider's prompt cache; absent: priced as input. */
+  cache_write_tokens_cost_per_million?: number;
   currency: string;
 }
+
+/** Whether llmux adds prompt-cache breakpoints to a request for a messages upstream (llmux.md section 11). */
+export type PromptCache = 'auto' | 'off';
 
 /** A model as llmux knows it: the public record fields plus how to reach it. */
 export interface ModelEntry {
@@ -114,6 +128,8 @@ export interface ModelEntry {
   max_tokens_param: 'max_tokens' | 'max_completion_tokens';
   /** DeepSeek-style upstreams that want earlier reasoning replayed as `reasoning_content`. */
   replay_reasoning: boolean;
+  /** Config `prompt_cache`; absent: the provider's, else `auto`. */
+  prompt_cache?: PromptCache;
   /**
    * What answers this model (llmux.md section 10); absent: one deployment, `provider` and
    * `upstream_id` above. Present: `provider` and `upstream_id` are the first deployment's.

@@ -1,5 +1,9 @@
 /**
  * The chat-completions dialect (OpenAI's `POST /chat/completions`).
+ *
+ * Its turn carries what the server-side store remembered for the request's tool calls (the
+ * format has no place for opaque state: llmux.md section 11, src/dialects/carry.ts), and remembers
+ * the answer's; its body to a chat upstream gets that state back where the upstream reads it.
  */
 import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
@@ -15,8 +19,11 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { NO_HEADERS, noAnswerId, passedOn, statelessTurn } from './dialect.ts';
-import type { Dialect, TextAnswer } from './dialect.ts';
+import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
+import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
+import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
+import { createCarryReader } from '../translate/carried.ts';
+import { carryChatHistory } from '../translate/carry-chat.ts';
 import { lastUserText } from './user-text.ts';
 
 export const chatDialect: Dialect<'chat'> = {
@@ -34,15 +41,29 @@ export const chatDialect: Dialect<'chat'> = {
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.messages, body.tools], texts),
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
-  beginTurn: statelessTurn,
+  async beginTurn(request, scope) {
+    const sealer = await scope.services.responses.sealer();
+    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts);
+    return { request, translation: turn, keep: settled };
+  },
   traits: chatTraits,
   conversationKey: chatConversationKey,
   answerId: noAnswerId,
 
   formatHeaders: () => NO_HEADERS,
-  passThroughBody(body, upstreamId, raw, envelope) {
+  passThroughBody(body, upstreamId, raw, envelope, carry) {
     const copy: ChatRequest = { ...body, model: upstreamId };
     const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
+    const messages = carry === undefined ? undefined : carriedMessages(body, carry);
+    if (messages !== undefined) {
+      copy.messages = messages;
+      edits.set('messages', JSON.stringify(messages));
+    }
+    const cacheKey = carry === undefined ? undefined : promptCacheKeyFor(body['prompt_cache_key'], carry);
+    if (cacheKey !== undefined) {
+      copy['prompt_cache_key'] = cacheKey;
+      edits.set('prompt_cache_key', JSON.stringify(cacheKey));
+    }
     // OpenAI refuses a `user` over 64 characters (llmux.md section 5).
     if (typeof body.user === 'string') {
       copy.user = chatUserId(body.user);
@@ -84,6 +105,14 @@ export const chatDialect: Dialect<'chat'> = {
   },
   textStream: chatTextStream,
 };
+
+/** The request's messages with its carried state sorted for the upstream; undefined when nothing changes. */
+function carriedMessages(body: ChatRequest, carry: PassThroughCarry<'chat'>): ChatRequest['messages'] | undefined {
+  const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
+  const messages = carryChatHistory(Array.isArray(body.messages) ? body.messages : [], carry.turn?.recalled ?? new Map(), carry.model, reader);
+  reader.finish();
+  return messages;
+}
 
 function* chatTextStream({ model, words, cut, usage, includeUsage }: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Generator<string> {
   const chunkId = newId('chatcmpl-');

@@ -21,13 +21,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
-import type { TurnOf } from '../translate/index.ts';
+import type { TurnOf, UpstreamModel } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
+import type { CarriedStore } from '../carry/store.ts';
 import type { CredentialSource } from '../common/credentials.ts';
 import type { RequestTraits } from '../formats/traits.ts';
 import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import { serializeJson, withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
+import { withTextsIn } from '../common/json-lazy.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
@@ -84,9 +86,11 @@ export interface ReadRequest<F extends WireFormat> {
   facts: RequestFacts;
 }
 
-/** The gateway's state a format's requests may build on (only Responses keeps any). */
+/** The gateway's state a format's requests may build on: stored responses and the seal; a chat client's carried state. */
 export interface DialectServices {
   responses: ResponsesState;
+  /** The server-side store of chat clients' opaque state (llmux.md section 11). */
+  carried: CarriedStore;
 }
 
 /** Who asks, and where the request may go, when a request begins. */
@@ -118,6 +122,14 @@ export interface Turn<F extends WireFormat> {
    * when there is none, say the client left). Called once the answer is written.
    */
   keep(answer: unknown): Promise<void>;
+}
+
+/** What a same-format body needs to sort the conversation's carried state for one upstream. */
+export interface PassThroughCarry<F extends WireFormat> {
+  turn: TurnOf[F];
+  /** The upstream the body is for: who it is (its family), and what it wants replayed. */
+  model: UpstreamModel;
+  onWarning(message: string): void;
 }
 
 export interface Dialect<F extends WireFormat> {
@@ -179,11 +191,12 @@ export interface Dialect<F extends WireFormat> {
   formatHeaders(forwarded: ForwardedHeaders): Readonly<Record<string, string>>;
   /**
    * The body for an upstream of the same format: the client's, with the upstream's model id and the
-   * platform's `envelope` (members it sets or takes out). Given the client's bytes of this very body
-   * (`raw.value === body`), those bytes with the members that change spliced in; otherwise the body
-   * serialised.
+   * platform's `envelope` (members it sets or takes out), and the conversation's carried state
+   * sorted for this upstream (`carry`, llmux.md section 11: what it issued put back, what another
+   * family issued taken out). Given the client's bytes of this very body (`raw.value === body`),
+   * those bytes with the members that change spliced in; otherwise the body serialised.
    */
-  passThroughBody(body: RequestOf[F], upstreamId: string, raw?: JsonObjectBytes, envelope?: MemberChanges): string | readonly Buffer[];
+  passThroughBody(body: RequestOf[F], upstreamId: string, raw?: JsonObjectBytes, envelope?: MemberChanges, carry?: PassThroughCarry<F>): string | readonly Buffer[];
   /** The top-level key of a whole answer's usage (`usage`; Gemini's `usageMetadata`). */
   readonly usageKey: string;
   /** Usage out of a whole answer's usage value (any shape; unknown fields count 0). */
@@ -209,12 +222,8 @@ export interface Dialect<F extends WireFormat> {
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }
 
-/** The turn of a format that keeps nothing between requests: the request as it came. */
-export function statelessTurn<F extends 'chat' | 'messages'>(request: ClientRequestOf<F>): Turn<F> {
-  return { request, translation: undefined, keep: keepNothing };
-}
-
-function keepNothing(): Promise<void> {
+/** The `keep` of a turn that keeps nothing of its answer. */
+export function keepNothing(): Promise<void> {
   return Promise.resolve();
 }
 
@@ -226,6 +235,15 @@ export function noAnswerId(): undefined {
 /** The client's bytes of `body` when they can be passed on: parsed into this very object, no top-level key twice. */
 export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObjectBytes | undefined {
   return raw !== undefined && raw.value === body && !raw.duplicateKeys ? raw : undefined;
+}
+
+/** What every llmux seal starts with, as JSON bytes. */
+const SEAL_MARK = Buffer.from('"llmux.v');
+
+/** Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without a walk of the body. */
+export function mayHoldSeals(body: object, raw: JsonObjectBytes | undefined): boolean {
+  const bytes = bytesOf(body, raw);
+  return bytes === undefined || bytes.bytes.includes(SEAL_MARK);
 }
 
 /**
@@ -242,7 +260,12 @@ export function passedOn(
   envelope: MemberChanges | undefined,
 ): string | readonly Buffer[] {
   const bytes = bytesOf(body, raw);
-  if (bytes !== undefined) return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  if (bytes !== undefined) {
+    // An edit made of the body's own members (carried state put back) holds its texts' references.
+    const texts = bytes.texts;
+    if (texts !== undefined) for (const [key, json] of edits) if (json !== undefined) edits.set(key, withTextsIn(json, texts));
+    return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  }
   const changed = envelope === undefined ? copy : changedObject(copy, envelope);
   return raw?.texts === undefined ? JSON.stringify(changed) : serializeJson(changed, raw.texts);
 }

@@ -12,7 +12,10 @@
  *   examples; never in the log: the log writes the path alone) or `Authorization: Bearer`.
  * - A Gemini upstream gets the client's bytes as they came (the model goes in the upstream's path),
  *   so Google's thought signatures pass through untouched; the answer names the llmux model in
- *   `modelVersion`, the only place Gemini names it.
+ *   `modelVersion`, the only place Gemini names it. Only a history holding llmux seals (what
+ *   translated answers carried: llmux.md section 11) is changed: each seal goes back as the Gemini
+ *   signature it holds, or is taken out, with Google's placeholder where Gemini 3 checks for one
+ *   (src/translate/carry-gemini.ts).
  * - Errors are Google's `{"error": {code, message, status}}` (formats/gemini-errors.ts), a 429 with
  *   its RetryInfo from our `retry-after`; a refused key is told where Gemini clients send it.
  * - Streams always carry usage (every Gemini event may): there is nothing to ask for. A ping is an
@@ -32,8 +35,11 @@ import { MODEL_VERSION_KEY, withModel } from '../passthrough/model-field.ts';
 import { asRecord } from '../common/json.ts';
 import { invalidParameters } from '../common/errors.ts';
 import type { CredentialSource } from '../common/credentials.ts';
-import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
-import type { Dialect, TextAnswer, Turn } from './dialect.ts';
+import { NO_HEADERS, keepNothing, mayHoldSeals, noAnswerId, passedOn } from './dialect.ts';
+import { carryTurnOf } from './carry.ts';
+import type { Dialect, PassThroughCarry, TextAnswer, Turn } from './dialect.ts';
+import { createCarryReader } from '../translate/carried.ts';
+import { carryGeminiContents } from '../translate/carry-gemini.ts';
 import { NO_USER_TEXT } from './user-text.ts';
 
 /** Where Gemini's clients send their key, in the order it is looked for. */
@@ -113,6 +119,14 @@ function* geminiTextStream(answer: TextAnswer & { words: Iterable<string> }): Ge
   yield pending;
 }
 
+/** The contents with their llmux seals sorted for the upstream; undefined when they hold none. */
+function carriedContents(body: GeminiRequest, carry: PassThroughCarry<'gemini'>): GeminiContent[] | undefined {
+  const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
+  const contents = carryGeminiContents(Array.isArray(body.contents) ? body.contents : [], reader);
+  reader.finish();
+  return contents;
+}
+
 export const geminiDialect: Dialect<'gemini'> = {
   format: 'gemini',
   routes: GEMINI_PREFIXES.flatMap((prefix) => [`${prefix}/models/${OPERATIONS}`, `${prefix}/tunedModels/${OPERATIONS}`]),
@@ -134,12 +148,19 @@ export const geminiDialect: Dialect<'gemini'> = {
   answerId: noAnswerId,
   // Every Gemini event may carry usage, and its clients read it: nothing to ask for.
   wantsStreamUsage: () => true,
-  beginTurn: (request): Turn<'gemini'> => ({ request, translation: { stream: request.stream }, keep: () => Promise.resolve() }),
+  async beginTurn(request, scope): Promise<Turn<'gemini'>> {
+    const sealer = await scope.services.responses.sealer();
+    return { request, translation: { ...carryTurnOf(sealer, scope.keyId, geminiConversationKey(request.body)), stream: request.stream }, keep: keepNothing };
+  },
 
   // The provider's key is the platform's; Gemini has no version header.
   formatHeaders: () => NO_HEADERS,
-  // The body names no model and no stream (the upstream's path does): the client's bytes as they are.
-  passThroughBody: (body: GeminiRequest, _upstreamId, raw, envelope) => passedOn(body, body, raw, new Map(), envelope),
+  // The body names no model and no stream (the upstream's path does): the client's bytes as they are, its seals sorted.
+  passThroughBody(body: GeminiRequest, _upstreamId, raw, envelope, carry) {
+    const contents = carry === undefined || !mayHoldSeals(body, raw) ? undefined : carriedContents(body, carry);
+    if (contents === undefined) return passedOn(body, body, raw, new Map(), envelope);
+    return passedOn(body, { ...body, contents }, raw, new Map([['contents', JSON.stringify(contents)]]), envelope);
+  },
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId)), MODEL_VERSION_KEY), answer: undefined }),
   usageKey: 'usageMetadata',
   readUsage: (usage) => fromGeminiUsage(asRecord(usage)),

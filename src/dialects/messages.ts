@@ -9,16 +9,21 @@ import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '.
 import { fromMessagesUsage } from '../formats/usage.ts';
 import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
-import { messagesTraits } from '../formats/traits.ts';
-import { messagesConversationKey } from '../formats/conversation-key.ts';
 import { errorObject, invalidParameters } from '../common/errors.ts';
 import type { ErrorContext, GatewayError } from '../common/errors.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { noAnswerId, passedOn, statelessTurn } from './dialect.ts';
-import type { Dialect, ForwardedHeaders, TextAnswer } from './dialect.ts';
+import type { MessagesRequest } from '../formats/wire.ts';
+import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import { messagesTraits } from '../formats/traits.ts';
+import { messagesConversationKey } from '../formats/conversation-key.ts';
+import { createCarryReader } from '../translate/carried.ts';
+import { carryMessagesHistory } from '../translate/carry-messages.ts';
+import { keepNothing, mayHoldSeals, noAnswerId, passedOn } from './dialect.ts';
+import type { Dialect, ForwardedHeaders, PassThroughCarry, TextAnswer } from './dialect.ts';
+import { carryTurnOf } from './carry.ts';
 import { lastUserText } from './user-text.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
@@ -99,7 +104,10 @@ export const messagesDialect: Dialect<'messages'> = {
   maxTokens: (body) => body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.system, body.messages, body.tools], texts),
   wantsStreamUsage: () => true,
-  beginTurn: statelessTurn,
+  async beginTurn(request, scope) {
+    const sealer = await scope.services.responses.sealer();
+    return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body, request.raw?.texts)), keep: keepNothing };
+  },
   traits: messagesTraits,
   conversationKey: messagesConversationKey,
   answerId: noAnswerId,
@@ -109,8 +117,14 @@ export const messagesDialect: Dialect<'messages'> = {
     if (forwarded.beta !== undefined) headers['anthropic-beta'] = forwarded.beta;
     return headers;
   },
-  passThroughBody: (body, upstreamId, raw, envelope) =>
-    passedOn(body, { ...body, model: upstreamId }, raw, new Map([['model', JSON.stringify(upstreamId)]]), envelope),
+  passThroughBody(body, upstreamId, raw, envelope, carry) {
+    const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
+    const carried = carry === undefined ? undefined : carriedBody(body, raw, carry);
+    if (carried === undefined) return passedOn(body, { ...body, model: upstreamId }, raw, edits, envelope);
+    edits.set('messages', JSON.stringify(carried.messages));
+    if (carried.thinking === undefined && body.thinking !== undefined) edits.set('thinking', undefined);
+    return passedOn(body, { ...carried, model: upstreamId }, raw, edits, envelope);
+  },
   // The top-level `model` names the llmux id that answered; nothing else is touched.
   passThroughAnswer: (bytes, modelId) => ({ bytes: withModel(bytes, Buffer.from(JSON.stringify(modelId))), answer: undefined }),
   usageKey: 'usage',
@@ -137,6 +151,14 @@ export const messagesDialect: Dialect<'messages'> = {
   },
   textStream: messagesTextStream,
 };
+
+/** The body with its sealed thinking sorted for the upstream (src/translate/carry-messages.ts); undefined when it has none. */
+function carriedBody(body: MessagesRequest, raw: JsonObjectBytes | undefined, carry: PassThroughCarry<'messages'>): MessagesRequest | undefined {
+  const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
+  const carried = carryMessagesHistory(body, reader, carry.onWarning, mayHoldSeals(body, raw));
+  reader.finish();
+  return carried;
+}
 
 function* messagesTextStream({ model, words, cut, usage }: TextAnswer & { words: Iterable<string> }): Generator<string> {
   const ev = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;

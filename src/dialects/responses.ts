@@ -11,16 +11,17 @@
  *   is left for its provider to resolve, and that chain's answers are recorded, not stored.
  * - Resolved history is sent upstream as input items and `previous_response_id` is taken out of
  *   the upstream body (the provider never saw that id); the answer still names it.
- * - Stored responses keep every reasoning item's thinking sealed, whether or not the client asked
- *   for `reasoning.encrypted_content`, so a tool loop built on `previous_response_id` replays the
- *   signed thinking a messages upstream wants. The client's copy carries it only when asked.
+ * - Stored responses keep every reasoning item's state sealed (for the key, naming the provider
+ *   that issued it: src/dialects/carry.ts), whether or not the client asked for
+ *   `reasoning.encrypted_content`, so a tool loop built on `previous_response_id` replays what the
+ *   upstream wants back (llmux.md section 11). The client's copy carries the seals only when asked.
  * - Input items are stored with an id; one the client gave none gets one by its kind (`msg_…`,
  *   `fc_…`, `fco_…`, …), so `/input_items` lists every item with an id.
  * - Reasoning sealed by llmux is not sent to a Responses upstream (it could not open it).
  */
 import type { ResponsesInputItem, ResponsesOutputItem, ResponsesRequest, ResponsesResponse } from '../formats/responses.ts';
 import { isLlmuxSeal, validateResponsesRequest, wantsEncryptedReasoning } from '../formats/responses.ts';
-import type { ClientRequestOf, SealableBlock } from '../formats/wire.ts';
+import type { ClientRequestOf } from '../formats/wire.ts';
 import { COMMENT_PING_FRAME } from '../formats/frames.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
 import { fromResponsesUsage } from '../formats/usage.ts';
@@ -30,7 +31,6 @@ import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../t
 import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
-import type { Sealer } from '../responses/seal.ts';
 import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { responsesTraits } from '../formats/traits.ts';
@@ -41,6 +41,7 @@ import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { NO_HEADERS, passedOn } from './dialect.ts';
+import { carryTurnOf, promptCacheKey, promptCacheKeyFor } from './carry.ts';
 import type { Dialect, TextAnswer, Turn, TurnScope } from './dialect.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -86,9 +87,14 @@ export const responsesDialect: Dialect<'responses'> = {
   answerId: (answer) => (isRecord(answer) && typeof answer['id'] === 'string' && answer['id'] !== '' ? answer['id'] : undefined),
 
   formatHeaders: () => NO_HEADERS,
-  passThroughBody(body, upstreamId, raw, envelope) {
+  passThroughBody(body, upstreamId, raw, envelope, carry) {
     const copy: ResponsesRequest = { ...body, model: upstreamId };
     const edits = new Map<string, string | undefined>([['model', JSON.stringify(upstreamId)]]);
+    const cacheKey = carry === undefined ? undefined : promptCacheKeyFor(body.prompt_cache_key, carry);
+    if (cacheKey !== undefined) {
+      copy.prompt_cache_key = cacheKey;
+      edits.set('prompt_cache_key', JSON.stringify(cacheKey));
+    }
     if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
       copy.input = body.input.filter((item) => !isSealedByUs(item));
       // The input changed: the client's bytes no longer say it (only its texts are still theirs).
@@ -145,10 +151,9 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const providerHolds = passThrough && previous?.provider !== undefined;
   const storing = body.store !== false && !providerHolds;
 
-  const turn: ResponsesTurn = { responseId: newResponseId(), now: scope.now, openSealed: (sealed) => sealer.open(sealed) };
-  if (wantsEncryptedReasoning(body)) turn.seal = (block) => sealer.seal(block);
-  const thinking = new Map<string, SealableBlock>();
-  if (storing) turn.keepReasoning = (itemId, block) => thinking.set(itemId, block);
+  const turn: ResponsesTurn = { ...carryTurnOf(sealer, keyId), responseId: newResponseId(), now: scope.now, exposeSeals: wantsEncryptedReasoning(body) };
+  const sealed = new Map<string, string>();
+  if (storing) turn.keepSealed = (itemId, seal) => sealed.set(itemId, seal);
 
   // Throws 404 for what llmux neither stores nor recorded for this key: never left for a provider.
   const input = await resolveInput(body, keyId, store, { passThrough });
@@ -161,6 +166,8 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
     }
     answered = { ...request, body: resolved, raw: undefined };
   }
+  // The conversation read from the whole history (its first user message), the same every turn of a chain.
+  if (typeof body.prompt_cache_key !== 'string' || body.prompt_cache_key === '') turn.cacheKey = promptCacheKey(keyId, responsesConversationKey(answered.body, answered.raw?.texts));
 
   return {
     request: answered,
@@ -168,7 +175,7 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
     async keep(answer) {
       if (body.store === false || !isFinalResponse(answer)) return;
       // Stored as the client sent it: the texts of a body read lazily are decoded now.
-      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(realValue(input, texts)), response: withSealedReasoning(answer, thinking, sealer) })) return;
+      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(realValue(input, texts)), response: withSealedReasoning(answer, sealed) })) return;
       // A pass-through answer not kept whole: its ids are kept, for its provider to resolve for this key only.
       if (passThrough && scope.providerId !== undefined) await store.put(recordOfProviderHeld(answer, keyId, scope.providerId));
     },
@@ -201,13 +208,13 @@ function withIds(input: ResponsesInputItem[]): ResponsesInputItem[] {
   });
 }
 
-/** The response as stored: every reasoning item whose thinking was kept carries it sealed. */
-function withSealedReasoning(answer: ResponsesResponse, thinking: ReadonlyMap<string, SealableBlock>, sealer: Sealer): ResponsesResponse {
-  if (thinking.size === 0) return answer;
+/** The response as stored: every reasoning item whose seal was kept carries it. */
+function withSealedReasoning(answer: ResponsesResponse, sealed: ReadonlyMap<string, string>): ResponsesResponse {
+  if (sealed.size === 0) return answer;
   const output = answer.output.map((item): ResponsesOutputItem => {
     if (item.type !== 'reasoning' || item.encrypted_content !== undefined) return item;
-    const block = thinking.get(item.id);
-    return block === undefined ? item : { ...item, encrypted_content: sealer.seal(block) };
+    const seal = sealed.get(item.id);
+    return seal === undefined ? item : { ...item, encrypted_content: seal };
   });
   return { ...answer, output };
 }

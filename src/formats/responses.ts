@@ -59,14 +59,17 @@ const NAMESPACE_TOOL_TYPES = oneOf(['function', 'custom']);
 
 
 /**
- * Marks reasoning llmux sealed itself (`encrypted_content`, src/responses/seal.ts): what starts with
- * it and fails to open was tampered with or sealed under another secret.
+ * Marks state llmux sealed itself (a reasoning item's `encrypted_content`, a thinking block's
+ * `signature`, a Gemini `thoughtSignature`: src/responses/seal.ts): what starts with it and fails
+ * to open was tampered with or sealed under another secret.
  */
-export const SEAL_PREFIX = 'llmux.v1.';
+export const SEAL_PREFIX = 'llmux.v2.';
+/** The prefix of the seals of earlier llmux versions, bound to no key: still llmux's, never opened. */
+const UNBOUND_SEAL_PREFIX = 'llmux.v1.';
 
-/** Whether `text` claims to be an llmux seal (it may still fail to open). */
+/** Whether `text` claims to be an llmux seal, this version's or an earlier one (it may still fail to open). */
 export function isLlmuxSeal(text: string): boolean {
-  return text.startsWith(SEAL_PREFIX);
+  return text.startsWith(SEAL_PREFIX) || text.startsWith(UNBOUND_SEAL_PREFIX);
 }
 
 /** OpenAI's metadata bounds: 16 pairs, keys up to 64 characters, values up to 512. */

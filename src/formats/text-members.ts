@@ -1,7 +1,7 @@
 /**
  * Which members of a request body llmux reads lazily (issue 26): the members whose string values
- * are text a model reads and llmux only passes on — message and block text, tool results,
- * thinking and its signature, tool descriptions, tool-call arguments and outputs, instructions. A
+ * are text a model reads and llmux only passes on — message and block text, tool results, tool
+ * descriptions, tool-call arguments and outputs, instructions. A
  * body's long values of these members are left as the client's bytes, and what is parsed holds
  * references to them (src/common/json-lazy.ts). So no rule over a request body (validation, the
  * estimate, traits, the conversation key, the translators) may read the characters of such a
@@ -16,9 +16,9 @@ import type { LazyMembers } from '../common/json-bytes.ts';
 import { LAZY_TEXT_BYTES } from '../common/json-lazy.ts';
 
 export const LAZY_REQUEST_MEMBERS: LazyMembers = {
-  text: new Set([
-    'text', 'content', 'thinking', 'signature', 'description', 'arguments', 'output', 'instructions', 'input', 'system', 'reasoning_content',
-  ]),
+  // Not `thinking`, `signature` or `reasoning_content`: the carried state (llmux.md section 11)
+  // reads them, to open llmux's seals and to compare replayed reasoning.
+  text: new Set(['text', 'content', 'description', 'arguments', 'output', 'instructions', 'input', 'system']),
   opaque: new Set(['input', 'input_schema', 'parameters', 'schema', 'metadata']),
   minBytes: LAZY_TEXT_BYTES,
 };

@@ -107,7 +107,13 @@ export type MessagesResponseBlock =
   | { type: 'text'; text: string; [extra: string]: unknown }
   | { type: 'thinking'; thinking: string; signature?: string }
   | { type: 'redacted_thinking'; data: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown };
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; [extra: string]: unknown }
+  /** A tool run on the upstream's side (`web_search`), and its results. */
+  | { type: 'server_tool_use'; id: string; name: string; caller: { type: 'direct' }; input: Record<string, unknown> }
+  | { type: 'web_search_tool_result'; tool_use_id: string; caller: { type: 'direct' }; content: MessagesWebSearchResult[] };
+
+/** One page of a `web_search_tool_result`. */
+export interface MessagesWebSearchResult { type: 'web_search_result'; url: string; title: string; encrypted_content: string; page_age: string | null }
 
 export type MessagesStopReason =
   | 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
@@ -131,7 +137,13 @@ export type ChatContentPart =
   | { type: 'image_url'; image_url: { url: string; detail?: string } }
   | { type: string; [k: string]: unknown };
 
-export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+  /** Vendor data on the call: Gemini's OpenAI-compatible surface puts its thought signature in `google.thought_signature`. */
+  extra_content?: Record<string, unknown>;
+}
 
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';

@@ -57,6 +57,8 @@ import { upstreamErrorOf } from '../providers/upstream-errors.ts';
 import { createPassThroughRelay, createTranslatedRelay } from '../relay/relays.ts';
 import { relayStream } from '../relay/stream.ts';
 import { relayWhole } from '../relay/whole.ts';
+import { passThroughCarry } from '../relay/carry.ts';
+import type { PassThroughCarry } from '../relay/carry.ts';
 import type { Resolution, Resolver } from '../routing/index.ts';
 import { jsonArrayFraming } from '../relay/json-array.ts';
 import type { RequestRecord } from './request-record.ts';
@@ -110,6 +112,8 @@ interface Exchange<F extends WireFormat> {
   /** When the request went upstream, for the time to first byte. */
   startedMs: number;
   onWarning(message: string): void;
+  /** A chat client's passed-through answer: its carried state read for the next turn (src/relay/carry.ts). */
+  carry: PassThroughCarry | undefined;
 }
 
 /** What answering taught us, for the log record. */
@@ -199,7 +203,8 @@ export async function handleModelRequest<F extends WireFormat>(
     record.deployment = answered.deployment.id;
     if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
-    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning });
+    const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
+    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning, carry });
   } finally {
     // Once, however the answer ended: the deployment's lease goes, what it used replaces its reservation.
     answered?.end(outcome === undefined ? undefined : {
@@ -393,6 +398,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       onWarning: exchange.onWarning,
       onArrived: onFirstByte,
       redact,
+      carry: exchange.carry,
     });
     return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
@@ -408,7 +414,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const { includeUsage } = asked;
   const { translated } = answered;
   const result = await relayStream(events, res, (write) => (translated === undefined
-    ? createPassThroughRelay(asked.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact })
+    ? createPassThroughRelay(asked.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
     pingIntervalMs: limits.pingIntervalMs,

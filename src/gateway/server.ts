@@ -48,6 +48,7 @@ import type { SpanExporter } from '../usage/otlp.ts';
 import { createUsageRecorder } from '../usage/recorder.ts';
 import { createBudgetHolds } from '../usage/budget.ts';
 import { createLocalResponsesState } from '../responses/state.ts';
+import { createMemoryCarriedStore } from '../carry/store.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import { openSharedState } from '../state/shared-state.ts';
 import type { SharedState } from '../state/shared-state.ts';
@@ -188,7 +189,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     usage,
     budgets,
     bodies,
-    state: { responses },
+    state: { responses, carried: shared?.carried ?? createMemoryCarriedStore({ now }) },
     resolver: routing.resolver,
     now,
     ...(shared === undefined ? {} : { deviceFlow: (flowOptions: DeviceFlowOptions) => shared.deviceFlow(flowOptions) }),

@@ -18,7 +18,7 @@ import type { TimerHandle, Timers } from '../common/timers.ts';
 
 /** Longest silence between two reads of a body when the caller gives none (nginx's default). */
 export const DEFAULT_BODY_TIMEOUT_MS = 60_000;
-/** Deepest nesting of arrays and objects accepted in a JSON body (README "Errors"). */
+/** Deepest nesting of arrays and objects accepted in a JSON body (docs/errors.md). */
 export const MAX_JSON_DEPTH = 200;
 
 export interface ReadBodyOptions {

@@ -157,7 +157,7 @@ function prepare<F extends WireFormat>(held: HeldRequest<F>, model: ModelEntry, 
   const shaped = model.upstream_id === deployment.upstreamId && model.id === answerAs ? model : { ...model, id: answerAs, upstream_id: deployment.upstreamId };
   const format = upstreamFormatFor(carrier.provider, request.format);
   const call: UpstreamCall = { upstreamId: deployment.upstreamId, format, stream: request.stream, formatHeaders: formatHeadersFor(format, request) };
-  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, shaped, options.turn, options.onWarning, carrier.envelope(call));
+  const { body, translated }: UpstreamBody<F> = buildUpstreamBody(request, format, shaped, options.turn, options.onWarning, carrier.envelope(call), carrier.provider);
   return {
     format,
     call,

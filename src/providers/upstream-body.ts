@@ -8,6 +8,7 @@ import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wir
 import type { ForwardedHeaders } from '../dialects/index.ts';
 import { dialects } from '../dialects/index.ts';
 import { translationFor } from '../translate/index.ts';
+import { familyOf } from './family.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../common/errors.ts';
 import { serializeJson } from '../common/json-bytes.ts';
@@ -38,27 +39,37 @@ export function formatHeadersFor(format: UpstreamFormat, forwarded: ForwardedHea
   return format === 'converse' ? NO_HEADERS : dialects[format].formatHeaders(forwarded);
 }
 
-/** The model a translator shapes a request for. */
-export function upstreamModelOf(model: ModelEntry): UpstreamModel {
-  return {
+/**
+ * The model a translator shapes a request for; with its `provider`, who answers (what carried
+ * state it may be sent: llmux.md section 11) and whether prompt-cache breakpoints are added (the
+ * model's `prompt_cache`, else its provider's, else on).
+ */
+export function upstreamModelOf(model: ModelEntry, provider?: ProviderConfig): UpstreamModel {
+  const upstream: UpstreamModel = {
     upstreamId: model.upstream_id,
     reasoning: model.reasoning,
     maxTokensParam: model.max_tokens_param,
     replayReasoning: model.replay_reasoning,
     maxOutputTokens: model.max_output_tokens,
+    promptCache: (model.prompt_cache ?? provider?.promptCache ?? 'auto') === 'auto',
   };
+  if (provider !== undefined) upstream.issuer = { provider: provider.id, family: familyOf(provider) };
+  return upstream;
 }
 
 /**
- * The upstream request body for this model, translated when the formats differ, in `envelope`
- * (the platform's; undefined: none). A body nested so deep that serialising it overflows the stack
- * is the client's error, not ours.
+ * The upstream request body for this model of `provider`, translated when the formats differ, in
+ * `envelope` (the platform's; undefined: none). The conversation's carried state is sorted for
+ * this provider's family as the body is built (llmux.md section 11): so each candidate of a
+ * fallback gets its own, and another family's is stripped. A body nested so deep that serialising
+ * it overflows the stack is the client's error, not ours.
  *
  * A body read lazily (src/common/json-lazy.ts) is translated as it is when its translator reads
  * lazily (`readsLazily`), its texts written from the client's bytes into the translated body;
  * should it have serialised a text into another string (which only a decoded text can be), the
  * request is decoded whole and translated again; the warnings are told once, from the translation
- * that is sent. Any other translator is given the body decoded whole.
+ * that is sent. Any other translator is given the body decoded whole, and so is a same-format body
+ * whose carried state puts a text inside another string.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -67,11 +78,23 @@ export function buildUpstreamBody<F extends WireFormat>(
   turn: TurnOf[F],
   onWarning: (message: string) => void,
   envelope?: MemberChanges,
+  provider?: ProviderConfig,
 ): UpstreamBody<F> {
   try {
+    const upstream = upstreamModelOf(model, provider);
     const translation = translationFor(request.format, upstreamFormat);
-    if (translation === undefined) return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope), translated: undefined };
-    const context = { modelId: model.id, model: upstreamModelOf(model), onWarning, turn };
+    if (translation === undefined) {
+      const carry = { turn, model: upstream, onWarning };
+      const dialect = dialects[request.format];
+      try {
+        return { body: dialect.passThroughBody(request.body, model.upstream_id, request.raw, envelope, carry), translated: undefined };
+      } catch (err) {
+        if (!(err instanceof NotLazyError)) throw err;
+        // The carried state wrote a text into another string: the body decoded, and serialised whole.
+        return { body: dialect.passThroughBody(realValue(request.body, request.raw?.texts), model.upstream_id, undefined, envelope, carry), translated: undefined };
+      }
+    }
+    const context = { modelId: model.id, model: upstream, onWarning, turn };
     const texts = request.raw?.texts;
     if (texts !== undefined && translation.readsLazily === true) {
       const warnings: string[] = [];

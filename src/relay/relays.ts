@@ -14,6 +14,7 @@ import { createUsageTap } from '../passthrough/usage-tap.ts';
 import type { UsageTapOptions } from '../passthrough/usage-tap.ts';
 import { decoderFor } from '../translate/index.ts';
 import type { AnsweringStreamTranslator } from '../translate/index.ts';
+import type { StreamDecoder } from '../translate/answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { Redact } from '../providers/redact.ts';
 
@@ -36,15 +37,17 @@ export interface Relay {
 
 /**
  * A same-format stream: the upstream's bytes go out unchanged, cut only at an upstream error, but
- * for the model id, which names `options.model` (the llmux id that answered).
+ * for the model id, which names `options.model` (the llmux id that answered). With `observe`, the
+ * same events are also read by a decoder on the side (a chat client's carried state: ./carry.ts).
  */
 export function createPassThroughRelay(
   format: WireFormat,
   write: (bytes: Buffer | string) => void,
-  options: UsageTapOptions & { redact: Redact },
+  options: UsageTapOptions & { redact: Redact; observe?: StreamDecoder | undefined },
 ): Relay {
-  const { redact } = options;
+  const { redact, observe } = options;
   const tap = createUsageTap(format, options);
+  const observer = observe === undefined ? undefined : createSseParser({ onEvent: observe.push, eventNames: dialects[format].eventNames });
   const { errorFrame } = dialects[format];
   let finished = false;
   let error: string | undefined;
@@ -59,6 +62,7 @@ export function createPassThroughRelay(
   return {
     feed(chunk) {
       if (finished) return;
+      observer?.feed(chunk);
       const out = tap.feed(chunk);
       if (out !== undefined && out.length > 0) write(out);
       if (!tap.stopped) return;
@@ -72,6 +76,8 @@ export function createPassThroughRelay(
     },
     end() {
       if (finished) return;
+      observer?.end();
+      observe?.end();
       const rest = tap.end();
       if (rest !== undefined && rest.length > 0) write(rest);
       if (tap.upstreamError !== undefined) error = redact(tap.upstreamError);

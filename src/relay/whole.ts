@@ -17,6 +17,7 @@ import type { Cancellation, UpstreamResponse } from '../providers/upstream.ts';
 import { isRecord } from '../common/json.ts';
 import { redactBytes } from '../providers/redact.ts';
 import type { Redact } from '../providers/redact.ts';
+import type { PassThroughCarry } from './carry.ts';
 
 /** Upper bound on a non-streamed upstream answer held in memory. */
 const MAX_UPSTREAM_BODY_BYTES = 64 * 1024 * 1024;
@@ -39,6 +40,8 @@ export interface WholeAnswer {
   onArrived(): void;
   /** Takes credentials out of the answer as the client gets it (src/providers/redact.ts). */
   redact?: Redact | undefined;
+  /** Reads a passed-through answer's carried state for the next turn (./carry.ts). */
+  carry?: PassThroughCarry | undefined;
 }
 
 /** What the client was sent. */
@@ -59,6 +62,7 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   answer.onArrived();
   const { translated } = answer;
   if (translated === undefined) {
+    answer.carry?.whole(bytes);
     // Passed through: the upstream speaks the client's format.
     const { readUsage, usageKey } = dialects[answer.clientFormat];
     const passed = dialects[answer.clientFormat].passThroughAnswer(bytes, answer.modelId);

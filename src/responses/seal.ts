@@ -1,22 +1,21 @@
 /**
- * Sealed reasoning (responses.md "State"): a thinking block sealed with AES-256-GCM under a server
- * secret, so a stateless client (Codex sends `store: false`) can carry it as a reasoning item's
- * `encrypted_content` and a later request can replay the original block, signature included.
+ * Sealed state (llmux.md section 11): what an upstream needs back unread on a later turn, sealed
+ * with AES-256-GCM under a server secret so a client can carry it in its format's place for opaque
+ * data (a Responses reasoning item's `encrypted_content`, a messages thinking block's `signature`,
+ * a Gemini `thoughtSignature`), and a later request can replay it to the upstream that issued it.
+ * What a seal holds (the state, its issuer, the key it was issued to) is the caller's JSON value:
+ * src/dialects/carry.ts.
  *
- * Format: `llmux.v1.` + base64url(12-byte IV | ciphertext | 16-byte tag). The prefix is also the
+ * Format: `llmux.v2.` + base64url(12-byte IV | ciphertext | 16-byte tag). The prefix is also the
  * GCM additional data, so it cannot be swapped. Opening never throws: anything foreign (OpenAI's
- * own encrypted reasoning), tampered, cut or sealed under another secret gives undefined.
+ * own encrypted reasoning), tampered, cut, sealed under another secret, or sealed by an earlier
+ * llmux (`llmux.v1.`, bound to no key) gives undefined.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SealableBlock } from '../formats/wire.ts';
-import { SEAL_PREFIX, isLlmuxSeal } from '../formats/responses.ts';
+import { SEAL_PREFIX } from '../formats/responses.ts';
 import { writeFileAtomic } from '../common/files.ts';
-import { isRecord } from '../common/json.ts';
-
-/** What can be sealed: a thinking block with its signature, or a redacted one. */
-export type { SealableBlock } from '../formats/wire.ts';
 
 export { SEAL_PREFIX, isLlmuxSeal } from '../formats/responses.ts';
 export const SEAL_SECRET_BYTES = 32;
@@ -29,10 +28,10 @@ const TAG_BYTES = 16;
 const AAD = Buffer.from(SEAL_PREFIX);
 
 export interface Sealer {
-  /** The block sealed, prefixed with `llmux.v1.`; a fresh IV each time. */
-  seal(block: SealableBlock): string;
-  /** The block, or undefined for anything not sealed by this secret. Never throws. */
-  open(sealed: string): SealableBlock | undefined;
+  /** `value` as JSON, sealed and prefixed with `llmux.v2.`; a fresh IV each time. */
+  seal(value: object): string;
+  /** The JSON value, or undefined for anything not sealed by this secret (in this version). Never throws. */
+  open(sealed: string): unknown;
 }
 
 
@@ -41,15 +40,15 @@ export function createSealer(secret: Uint8Array): Sealer {
   if (secret.byteLength !== SEAL_SECRET_BYTES) throw new Error(`the seal secret must be ${SEAL_SECRET_BYTES} bytes, not ${secret.byteLength}`);
   const key = Buffer.from(secret);
   return {
-    seal(block) {
+    seal(value) {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv(ALGORITHM, key, iv);
       cipher.setAAD(AAD);
-      const body = Buffer.concat([cipher.update(JSON.stringify(plain(block)), 'utf8'), cipher.final()]);
+      const body = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
       return SEAL_PREFIX + Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url');
     },
     open(sealed) {
-      if (typeof sealed !== 'string' || !isLlmuxSeal(sealed)) return undefined;
+      if (typeof sealed !== 'string' || !sealed.startsWith(SEAL_PREFIX)) return undefined;
       const bytes = Buffer.from(sealed.slice(SEAL_PREFIX.length), 'base64url');
       if (bytes.length < IV_BYTES + TAG_BYTES) return undefined;
       try {
@@ -57,28 +56,12 @@ export function createSealer(secret: Uint8Array): Sealer {
         decipher.setAAD(AAD);
         decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
         const text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-        return block(JSON.parse(text));
+        return JSON.parse(text) as unknown;
       } catch {
         return undefined;
       }
     },
   };
-}
-
-/** Only the fields that make the block, so nothing else a caller attached is sealed along. */
-function plain(sealable: SealableBlock): SealableBlock {
-  return sealable.type === 'redacted_thinking'
-    ? { type: 'redacted_thinking', data: sealable.data }
-    : { type: 'thinking', thinking: sealable.thinking, signature: sealable.signature ?? '' };
-}
-
-function block(value: unknown): SealableBlock | undefined {
-  if (!isRecord(value)) return undefined;
-  if (value['type'] === 'thinking' && typeof value['thinking'] === 'string' && typeof value['signature'] === 'string') {
-    return { type: 'thinking', thinking: value['thinking'], signature: value['signature'] };
-  }
-  if (value['type'] === 'redacted_thinking' && typeof value['data'] === 'string') return { type: 'redacted_thinking', data: value['data'] };
-  return undefined;
 }
 
 /**

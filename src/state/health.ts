@@ -32,6 +32,15 @@ export interface StateHealthOptions {
   onChange?(degraded: boolean, message: string): void;
 }
 
+/** `run`'s result; its failure as the 503 `state_unavailable` for `what` (the server's error as its cause). */
+export async function orUnavailable<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw Object.assign(stateUnavailable(what), { cause: error });
+  }
+}
+
 /** What falls back while degraded, for the log line. */
 function fallbackOf(policy: StateFailurePolicy): string {
   return policy === 'local'

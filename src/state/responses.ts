@@ -28,6 +28,7 @@ import { DEFAULT_STORE_MAX_BYTES, DEFAULT_STORE_TTL_MS } from '../responses/stor
 import type { ResponseStore, StoredItem, StoredResponse } from '../responses/store.ts';
 import { stateUnavailable } from '../common/errors.ts';
 import type { RespClient } from './resp.ts';
+import { orUnavailable } from './health.ts';
 
 export interface SharedResponseStoreOptions {
   client: RespClient;
@@ -145,13 +146,6 @@ export function createSharedResponseStore(options: SharedResponseStoreOptions): 
   const responseKey = (keyId: string, id: string): string => `${prefix}resp:{${keyId}}:${id}`;
   const itemKey = (keyId: string, itemId: string): string => `${prefix}respitem:{${keyId}}:${itemId}`;
 
-  async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw Object.assign(stateUnavailable(what), { cause: error });
-    }
-  }
 
   return {
     async put(record) {
@@ -160,22 +154,22 @@ export function createSharedResponseStore(options: SharedResponseStoreOptions): 
       if (bytes > maxBytes) return false;
       const keys = [responseKey(record.keyId, record.id), `${prefix}respseq`, ...itemIdsOf(record).map((itemId) => itemKey(record.keyId, itemId))];
       // A large record takes longer to send than a command; it is stored after the answer anyway.
-      await call('Storing a response', () => putScript.run(keys, [prefix, json, ttlMs, record.id, record.keyId, bytes, maxBytes], { timeoutMs: Math.max(1000, Math.ceil(json.length / 10_000)) }));
+      await orUnavailable('Storing a response', () => putScript.run(keys, [prefix, json, ttlMs, record.id, record.keyId, bytes, maxBytes], { timeoutMs: Math.max(1000, Math.ceil(json.length / 10_000)) }));
       return true;
     },
 
     async get(keyId, id) {
-      return parseRecord(await call('Reading a stored response', () => client.command(['GET', responseKey(keyId, id)])));
+      return parseRecord(await orUnavailable('Reading a stored response', () => client.command(['GET', responseKey(keyId, id)])));
     },
 
     async delete(keyId, id) {
-      return (await call('Deleting a stored response', () => deleteScript.run([responseKey(keyId, id)], [prefix, keyId, id]))) === 1;
+      return (await orUnavailable('Deleting a stored response', () => deleteScript.run([responseKey(keyId, id)], [prefix, keyId, id]))) === 1;
     },
 
     async findItem(keyId, itemId) {
-      const holders = await call('Reading a stored item', () => client.command(['ZREVRANGE', itemKey(keyId, itemId), 0, ITEM_HOLDERS_READ - 1]));
+      const holders = await orUnavailable('Reading a stored item', () => client.command(['ZREVRANGE', itemKey(keyId, itemId), 0, ITEM_HOLDERS_READ - 1]));
       if (!Array.isArray(holders) || holders.length === 0) return undefined;
-      const records = await call('Reading a stored item', () => client.command(['MGET', ...holders.map((id) => responseKey(keyId, String(id)))]));
+      const records = await orUnavailable('Reading a stored item', () => client.command(['MGET', ...holders.map((id) => responseKey(keyId, String(id)))]));
       if (!Array.isArray(records)) return undefined;
       for (const text of records) {
         const record = parseRecord(text);

@@ -1,7 +1,8 @@
 /**
  * Everything several llmux processes share, opened on one state server (llmux.md section 6): the
- * key store, the limiter, device grants, the usage ledger, and the Responses API's stored
- * responses and seal secret, each behind the interface its in-process counterpart serves.
+ * key store, the limiter, device grants, the usage ledger, the Responses API's stored
+ * responses and seal secret, and chat clients' carried reasoning state, each behind the interface
+ * its in-process counterpart serves.
  *
  * Connections: one for the request path (admissions, keys, grants, usage writes); one for pub/sub
  * (key changes), opened by the client itself; and one for bulk reads (usage queries, stored
@@ -31,6 +32,8 @@ import type { SharedBudgetHolds } from './budget-holds.ts';
 import type { SharedResponsesState } from './responses.ts';
 import { createSharedRoutingState } from './routing.ts';
 import type { SharedRoutingState } from './routing.ts';
+import { createSharedCarriedStore } from './carried.ts';
+import type { CarriedStore } from '../carry/store.ts';
 
 /** How long `ready` waits for the first read of the keys before the gateway starts without them. */
 const FIRST_READ_WAIT_MS = 5_000;
@@ -63,6 +66,8 @@ export interface SharedState {
   /** Budget reservations of requests in flight, held on the server. */
   readonly budgets: SharedBudgetHolds;
   readonly responses: SharedResponsesState;
+  /** Chat clients' opaque reasoning state by tool call (llmux.md section 11). */
+  readonly carried: CarriedStore;
   /** Rests, in-flight leases, per-deployment windows and the sticky map (src/routing/). */
   readonly routing: SharedRoutingState;
   /** A device-grant store on the server, with the device flow's settings. */
@@ -107,6 +112,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
   const budgets = createSharedBudgetHolds({ client, health, ledger: usage, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
   const responses = createSharedResponsesState({ client: bulk, prefix, ...options.responses });
   const routing = createSharedRoutingState({ client, health, prefix, leaseMs: state.leaseMs, onError: warn, ...clock });
+  const carried = createSharedCarriedStore({ client: bulk, prefix });
   const ready = Promise.race([keys.ready, new Promise<void>((resolve) => setTimeout(resolve, FIRST_READ_WAIT_MS).unref())]);
 
   let closing: Promise<void> | undefined;
@@ -119,6 +125,7 @@ export function openSharedState(options: SharedStateOptions): SharedState {
     usage,
     budgets,
     responses,
+    carried,
     routing,
     deviceFlow: (flowOptions = {}) => createSharedDeviceFlow({ client, prefix, ...clock, ...flowOptions }),
     ready,

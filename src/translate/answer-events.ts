@@ -124,6 +124,24 @@ export interface CallStart {
   state?: OpaqueState;
 }
 
+/** A page a search on the upstream's side found. */
+export interface SearchSource {
+  url: string;
+  title: string;
+}
+
+/**
+ * A web search the upstream ran on its own side (Gemini's grounding with Google Search, which an
+ * Anthropic `web_search` tool becomes: llmux.md section 11), told once, after the text it backs
+ * and before the stop: what it searched for, what it found, and which spans of the text told so
+ * far each source backs (`sources`: indexes into `sources` of the search).
+ */
+export interface ServerSearch {
+  queries: string[];
+  sources: SearchSource[];
+  citations: Array<{ text: string; sources: number[] }>;
+}
+
 /** What a decoder tells an encoder; see the file's notes for the order. */
 export interface AnswerEvents {
   /** The answer begins; `model` is the upstream's model name when it gave one. */
@@ -140,6 +158,8 @@ export interface AnswerEvents {
   callEnd(): void;
   /** Opaque state for the open item that came apart from the event opening it (Gemini's `thoughtSignature` on a text part). */
   annotate(state: OpaqueState): void;
+  /** The upstream searched the web on its side (see {@link ServerSearch}); encoders with no place for it ignore it. */
+  search(search: ServerSearch): void;
   usage(usage: AnswerUsage): void;
   stop(stop: AnswerStop): void;
   end(): void;

@@ -22,7 +22,12 @@
  * - The legacy `delta.function_call` / `message.function_call`: one more tool call, without an id
  *   (a made-up one is `call_…`).
  * - Gemini's OpenAI layer puts a call's thought signature in `extra_content.google.thought_signature`:
- *   the call's opaque state (issue 23). OpenRouter's `reasoning_details` are not read yet.
+ *   the call's opaque state (llmux.md section 11).
+ * - OpenRouter (and chat upstreams like it) sends `reasoning_details`: every entry must go back as
+ *   it came, `reasoning.encrypted` included. Streamed, they come in pieces, merged by their `index`
+ *   (`text`, `summary`, `data` and `signature` pieces appended, other fields the latest given); the
+ *   whole list is the reasoning's opaque state, told (`reasoningEnd`) before the first text,
+ *   refusal or call after it, or at the stop.
  * - Tool calls without `index`, or repeating index 0 for every call: a new id is a new call.
  * - Interleaved tool calls (index 0, 1, 0, 1 …: vLLM, some routers; translation.md Streams rule 5):
  *   the first call streams live; a call that starts while the live one's arguments are not yet a
@@ -78,6 +83,38 @@ function chatUsage(body: Record<string, unknown>): AnswerUsage | undefined {
   return toAnswerUsage(fromChatUsage(raw), typeof reasoning === 'number' && Number.isFinite(reasoning) && reasoning > 0 ? Math.floor(reasoning) : 0);
 }
 
+/** The string fields of a `reasoning_details` entry that stream in pieces. */
+const APPENDED_DETAIL_FIELDS: ReadonlySet<string> = new Set(['text', 'summary', 'data', 'signature']);
+
+/** `reasoning_details` entries as they stream: pieces merged by `index`, in the order first seen. */
+interface DetailsList {
+  entries: Array<Record<string, unknown>>;
+  byIndex: Map<number, Record<string, unknown>>;
+}
+
+/** Merges streamed `reasoning_details` pieces into `list` (made on the first). */
+function mergeDetails(list: DetailsList | undefined, pieces: unknown): DetailsList | undefined {
+  if (!Array.isArray(pieces)) return list;
+  for (const piece of pieces) {
+    if (!isRecord(piece)) continue;
+    list ??= { entries: [], byIndex: new Map() };
+    const index = typeof piece['index'] === 'number' ? piece['index'] : undefined;
+    const known = index === undefined ? undefined : list.byIndex.get(index);
+    if (known === undefined) {
+      const entry = { ...piece };
+      list.entries.push(entry);
+      if (index !== undefined) list.byIndex.set(index, entry);
+      continue;
+    }
+    for (const [field, value] of Object.entries(piece)) {
+      if (value === null || value === undefined) continue;
+      const before = known[field];
+      known[field] = APPENDED_DETAIL_FIELDS.has(field) && typeof before === 'string' && typeof value === 'string' ? before + value : value;
+    }
+  }
+  return list;
+}
+
 /** Gemini's thought signature on a chat tool call (`extra_content.google.thought_signature`), as opaque state. */
 function thoughtSignature(call: Record<string, unknown>): OpaqueState | undefined {
   const google = asRecord(asRecord(call['extra_content'])?.['google']);
@@ -117,6 +154,16 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
   let unindexed = 0;
   // Text and reasoning that arrived while a tool call could still grow, in order.
   let waiting: Waiting[] = [];
+  // `reasoning_details` not yet told.
+  let details: DetailsList | undefined;
+
+  /** Tells the reasoning details gathered so far, as the reasoning's state. */
+  function flushDetails(): void {
+    if (details === undefined) return;
+    const told = details.entries;
+    details = undefined;
+    sink.reasoningEnd({ kind: 'reasoning-details', details: told });
+  }
 
   /** Whether a tool call could still get fragments: then text and reasoning wait. */
   function callsPending(): boolean {
@@ -138,8 +185,12 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
       }
       endLive();
     }
+    if (kind === 'reasoning') {
+      sink.reasoning(value);
+      return;
+    }
+    flushDetails();
     if (kind === 'text') sink.text(value);
-    else if (kind === 'reasoning') sink.reasoning(value);
     else sink.refusal(value);
   }
 
@@ -154,6 +205,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
   /** Starts `call` and passes on what it holds; it streams live from here on. */
   function goLive(call: ToolCall): void {
     endLive();
+    flushDetails();
     call.phase = 'live';
     live = call;
     const start: CallStart = call.legacy ? { id: undefined, name: call.name, madeUpIdPrefix: LEGACY_ID_PREFIX } : { id: call.id, name: call.name };
@@ -223,6 +275,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
   function stop(): void {
     stopped = true;
     flushCalls();
+    flushDetails();
     sink.stop(stopOf(finishReason, matched, calls !== undefined));
   }
 
@@ -236,6 +289,7 @@ export function createChatStreamDecoder(sink: AnswerEvents, options: DecoderOpti
     if (isRecord(delta)) {
       const reasoning = nonEmptyString(delta['reasoning_content']) ?? nonEmptyString(delta['reasoning']);
       if (reasoning !== undefined) content('reasoning', reasoning);
+      details = mergeDetails(details, delta['reasoning_details']);
       const text = nonEmptyString(delta['content']);
       if (text !== undefined) content('text', text);
       const refusal = nonEmptyString(delta['refusal']);
@@ -310,6 +364,8 @@ export function decodeChatAnswer(answer: unknown, sink: AnswerEvents): void {
 
   const reasoning = nonEmptyString(message['reasoning_content']) ?? nonEmptyString(message['reasoning']);
   if (reasoning !== undefined) sink.reasoning(reasoning);
+  const details = mergeDetails(undefined, message['reasoning_details']);
+  if (details !== undefined) sink.reasoningEnd({ kind: 'reasoning-details', details: details.entries });
   const text = chatContentText(message['content']);
   if (text !== '') sink.text(text);
   const refusal = nonEmptyString(message['refusal']);

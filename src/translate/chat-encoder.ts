@@ -18,6 +18,9 @@
  *   it after its stop: Converse's metadata follows messageStop), then `[DONE]`.
  * - `fail` writes an error chunk (the error's type, `api_error` without one, and the code a
  *   pass-through failure gets: formats/frames.ts) and no `[DONE]`.
+ * - Reasoning's opaque state has no place in the format: with a `recorder` (./carry-recorder.ts)
+ *   the reasoning, its state and each call (with the id the client sees) are told to it too, and
+ *   the server-side store brings the state back when the calls come back (llmux.md section 11).
  * - The whole answer's message: its text pieces joined with "", exactly as the stream's deltas
  *   concatenate; `content` null only beside tool calls (as OpenAI answers; an answer
  *   with nothing at all is "", as the stream of it assembles), `reasoning_content` when there was
@@ -27,7 +30,7 @@
  * templates keep JSON.stringify's key order and spacing.
  */
 import type { ChatResponse, ChatToolCall } from '../formats/wire.ts';
-import { type AnswerEncoder, type AnswerUsage, type CallStart, type StopReason, ignoreEvent } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerEvents, type AnswerUsage, type CallStart, type StopReason, ignoreEvent } from './answer-events.ts';
 import { chatErrorFrame } from '../formats/frames.ts';
 import { toChatUsage, ZERO_USAGE } from '../formats/usage.ts';
 import { newId } from '../common/ids.ts';
@@ -44,6 +47,8 @@ export interface ChatEncoderOptions {
   now?: () => number;
   /** The llmux model id the answer names; the upstream's when absent. */
   model?: string;
+  /** Told the reasoning, its state and each call, for the server-side store (./carry-recorder.ts). */
+  recorder?: AnswerEvents | undefined;
 }
 
 /** Creates the chat encoder; with `options.write`, every chunk is written as soon as it exists. */
@@ -53,6 +58,7 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
   const includeUsage = options.includeUsage === true;
   const completionId = options.completionId ?? newId('chatcmpl-');
   const now = options.now ?? Date.now;
+  const recorder = options.recorder;
 
   let started = false;
   let finished = false;
@@ -124,11 +130,12 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
     },
     reasoning(delta) {
       if (delta === '') return;
+      recorder?.reasoning(delta);
       if (silent) reasoning += delta;
       else emitDelta(`{"reasoning_content":${JSON.stringify(delta)}}`);
     },
-    // The chat format has no place for reasoning's opaque state (OpenRouter's reasoning_details would be one: issue 23).
-    reasoningEnd: ignoreEvent,
+    // The chat format has no place for reasoning's opaque state: only the recorder keeps it.
+    reasoningEnd: recorder === undefined ? ignoreEvent : (state) => recorder.reasoningEnd(state),
     callStart(call: CallStart) {
       endCall();
       const k = calls;
@@ -136,6 +143,7 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
       openCall = k;
       openCallHasArguments = false;
       const id = call.id ?? newId(call.madeUpIdPrefix ?? 'call_');
+      recorder?.callStart({ ...call, id });
       if (silent) toolCalls.push({ id, type: 'function', function: { name: call.name, arguments: '' } });
       else emitDelta(`{"tool_calls":[{"index":${k},"id":${JSON.stringify(id)},"type":"function","function":{"name":${JSON.stringify(call.name)},"arguments":""}}]}`);
     },
@@ -147,6 +155,7 @@ export function createChatEncoder(options: ChatEncoderOptions): AnswerEncoder<Ch
     callEnd: endCall,
     // Nothing in chat content carries opaque state.
     annotate: ignoreEvent,
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },

@@ -12,8 +12,10 @@
  *   sent: a text placeholder `[file omitted: …]` takes their place, with a warning.
  * - Assistant messages: text (string, text and refusal parts) and `tool_calls` as `functionCall`
  *   parts with their ids; unparsable arguments become `{}` with a warning. `reasoning_content` has
- *   no signature a Gemini upstream would take: dropped (the conversation-state issue carries
- *   llmux seals here later).
+ *   no signature a Gemini upstream would take: dropped. A call's thought signature comes back
+ *   (llmux.md section 11, ./carry-gemini.ts): what the server-side store recalled for it when a
+ *   Gemini upstream issued it, else the client's own copy (`extra_content.google.thought_signature`,
+ *   which only Google writes).
  * - A `tool` message answers the call with its `tool_call_id`; one whose call is not in the
  *   history (Gemini wants the function's name) is sent as user text naming it, with a warning.
  *   Legacy `function_call` / `function` messages pair by order, ids `call_legacy_N`.
@@ -33,6 +35,9 @@ import { invalidParameters, truncate } from '../common/errors.ts';
 import { asRecord, records } from '../common/json.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import type { UpstreamToolChoice } from './responses-tools.ts';
+import { type CarriedItem, type CarriedRecord, type CarryReader, GEMINI_FAMILY, createCarryReader, recordItems } from './carried.ts';
+import { callSignature } from './carry-chat.ts';
+import { countPlaceholders, signCalls } from './carry-gemini.ts';
 import {
   createContentsBuilder,
   effortBudget,
@@ -49,6 +54,10 @@ import {
 export interface ToGeminiOptions {
   /** Told about input that was repaired or dropped rather than refused (for the request log). */
   onWarning?: (message: string) => void;
+  /** Opens and sorts the carried state of the history (./carried.ts); absent: every seal is stripped. */
+  carry?: CarryReader;
+  /** State the server-side store remembered for a chat client's tool calls, by call id. */
+  recalled?: ReadonlyMap<string, CarriedRecord> | undefined;
 }
 
 /** Fields read, or llmux's own (the model and streaming go in a Gemini URL). */
@@ -66,6 +75,7 @@ const AUDIO_TYPES: ReadonlyMap<string, string> = new Map([['wav', 'audio/wav'], 
  */
 export function chatRequestToGemini(req: ChatRequest, model: UpstreamModel, options: ToGeminiOptions = {}): GeminiRequest {
   const warn = options.onWarning ?? (() => {});
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   if (typeof req.n === 'number' && req.n > 1) {
     throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`);
   }
@@ -99,6 +109,7 @@ export function chatRequestToGemini(req: ChatRequest, model: UpstreamModel, opti
           callNames.set(id, name);
           parts.push(functionCallPart(id, name, parseArguments(fn['arguments'], `${path}.tool_calls.${k}.function.arguments`, warn)));
         });
+        signCalls(parts, carriedOfCalls(records(message['tool_calls']), options.recalled, carry));
         const legacy = asRecord(message['function_call']);
         if (legacy !== undefined) {
           legacyCalls += 1;
@@ -133,7 +144,8 @@ export function chatRequestToGemini(req: ChatRequest, model: UpstreamModel, opti
     }
   }
 
-  const out: GeminiRequest = { contents: builder.finish() };
+  const contents = builder.finish(countPlaceholders(carry));
+  const out: GeminiRequest = { contents };
   const system = systemParts.filter((part) => part !== '').join(PARAGRAPH);
   if (system !== '') out.systemInstruction = { parts: [{ text: system }] };
 
@@ -175,6 +187,28 @@ export function chatRequestToGemini(req: ChatRequest, model: UpstreamModel, opti
     if (thinking !== undefined) config.thinkingConfig = thinking;
   }
   return withGenerationConfig(out, config);
+}
+
+/**
+ * The thought signatures of an assistant message's calls: recalled from the store where a Gemini
+ * upstream issued them, else the client's own copy on the call; counted as stripped when the
+ * target is not a Gemini upstream.
+ */
+function carriedOfCalls(calls: ReadonlyArray<Record<string, unknown>>, recalled: ReadonlyMap<string, CarriedRecord> | undefined, carry: CarryReader): CarriedItem[] {
+  const items: CarriedItem[] = [];
+  for (const call of calls) {
+    const id = typeof call['id'] === 'string' ? call['id'] : '';
+    const record = recalled?.get(id);
+    if (record !== undefined && carry.accept(record.issuer)) {
+      items.push(...recordItems(record));
+      continue;
+    }
+    const own = callSignature(call);
+    if (own === undefined) continue;
+    if (carry.target?.family === GEMINI_FAMILY) items.push({ kind: 'thought-signature', signature: own, callId: id });
+    else carry.stripped('a provider the client kept it from (extra_content.google on its calls)');
+  }
+  return items;
 }
 
 function positiveInteger(value: unknown): number | undefined {

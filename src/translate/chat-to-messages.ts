@@ -22,10 +22,14 @@
  *   changed sampling. A forced tool (`required` / a named function) wins over reasoning (no
  *   thinking); reasoning wins over sampling (`temperature` dropped, `top_p` kept only >= 0.95).
  *   It also refuses thinking in a request that answers tool calls unless the assistant turn being
- *   continued starts with its signed thinking block, which a chat client never has: such a
- *   request (its last turn holds tool results) is sent without thinking.
+ *   continued starts with its signed thinking block, which a chat client never has itself: the
+ *   server-side store gives it back (llmux.md section 11: the signed thinking a messages upstream
+ *   issued before the calls, recalled by their ids, goes first in their assistant turn); a request
+ *   whose continued turn still has none is sent without thinking.
  * - `response_format` json_object / json_schema: an instruction appended to the system text (the
  *   schema included as JSON). Best effort: nothing enforces it upstream.
+ * - Prompt caching: with the model's `prompt_cache` on (the default), breakpoints on the tools, the
+ *   system prompt and the last user turn (./cache-breakpoints.ts), so the upstream's cache hits.
  * - Content parts: http(s) image URLs -> url sources, data URLs -> base64 sources (a data URL that is
  *   not base64 is re-encoded); other URLs, `input_audio` and uploaded-file ids cannot be sent, so a
  *   text placeholder `[… omitted: …]` takes their place; a `file` part with PDF `file_data` becomes a
@@ -33,7 +37,8 @@
  * - Legacy `function_call` / `function` messages become tool_use / tool_result with ids made up
  *   as `call_legacy_N`, pairing each result with the latest call.
  * - Dropped, no messages equivalent: `frequency_penalty`, `presence_penalty`, `seed`, `logprobs`,
- *   `stream_options`, `service_tier`, assistant `reasoning_content` history (no signature to replay),
+ *   `stream_options`, `service_tier`, assistant `reasoning_content` history (its signature, when a
+ *   messages upstream issued it, comes from the store instead), state another family issued,
  *   image `detail`, tool `strict`. Top-level fields newer than this file (`store`, `prediction`,
  *   `web_search_options`, …) are dropped too, each named in a warning (llmux.md section 5).
  */
@@ -52,13 +57,19 @@ import { invalidParameters, truncate } from '../common/errors.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
 import { chatContentText } from './chat-choice.ts';
-import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
+import { addTurn, closeTurns, continuesUnsignedToolLoop, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
+import { type CarriedRecord, type CarryReader, createCarryReader } from './carried.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 /** Options of the request translator. */
 export interface RequestTranslateOptions {
   /** Told about input that was repaired rather than refused, e.g. unparsable tool arguments (for the request log). */
   onWarning?: (message: string) => void;
+  /** Sorts carried state for the upstream (./carried.ts); absent: nothing recalled is sent. */
+  carry?: CarryReader;
+  /** State the server-side store remembered for the request's tool calls, by call id. */
+  recalled?: ReadonlyMap<string, CarriedRecord> | undefined;
 }
 
 /** Top-level fields this translator reads, or drops on purpose as documented above. */
@@ -88,6 +99,7 @@ type Turn = MessageTurn<Block>;
  */
 export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): MessagesRequest {
   const warn = options.onWarning ?? (() => {});
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   if (typeof req.n === 'number' && req.n > 1) {
     throw invalidParameters(`n: must be 1 for model "${model.upstreamId}", whose upstream gives one answer per request; send ${req.n} requests instead`, 'n');
   }
@@ -110,7 +122,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
     if (message === undefined) continue;
     switch (message['role']) {
       case 'assistant': {
-        const blocks: Block[] = [];
+        const blocks: Block[] = recalledThinking(message, options.recalled, carry);
         const text = chatContentText(message['content']);
         if (text !== '') blocks.push({ type: 'text', text });
         records(message['tool_calls']).forEach((call, k) => {
@@ -184,8 +196,8 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
   if (model.reasoning && wanted !== undefined) {
     if (toolChoice?.type === 'any' || toolChoice?.type === 'tool') {
       warn('reasoning_effort: dropped, the messages upstream cannot think with a forced tool_choice');
-    } else if (continuesToolLoop(turns)) {
-      warn('reasoning_effort: dropped, the messages upstream wants the signed thinking of the assistant turn this request continues, which a chat client cannot send back');
+    } else if (continuesUnsignedToolLoop(turns as Array<MessageTurn<MessagesContentBlock>>)) {
+      warn('reasoning_effort: dropped, the messages upstream wants the signed thinking of the assistant turn this request continues, and llmux holds none for its tool calls');
     } else {
       const plan = planThinking(wanted, { value: maxTokens, requested: requested !== undefined }, model.maxOutputTokens);
       maxTokens = plan.maxTokens;
@@ -203,6 +215,7 @@ export function chatRequestToMessages(req: ChatRequest, model: UpstreamModel, op
     if (typeof req.top_p === 'number') out.top_p = req.top_p;
   }
 
+  if (model.promptCache === true) addCacheBreakpoints(out);
   if (typeof req.user === 'string') out.metadata = { user_id: req.user };
   if (req.stream === true) out.stream = true;
   return out;
@@ -329,10 +342,22 @@ function finishTurns(turns: Turn[]): void {
   closeTurns(turns);
 }
 
-/** Whether the request answers tool calls, i.e. continues an assistant turn rather than starting one. */
-function continuesToolLoop(turns: Turn[]): boolean {
-  const last = turns[turns.length - 1];
-  return last?.role === 'user' && last.blocks.some((block) => block.type === 'tool_result');
+/**
+ * The signed thinking a messages upstream issued before an assistant message's calls, recalled by
+ * their ids (./carried.ts): it goes first in the turn. State of another family is stripped.
+ */
+function recalledThinking(message: Record<string, unknown>, recalled: ReadonlyMap<string, CarriedRecord> | undefined, carry: CarryReader): Block[] {
+  if (recalled === undefined || recalled.size === 0) return [];
+  const blocks: Block[] = [];
+  for (const call of records(message['tool_calls'])) {
+    const record = typeof call['id'] === 'string' ? recalled.get(call['id']) : undefined;
+    if (record === undefined || !carry.accept(record.issuer)) continue;
+    for (const item of record.message ?? []) {
+      if (item.kind === 'thinking') blocks.push({ type: 'thinking', thinking: item.thinking, signature: item.signature });
+      else if (item.kind === 'redacted-thinking') blocks.push({ type: 'redacted_thinking', data: item.data });
+    }
+  }
+  return blocks;
 }
 
 function toMessage(turn: Turn): MessagesMessage {

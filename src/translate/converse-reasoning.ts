@@ -30,6 +30,7 @@
  *   field"), and Claude refuses unsigned thinking.
  */
 import type { ConverseContentBlock } from '../formats/converse.ts';
+import type { CarriedItem } from './carried.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import type { Turn } from './message-turns.ts';
 import type { ConverseTurns, Inference } from './converse-build.ts';
@@ -156,4 +157,14 @@ export function effortSettings(model: UpstreamModel, turns: ConverseTurns, asked
   }
   const topP = inference.topP !== undefined && inference.topP >= 0.95 ? inference.topP : undefined;
   return { inference: { maxTokens: plan.maxTokens, topP, stop: inference.stop }, fields: { thinking: { type: 'enabled', budget_tokens: plan.budget } } };
+}
+
+/**
+ * The reasoning block a llmux seal's item replays as (llmux.md section 11): Claude's signed or
+ * redacted thinking, by the rule above; none for other state.
+ */
+export function sealedReasoning(family: ConverseFamily, item: CarriedItem): ConverseContentBlock | undefined {
+  if (item.kind === 'thinking') return historyReasoning(family, item.thinking, item.signature, undefined);
+  if (item.kind === 'redacted-thinking') return historyReasoning(family, '', undefined, item.data);
+  return undefined;
 }

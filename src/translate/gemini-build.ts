@@ -12,11 +12,10 @@
  *   `inlineData` parts of the same turn (every Gemini model takes those; only Gemini 3 takes media
  *   inside the response).
  * - Gemini 3 refuses a function call of the current turn (since the last user content that answers
- *   no call: Google's "standard user message") without the
- *   `thoughtSignature` its own answer carried. A translated history has none, so the first call of
- *   each model turn there carries Google's documented placeholder `skip_thought_signature_validator`
- *   (llmux.md section 11); the conversation-state issue will put back Google's own where llmux
- *   sealed them.
+ *   no call: Google's "standard user message") without the `thoughtSignature` its own answer
+ *   carried. The translators put back Google's own where the conversation carried them
+ *   (./carry-gemini.ts, llmux.md section 11); the first call of each model turn there that still
+ *   has none carries Google's documented placeholder `skip_thought_signature_validator`.
  * - Images: a data URL as `inlineData`, an http(s) URL as `fileData` (Google fetches public URLs)
  *   with the MIME type its extension names, `image/jpeg` when it names none.
  * - Thinking: a budget (`thinkingBudget`), which every thinking Gemini model takes (Gemini 3 for
@@ -33,8 +32,9 @@ import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, 
 import type { UpstreamToolChoice } from './responses-tools.ts';
 import { parseDataUrl } from './responses-input.ts';
 
-/** Google's placeholder for a function call whose signature is not at hand (its thought-signatures guide). */
-export const SKIP_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+import { SKIP_THOUGHT_SIGNATURE } from './carried.ts';
+
+export { SKIP_THOUGHT_SIGNATURE } from './carried.ts';
 
 const FIRST_TURN_FILLER = '.';
 const MAX_STOP_SEQUENCES = 5;
@@ -65,8 +65,8 @@ const EFFORT_BUDGETS: ReadonlyMap<string, number> = new Map([
 /** Contents under construction: parts added to the last content when it has the role, else to a new one. */
 export interface ContentsBuilder {
   add(role: 'user' | 'model', parts: GeminiPart[]): void;
-  /** The finished contents (see the header); the builder is not used after. */
-  finish(): GeminiContent[];
+  /** The finished contents (see the header), `onPlaceholder` told of each placeholder signature; the builder is not used after. */
+  finish(onPlaceholder?: () => void): GeminiContent[];
 }
 
 export function createContentsBuilder(): ContentsBuilder {
@@ -78,16 +78,17 @@ export function createContentsBuilder(): ContentsBuilder {
       if (last !== undefined && last.role === role) last.parts.push(...parts);
       else contents.push({ role, parts: [...parts] });
     },
-    finish() {
+    finish(onPlaceholder) {
       if (contents[0]?.role === 'model') contents.unshift({ role: 'user', parts: [{ text: FIRST_TURN_FILLER }] });
-      signCurrentTurn(contents);
+      signCurrentTurn(contents, onPlaceholder);
       return contents;
     },
   };
 }
 
-/** The placeholder signature on the first unsigned call of each model turn since the last user content that answers no call. */
-function signCurrentTurn(contents: GeminiContent[]): void {
+/** The placeholder signature on the first unsigned call of each model turn since the last user content that answers no call; true when one was put. */
+export function signCurrentTurn(contents: GeminiContent[], onPlaceholder?: () => void): boolean {
+  let signed = false;
   let start = 0;
   for (let i = contents.length - 1; i >= 0; i--) {
     const content = contents[i] as GeminiContent;
@@ -101,8 +102,13 @@ function signCurrentTurn(contents: GeminiContent[]): void {
     const content = contents[i] as GeminiContent;
     if (content.role !== 'model') continue;
     const first = content.parts.find((part) => part.functionCall !== undefined);
-    if (first !== undefined && first.thoughtSignature === undefined) first.thoughtSignature = SKIP_THOUGHT_SIGNATURE;
+    if (first !== undefined && first.thoughtSignature === undefined) {
+      first.thoughtSignature = SKIP_THOUGHT_SIGNATURE;
+      onPlaceholder?.();
+      signed = true;
+    }
   }
+  return signed;
 }
 
 /** A function call part; `args` must be an object, and an id is kept when there is one. */

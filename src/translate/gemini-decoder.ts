@@ -17,6 +17,11 @@
  * - `thoughtSignature` is Gemini's opaque state for the part it sits on (llmux.md section 11): a
  *   call's is its `CallStart.state`, a thought part's ends that reasoning (`reasoningEnd`), a text
  *   part's (even an empty one, as Gemini 3 sends them) is `annotate`d to it.
+ * - Grounding with Google Search (`groundingMetadata` on the candidate: `webSearchQueries`, the
+ *   pages as `groundingChunks[].web`, the text spans they back as `groundingSupports`) is the
+ *   answer's server-side search (llmux.md section 11: what an Anthropic `web_search` tool became),
+ *   told once, when the first event carrying queries or pages arrives (Google sends it with the
+ *   last pieces of text), before the stop.
  * - `finishReason` (./stop-reasons.ts): a turn that ends in calls says `STOP` and stops as
  *   `tool_use`; Google's filters are `content_filter`; `MALFORMED_FUNCTION_CALL` is
  *   `malformed_tool_call`. A prompt blocked before any candidate (`promptFeedback.blockReason`,
@@ -30,10 +35,10 @@
  *   its status as the error's type (`RESOURCE_EXHAUSTED` a rate limit, `UNAVAILABLE` an overload).
  */
 import { createHash } from 'node:crypto';
-import { type AnswerEvents, type AnswerUsage, type CallStart, type DecoderOptions, type StreamDecoder, answerEnding, toAnswerUsage } from './answer-events.ts';
+import { type AnswerEvents, type AnswerUsage, type CallStart, type DecoderOptions, type SearchSource, type ServerSearch, type StreamDecoder, answerEnding, toAnswerUsage } from './answer-events.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import { fromGeminiUsage, geminiThoughtsTokens } from '../formats/usage.ts';
-import { asRecord, isRecord, nonEmptyString } from '../common/json.ts';
+import { asRecord, isRecord, nonEmptyString, records } from '../common/json.ts';
 import { fromGeminiFinishReason } from './stop-reasons.ts';
 import { eventObject } from './stream-event.ts';
 
@@ -130,6 +135,24 @@ function readParts(parts: unknown, sink: AnswerEvents, reading: Reading, path: s
   }
 }
 
+/** The search a candidate's grounding metadata tells of; undefined when it ran none. */
+function searchOf(candidate: Record<string, unknown>): ServerSearch | undefined {
+  const grounding = asRecord(candidate['groundingMetadata']);
+  if (grounding === undefined) return undefined;
+  const queries = Array.isArray(grounding['webSearchQueries']) ? grounding['webSearchQueries'].filter((query): query is string => typeof query === 'string') : [];
+  const sources = records(grounding['groundingChunks']).map((chunk): SearchSource => {
+    const web = asRecord(chunk['web']);
+    return { url: typeof web?.['uri'] === 'string' ? web['uri'] : '', title: typeof web?.['title'] === 'string' ? web['title'] : '' };
+  });
+  if (queries.length === 0 && sources.length === 0) return undefined;
+  const citations = records(grounding['groundingSupports']).flatMap((support) => {
+    const text = asRecord(support['segment'])?.['text'];
+    const indexes = Array.isArray(support['groundingChunkIndices']) ? support['groundingChunkIndices'].filter((index): index is number => Number.isInteger(index) && index >= 0 && index < sources.length) : [];
+    return typeof text === 'string' && text !== '' && indexes.length > 0 ? [{ text, sources: indexes }] : [];
+  });
+  return { queries, sources, citations };
+}
+
 function candidateOf(response: Record<string, unknown>): Record<string, unknown> | undefined {
   const candidates = response['candidates'];
   return Array.isArray(candidates) ? asRecord(candidates[0]) : undefined;
@@ -153,6 +176,7 @@ export function createGeminiStreamDecoder(sink: AnswerEvents, options: DecoderOp
   const reading: Reading = { responseId: '', calls: 0, warn: options.onWarning, dropped: undefined };
   let started = false;
   let stopped = false;
+  let searched = false;
   let reported: AnswerUsage | undefined;
 
   return {
@@ -181,6 +205,11 @@ export function createGeminiStreamDecoder(sink: AnswerEvents, options: DecoderOp
       }
       const candidate = candidateOf(response);
       if (candidate !== undefined) readParts(asRecord(candidate['content'])?.['parts'], sink, reading, 'candidates.0.content.parts');
+      const search = searched || candidate === undefined ? undefined : searchOf(candidate);
+      if (search !== undefined) {
+        searched = true;
+        sink.search(search);
+      }
       if (stopped) return;
       const reason = nonEmptyString(candidate?.['finishReason']);
       if (reason !== undefined) {
@@ -208,6 +237,8 @@ export function decodeGeminiAnswer(answer: unknown, sink: AnswerEvents, options:
   sink.start(typeof response['modelVersion'] === 'string' ? response['modelVersion'] : undefined);
   const candidate = candidateOf(response);
   if (candidate !== undefined) readParts(asRecord(candidate['content'])?.['parts'], sink, reading, 'candidates.0.content.parts');
+  const search = candidate === undefined ? undefined : searchOf(candidate);
+  if (search !== undefined) sink.search(search);
   const usage = geminiUsage(response);
   if (usage !== undefined) sink.usage(usage);
   if (promptBlocked(response, candidate)) sink.stop({ reason: 'content_filter' });

@@ -22,9 +22,13 @@
  *   `thoughtsTokenCount` holds it when the upstream reported its reasoning tokens apart; a
  *   messages upstream reports none, so all its output is candidates. Without any report, the input
  *   estimate and no output.
- * - Opaque state (thought signatures, thinking signatures) is not written yet: a Gemini client
- *   gets llmux seals there with the conversation-state issue (llmux.md section 11); the events
- *   carry it until then.
+ * - Opaque state (llmux.md section 11) goes where Gemini keeps it, a part's `thoughtSignature`: with
+ *   `sealItem`, the state of a step (the reasoning before a call, signed or not, and the call's own
+ *   state) is sealed as one on the step's first call, the part every Gemini client keeps whole and
+ *   sends back (Gemini 3 refuses a call without its signature); with no state, the seal holds none
+ *   and only names who answered, so a Gemini upstream the conversation goes to later gets Google's
+ *   placeholder there, not a refusal. A later call with no state of its own has none, as Google's
+ *   parallel calls. State after the last call belongs to no call: nothing asks for it back.
  * - `fail` writes one more `data:` event with Google's error object (formats/frames.ts); nothing
  *   is written after it.
  * - The whole answer is the same pieces, merged as they arrived: adjacent text into one part,
@@ -35,7 +39,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { GeminiPart, GeminiResponse } from '../formats/gemini-types.ts';
-import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, ignoreEvent } from './answer-events.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, ignoreEvent } from './answer-events.ts';
+import { type CarriedItem, bundled, reasoningItems } from './carried.ts';
 import { geminiErrorFrame } from '../formats/frames.ts';
 import { ZERO_USAGE, toGeminiUsage } from '../formats/usage.ts';
 import { asRecord } from '../common/json.ts';
@@ -57,6 +62,8 @@ export interface GeminiEncoderOptions {
   estimatedInputTokens?: number;
   /** Told about output that was repaired (unparsable call arguments; for the request log). */
   onWarning?: (message: string) => void;
+  /** Seals opaque state for the key that asked, naming the provider that answered (./carried.ts). */
+  sealItem?: ((item: CarriedItem) => string) | undefined;
 }
 
 /** A call being read: its start, and its arguments so far. */
@@ -93,6 +100,11 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
   let stop: AnswerStop | undefined;
   let reported: AnswerUsage | undefined;
   let openCall: OpenCall | undefined;
+  // The step's state so far, sealed on its next call: reasoning ended, and the reasoning still open.
+  const sealItem = options.sealItem;
+  let pending: CarriedItem[] = [];
+  let reasoningText: string | undefined;
+  let calls = 0;
 
   // Set by start: every event ends with the model and the response id.
   let partsHead = '';
@@ -131,15 +143,36 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
     parts.push(lastPart);
   }
 
+  /** Ends the open reasoning (if any) with `state`, keeping its state for the step's call. */
+  function endReasoning(state: OpaqueState | undefined): void {
+    if (sealItem === undefined) return;
+    pending.push(...reasoningItems(state, reasoningText ?? ''));
+    reasoningText = undefined;
+  }
+
+  /** The step's state sealed, with the call's own; undefined when there is none (or nothing seals). */
+  function signatureFor(call: CallStart, id: string): string | undefined {
+    if (sealItem === undefined) return undefined;
+    if (reasoningText !== undefined) endReasoning(undefined);
+    const items = pending;
+    pending = [];
+    if (call.state?.kind === 'thought-signature') items.push({ kind: 'thought-signature', signature: call.state.signature, callId: id });
+    else if (call.state !== undefined) items.push(...reasoningItems(call.state, ''));
+    calls += 1;
+    return items.length === 0 && calls > 1 ? undefined : sealItem(bundled(items));
+  }
+
   function endCall(): void {
     if (openCall === undefined) return;
     const call = openCall;
     openCall = undefined;
     const { start: begun } = call;
-    const functionCall = { name: options.toolNames?.get(begun.name) ?? begun.name, args: argsOf(call, options.onWarning), id: begun.id ?? newId('call_') };
+    const id = begun.id ?? newId('call_');
+    const functionCall = { name: options.toolNames?.get(begun.name) ?? begun.name, args: argsOf(call, options.onWarning), id };
+    const thoughtSignature = signatureFor(begun, id);
     lastPart = undefined;
-    if (silent) parts.push({ functionCall });
-    else emit(`{"functionCall":${JSON.stringify(functionCall)}}`);
+    if (silent) parts.push(thoughtSignature === undefined ? { functionCall } : { functionCall, thoughtSignature });
+    else emit(thoughtSignature === undefined ? `{"functionCall":${JSON.stringify(functionCall)}}` : `{"functionCall":${JSON.stringify(functionCall)},"thoughtSignature":${JSON.stringify(thoughtSignature)}}`);
   }
 
   function usageMetadata(): Record<string, number> {
@@ -150,13 +183,19 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
 
   return {
     start,
-    text: (delta) => piece(delta, false),
-    refusal: (delta) => piece(delta, false),
+    text(delta) {
+      if (reasoningText !== undefined) endReasoning(undefined);
+      piece(delta, false);
+    },
+    refusal(delta) {
+      if (reasoningText !== undefined) endReasoning(undefined);
+      piece(delta, false);
+    },
     reasoning(delta) {
+      if (sealItem !== undefined) reasoningText = (reasoningText ?? '') + delta;
       if (includeThoughts) piece(delta, true);
     },
-    // Opaque state waits for llmux seals (the file's notes).
-    reasoningEnd: ignoreEvent,
+    reasoningEnd: endReasoning,
     callStart(call) {
       endCall();
       openCall = { start: call, args: '' };
@@ -166,6 +205,8 @@ export function createGeminiEncoder(options: GeminiEncoderOptions): AnswerEncode
     },
     callEnd: endCall,
     annotate: ignoreEvent,
+    // A Gemini upstream's own grounding passes through untranslated; nothing else feeds this encoder one.
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },

@@ -27,16 +27,20 @@
  * - `executableCode` / `codeExecutionResult` (Google's code execution, replayed in history) become
  *   model text: a fenced code block and its output. Server-side `toolCall` / `toolResponse` parts
  *   and parts of kinds newer than this file are dropped with a warning.
- * - `thought: true` parts are kept as thoughts for the writer to replay or drop; `thoughtSignature`
- *   is Google's (or, with the conversation-state issue, an llmux seal): it is offered to
- *   `openSealed`, and what opens is replayed as the upstream's own signed thinking; otherwise it is
- *   dropped without a warning, since every Gemini answer carries some.
+ * - `thought: true` parts are kept as thoughts for the writer to replay or drop. A `thoughtSignature`
+ *   (llmux.md section 11) is an llmux seal of what an earlier translated answer carried
+ *   (./gemini-encoder.ts): opened by the carry reader, its pieces are `carried` items for the
+ *   writer to put back when the upstream is of their issuer's family. Google's own signature on a
+ *   call is that call's Gemini state: kept for a Gemini upstream, counted as stripped for any
+ *   other; on any other part it is dropped without a word (every Gemini answer carries some, and
+ *   only calls need theirs back).
  */
 import { createHash } from 'node:crypto';
-import type { SealableBlock } from '../formats/wire.ts';
 import type { GeminiRequest } from '../formats/gemini-types.ts';
+import { isLlmuxSeal } from '../formats/responses.ts';
 import { asRecord, records } from '../common/json.ts';
 import { truncate } from '../common/errors.ts';
+import { type CarriedItem, type CarryReader, GEMINI_FAMILY, unbundled } from './carried.ts';
 
 /** An image, a PDF or a sound, by its bytes (base64) or by a public URL. */
 export type GeminiMedia =
@@ -49,7 +53,8 @@ export type HistoryItem =
   | { kind: 'call'; id: string; name: string; args: Record<string, unknown> }
   | { kind: 'result'; id: string; name: string; response: Record<string, unknown>; media: GeminiMedia[] }
   | { kind: 'thought'; text: string }
-  | { kind: 'sealed'; block: SealableBlock };
+  /** A piece of state the conversation carried, which the upstream may be sent (a call's names the call by its upstream id). */
+  | { kind: 'carried'; item: CarriedItem };
 
 export interface HistoryTurn { role: 'user' | 'model'; items: HistoryItem[] }
 
@@ -61,13 +66,12 @@ export interface GeminiHistory {
 
 export interface HistoryOptions {
   warn: (message: string) => void;
-  /**
-   * Opens a `thoughtSignature` llmux sealed (llmux.md section 11, the conversation-state issue):
-   * the upstream's own signed thinking, replayed where the part stood. Absent, or undefined for a
-   * signature that is not llmux's (Google's own), the signature is dropped.
-   */
-  openSealed?: ((signature: string) => SealableBlock | undefined) | undefined;
+  /** Opens and sorts the signatures' state for the upstream (./carried.ts); absent: none is kept. */
+  carry?: CarryReader | undefined;
 }
+
+/** Who issued a Gemini client's own (not llmux's) signature, for the carry reader. */
+const GOOGLE = { provider: 'google (a signature the Gemini client kept)', family: GEMINI_FAMILY };
 
 const PARAGRAPH = '\n\n';
 const UPSTREAM_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -152,15 +156,13 @@ export function readGeminiHistory(request: GeminiRequest, options: HistoryOption
     records(content['parts']).forEach((part, partIndex) => {
       const path = `contents.${contentIndex}.parts.${partIndex}`;
       const signature = part['thoughtSignature'];
-      if (typeof signature === 'string' && options.openSealed !== undefined) {
-        const block = options.openSealed(signature);
-        if (block !== undefined) items.push({ kind: 'sealed', block });
-      }
+      const sealed = typeof signature === 'string' && role === 'model' && isLlmuxSeal(signature) ? openSeal(signature, options.carry) : [];
       if (typeof part['text'] === 'string') {
+        pushCarried(items, sealed, undefined);
         if (part['text'] !== '') pushText(items, role, part['thought'] === true ? 'thought' : 'text', part['text'], '');
         return;
       }
-      if (part['thought'] === true) return;
+      if (part['thought'] === true) return pushCarried(items, sealed, undefined);
       const call = asRecord(part['functionCall']);
       if (call !== undefined) {
         if (role !== 'model') return warn(`${path}: dropped, a function call belongs in a model turn`);
@@ -177,9 +179,14 @@ export function readGeminiHistory(request: GeminiRequest, options: HistoryOption
           id = `call_${hash(name, JSON.stringify(args), String(ordinal)).slice(0, 24)}`;
         }
         calls.push({ clientId, id, name, answered: false });
+        pushCarried(items, sealed, { clientId, id });
+        if (typeof signature === 'string' && signature !== '' && !isLlmuxSeal(signature) && options.carry?.accept(GOOGLE) === true) {
+          items.push({ kind: 'carried', item: { kind: 'thought-signature', signature, callId: id } });
+        }
         items.push({ kind: 'call', id, name: upstreamToolName(name), args });
         return;
       }
+      pushCarried(items, sealed, undefined);
       const response = asRecord(part['functionResponse']);
       if (response !== undefined) return readResponse(response, path, calls, items, warn);
       const inline = asRecord(part['inlineData']);
@@ -212,6 +219,25 @@ export function readGeminiHistory(request: GeminiRequest, options: HistoryOption
     else kept.push(turn);
   }
   return { system: systemTexts.join(PARAGRAPH), turns: kept };
+}
+
+/** The pieces of state a seal holds, when it opens for this key and the upstream may be sent them. */
+function openSeal(sealed: string, carry: CarryReader | undefined): CarriedItem[] {
+  const opened = carry?.unseal(sealed);
+  const pieces = opened === undefined ? [] : unbundled(opened.item);
+  // A seal that holds nothing says only who answered: nothing to put back or strip.
+  return opened !== undefined && pieces.length > 0 && carry?.accept(opened.issuer) === true ? pieces : [];
+}
+
+/**
+ * Adds a seal's pieces to the turn. On a call (`call`), a thought signature that names the call by
+ * the client's id names it by the id the upstream gets.
+ */
+function pushCarried(items: HistoryItem[], pieces: readonly CarriedItem[], call: { clientId: string | undefined; id: string } | undefined): void {
+  for (const piece of pieces) {
+    const renamed = call !== undefined && piece.kind === 'thought-signature' && piece.callId !== undefined && piece.callId === call.clientId ? { ...piece, callId: call.id } : piece;
+    items.push({ kind: 'carried', item: renamed });
+  }
 }
 
 /**

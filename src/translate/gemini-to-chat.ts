@@ -20,6 +20,10 @@
  * - A model turn's text pieces are joined with "" (fragments of one answer), its function calls
  *   become `tool_calls`; its thoughts are replayed as `reasoning_content` only to `replay_reasoning`
  *   models (DeepSeek-style), and dropped otherwise (no chat upstream takes them back).
+ * - The state its signatures carried (llmux.md section 11) goes back where a chat upstream of its
+ *   issuer's family reads it (./carry-chat.ts: a Gemini thought signature onto its call,
+ *   `reasoning_details` onto the message, the issuer's reasoning text as `reasoning_content` to a
+ *   `replay_reasoning` model), and what the upstream needs and the history lacks is filled in.
  * - `thinkingConfig` -> `reasoning_effort` (models marked `reasoning` only): a level as it is
  *   (`MINIMAL` -> `minimal`, …); a budget by size as translation.md maps `budget_tokens` (under
  *   2048 low, under 8192 medium, else high); "off" (budget 0) and "the model decides" (-1) leave
@@ -30,6 +34,8 @@ import type { ChatContentPart, ChatMessage, ChatRequest, ChatTool, ChatToolCall 
 import type { GeminiRequest } from '../formats/gemini-types.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
 import { type GeminiMedia, type HistoryTurn, functionResponseText, readGeminiHistory } from './gemini-history.ts';
+import { type CarriedItem, type CarryReader, createCarryReader } from './carried.ts';
+import { carryIntoChatMessage, fillChatGaps } from './carry-chat.ts';
 import {
   type GeminiThinking,
   geminiFunctionTools,
@@ -46,6 +52,8 @@ export interface GeminiRequestTranslateOptions {
   onWarning?: (message: string) => void;
   /** The client called `:streamGenerateContent`: the body says nothing of streaming. */
   stream?: boolean;
+  /** Opens and sorts the state the history's signatures carry (./carried.ts); absent: none is sent. */
+  carry?: CarryReader;
 }
 
 const TARGET = 'a chat-completions upstream';
@@ -72,14 +80,16 @@ export function geminiRequestToChat(req: GeminiRequest, model: UpstreamModel, op
   const warn = options.onWarning ?? (() => {});
   const config = geminiGenerationConfig(req, model, TARGET, READS, warn);
   const { tools, choice } = geminiFunctionTools(req, TARGET, warn);
-  const history = readGeminiHistory(req, { warn });
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
+  const history = readGeminiHistory(req, { warn, carry });
 
   const messages: ChatMessage[] = [];
   if (history.system !== '') messages.push({ role: 'system', content: history.system });
   for (const turn of history.turns) {
-    if (turn.role === 'model') messages.push(assistantMessage(turn, model.replayReasoning));
+    if (turn.role === 'model') messages.push(assistantMessage(turn, model));
     else pushUserTurn(messages, turn, warn);
   }
+  fillChatGaps(messages, model, carry);
 
   const out: ChatRequest = { model: model.upstreamId, messages };
   const maxTokens = numberField(config, 'maxOutputTokens');
@@ -133,19 +143,22 @@ function reasoningEffort(thinking: GeminiThinking): string | undefined {
   }
 }
 
-function assistantMessage(turn: HistoryTurn, replayReasoning: boolean): ChatMessage {
+function assistantMessage(turn: HistoryTurn, model: UpstreamModel): ChatMessage {
   let text = '';
   const reasoning: string[] = [];
   const calls: ChatToolCall[] = [];
+  const carried: CarriedItem[] = [];
   for (const item of turn.items) {
     if (item.kind === 'text') text += item.text;
     else if (item.kind === 'thought') reasoning.push(item.text);
     else if (item.kind === 'call') calls.push({ id: item.id, type: 'function', function: { name: item.name, arguments: JSON.stringify(item.args) } });
+    else if (item.kind === 'carried') carried.push(item.item);
   }
   // Chat wants content null beside tool_calls when there is no text.
   const message: ChatMessage = { role: 'assistant', content: text === '' && calls.length > 0 ? null : text };
   if (calls.length > 0) message.tool_calls = calls;
-  if (replayReasoning && reasoning.length > 0) message.reasoning_content = reasoning.join('');
+  if (model.replayReasoning && reasoning.length > 0) message.reasoning_content = reasoning.join('');
+  carryIntoChatMessage(message, carried, model);
   return message;
 }
 

@@ -12,10 +12,10 @@
  *   that is all it says, else its JSON; `error` sets `is_error`; its images go in the result.
  * - Media: JPEG, PNG, GIF and WebP images by bytes or URL, PDFs by bytes or URL as `document`
  *   blocks; other image types and audio cannot be sent, so a placeholder takes their place.
- * - Thought parts: a thinking block needs the upstream's signature, which a Gemini client does not
- *   have, so `thought: true` parts are dropped. The hook for the conversation-state issue is
- *   `openSealed`: a `thoughtSignature` llmux sealed opens to the upstream's own signed thinking,
- *   replayed where it stood (llmux.md section 11).
+ * - Thought parts: a thinking block needs the upstream's signature, which a Gemini client's thought
+ *   text does not have, so `thought: true` parts are dropped. A `thoughtSignature` llmux sealed
+ *   holds the upstream's own signed thinking when a messages upstream issued it (llmux.md section
+ *   11): replayed first in its model turn.
  * - `thinkingConfig` -> `thinking.budget_tokens` (models marked `reasoning` only): a budget as it
  *   is (at least Anthropic's 1024), a level by the table the other translators use (minimal/low
  *   1024, medium 4096, high 16384), "the model decides" (-1) as medium; "off" (0) is no thinking.
@@ -25,6 +25,9 @@
  *   nor when the request continues a tool loop whose assistant turn does not start with signed
  *   thinking (the messages API refuses both), and thinking drops `temperature` and `topK` and keeps
  *   `topP` only from 0.95.
+ * - Prompt caching (llmux.md section 11): with the model's `prompt_cache` on (the default),
+ *   breakpoints on the tools, the system prompt and the last user turn (./cache-breakpoints.ts),
+ *   so a conversation's next turn reads what this one wrote.
  * - `max_tokens` absent: the model's `max_output_tokens` capped at 32000, 4096 when unknown.
  * - `temperature` is clamped to the messages range 0–1 (Gemini's goes to 2).
  * - `responseMimeType: application/json` (with its schema): an instruction appended to the system
@@ -38,7 +41,6 @@ import type {
   MessagesTool,
   MessagesToolChoice,
   MessagesToolResultBlock,
-  SealableBlock,
 } from '../formats/wire.ts';
 import type { GeminiRequest } from '../formats/gemini-types.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
@@ -55,12 +57,10 @@ import {
   numberField,
 } from './gemini-params.ts';
 import type { GeminiRequestTranslateOptions } from './gemini-to-chat.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 /** Options of {@link geminiRequestToMessages}. */
-export interface GeminiToMessagesOptions extends GeminiRequestTranslateOptions {
-  /** Opens a `thoughtSignature` llmux sealed into the upstream's own thinking (the conversation-state issue). */
-  openSealed?: (signature: string) => SealableBlock | undefined;
-}
+export type GeminiToMessagesOptions = GeminiRequestTranslateOptions;
 
 type Turn = MessageTurn<MessagesContentBlock>;
 
@@ -90,7 +90,7 @@ export function geminiRequestToMessages(req: GeminiRequest, model: UpstreamModel
   const warn = options.onWarning ?? (() => {});
   const config = geminiGenerationConfig(req, model, TARGET, READS, warn);
   const { tools, choice } = geminiFunctionTools(req, TARGET, warn);
-  const history = readGeminiHistory(req, { warn, openSealed: options.openSealed });
+  const history = readGeminiHistory(req, { warn, carry: options.carry });
 
   const turns: Turn[] = [];
   for (const turn of history.turns) {
@@ -130,7 +130,7 @@ export function geminiRequestToMessages(req: GeminiRequest, model: UpstreamModel
     if (toolChoice?.type === 'any' || toolChoice?.type === 'tool') {
       warn('generationConfig.thinkingConfig: dropped, the messages upstream cannot think with a forced function call (mode ANY)');
     } else if (continuesUnsignedToolLoop(turns)) {
-      warn('generationConfig.thinkingConfig: dropped, the messages upstream wants the signed thinking of the model turn this request continues, which a Gemini client cannot send back');
+      warn('generationConfig.thinkingConfig: dropped, the messages upstream wants the signed thinking of the model turn this request continues, and the conversation carried none a messages upstream issued');
     } else {
       if (requested === undefined && wanted >= maxTokens) {
         const ceiling = model.maxOutputTokens > 0 ? model.maxOutputTokens : Number.POSITIVE_INFINITY;
@@ -156,6 +156,7 @@ export function geminiRequestToMessages(req: GeminiRequest, model: UpstreamModel
   }
   const stop = geminiStopSequences(config);
   if (stop.length > 0) out.stop_sequences = stop;
+  if (model.promptCache === true) addCacheBreakpoints(out);
   if (options.stream === true) out.stream = true;
   return out;
 }
@@ -180,8 +181,10 @@ function assistantBlocks(item: HistoryItem): MessagesContentBlock[] {
       return [{ type: 'text', text: item.text }];
     case 'call':
       return [{ type: 'tool_use', id: item.id, name: item.name, input: item.args }];
-    case 'sealed':
-      return [item.block];
+    case 'carried':
+      if (item.item.kind === 'thinking') return [{ type: 'thinking', thinking: item.item.thinking, signature: item.item.signature }];
+      if (item.item.kind === 'redacted-thinking') return [{ type: 'redacted_thinking', data: item.item.data }];
+      return [];
     default:
       // Thoughts without a signature the upstream issued: a messages upstream refuses them.
       return [];

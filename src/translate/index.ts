@@ -11,8 +11,12 @@
  * streamed and whole, are composed here from the upstream format's decoder (`DECODERS`) and the
  * client format's encoder through the neutral answer events (./answer-events.ts): a whole answer
  * is the same events as the stream, written nowhere.
+ *
+ * Longer than most files: every (client, upstream) pair is composed here, each with what it carries
+ * from the request to the answer (seals, the chat store's recorder: llmux.md section 11), and one
+ * table of pairs reads better than a file per pair.
  */
-import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, SealableBlock, TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
+import type { AnswerOf, ChatResponse, MessagesResponse, ProviderFormat, RequestOf, TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { ResponsesResponse } from '../formats/responses.ts';
 import type { SseEvent } from '../sse/parser.ts';
 import type { AnswerEncoder, AnswerEvents, DecoderOptions, StreamDecoder } from './answer-events.ts';
@@ -46,40 +50,46 @@ import { responsesRequestToConverse } from './responses-to-converse.ts';
 import type { ResponsesAnswerOptions } from './responses-output.ts';
 import { responseEcho, tokenCount } from './responses-output.ts';
 import type { ToolNames } from './responses-tools.ts';
+import { type CarriedItem, type CarryReader, type CarryTurn, type ChatTurn, OPENAI_FAMILY, createCarryReader } from './carried.ts';
+import { createCarryRecorder } from './carry-recorder.ts';
 
 export type { UpstreamModel } from './messages-to-chat.ts';
+export type { CarryTurn, ChatTurn } from './carried.ts';
 
 /**
  * What one Responses request's translations need besides its body, made when the request arrives
  * (src/dialects/responses.ts): the response's id (known before the upstream answers, so the answer
- * can be stored under it), and sealed reasoning both ways.
+ * can be stored under it), and the seals both ways (./carried.ts).
  */
-export interface ResponsesTurn {
+export interface ResponsesTurn extends CarryTurn {
   responseId: string;
   /** Milliseconds since the epoch, for `created_at`. */
   now(): number;
-  /** Opens a replayed reasoning item's `encrypted_content` when llmux sealed it; undefined otherwise. */
-  openSealed(sealed: string): SealableBlock | undefined;
-  /** Seals reasoning into the client's copy of the answer: only when it asked for `reasoning.encrypted_content`. */
-  seal?: (block: SealableBlock) => string;
-  /** Told of each reasoning item's thinking as it closes, sealed for the client or not: the stored copy keeps it. */
-  keepReasoning?: (itemId: string, block: SealableBlock) => void;
+  /** The client's copy of the answer carries its seals: it asked for `reasoning.encrypted_content`. */
+  exposeSeals: boolean;
+  /** Told of each reasoning item's seal as it closes, carried by the client's copy or not: the stored copy keeps it. */
+  keepSealed?: (itemId: string, sealed: string) => void;
   /** The stored response the input was resolved from: the body sent on no longer names it, the answer does. */
   previousResponseId?: string;
 }
 
 /**
+/**
  * What one Gemini request's translations need besides its body (src/dialects/gemini.ts): whether
  * it streams, which the body does not say (the client called `:streamGenerateContent`).
  */
-export interface GeminiTurn {
+export interface GeminiTurn extends CarryTurn {
   stream: boolean;
 }
 
-/** Per-request values a client format's translations need beyond the body: Responses' and Gemini's. */
+/**
+ * Per-request values a client format's translations need beyond the body: the seals bound to the
+ * key (and a chat client's recalled state); Responses' and Gemini's own. Undefined where a caller
+ * has none (a test, the echo model): seals are then stripped and nothing is remembered.
+ */
 export interface TurnOf {
-  chat: undefined;
-  messages: undefined;
+  chat: ChatTurn | undefined;
+  messages: CarryTurn | undefined;
   responses: ResponsesTurn;
   gemini: GeminiTurn;
 }
@@ -259,6 +269,10 @@ export interface ResponseTranslateOptions {
   onWarning?: (message: string) => void;
   /** The llmux model id the answer names; the upstream's `model` when absent. */
   model?: string;
+  /** To a messages client: seals opaque state into thinking signatures (./carried.ts). */
+  sealItem?: ((item: CarriedItem) => string) | undefined;
+  /** To a chat client: told the state the server-side store keeps (./carry-recorder.ts). */
+  recorder?: AnswerEvents | undefined;
 }
 
 /** A chat upstream's stream to a messages client (translation.md "Streams"). */
@@ -309,22 +323,68 @@ export function messagesResponseToResponses(answer: unknown, options: ResponsesA
 
 // ---------- the pairs ----------
 
+/** The carry reader of one request translation: seals opened for the turn's key, sorted for the candidate upstream. */
+function carryReader(context: TranslationContext<WireFormat>): CarryReader {
+  return createCarryReader(context.turn, context.model.issuer, context.onWarning);
+}
+
+/** Seals state the candidate upstream issues for the turn's key; undefined without a turn or an issuer. */
+function sealerFor(context: TranslationContext<WireFormat>): ((item: CarriedItem) => string) | undefined {
+  const { turn } = context;
+  const issuer = context.model.issuer;
+  return turn === undefined || issuer === undefined ? undefined : (item) => turn.seal(issuer, item);
+}
+
+/** A chat client's answer's recorder, made per answer: it hands each call's state to the store (./carry-recorder.ts). */
+function chatRecorder(context: TranslationContext<'chat'>): (() => AnswerEvents) | undefined {
+  const { turn } = context;
+  const issuer = context.model.issuer;
+  return turn === undefined || issuer === undefined ? undefined : () => createCarryRecorder(issuer, turn.remember);
+}
+
+/**
+ * A chat body for an OpenAI upstream gets the conversation's `prompt_cache_key` (the client's own,
+ * else the turn's), so its prompt cache routes the conversation's turns alike (llmux.md section 11);
+ * other chat upstreams may refuse the field.
+ */
+function withCacheKey(chat: RequestOf['chat'], clientKey: unknown, context: TranslationContext<WireFormat>): void {
+  if (context.model.issuer?.family !== OPENAI_FAMILY) return;
+  const key = typeof clientKey === 'string' && clientKey !== '' ? clientKey : context.turn?.cacheKey;
+  if (key !== undefined) chat.prompt_cache_key = key;
+}
+
 const messagesToChat: Translation<'messages', 'chat'> = {
-  // Joined and passed on as they are: its texts need no decoding.
+  // Joined and passed on as they are: its texts need no decoding (thinking and signatures, which
+  // the carried state reads, are never left as bytes: src/formats/text-members.ts).
   readsLazily: true,
-  request: (body, { modelId, model, onWarning }) => ({
-    body: messagesRequestToChat(body, model, { onWarning }),
-    answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning }),
-    stream: (options) => createChatToMessagesStream({ write: options.write, estimatedInputTokens: options.estimatedInputTokens, model: modelId, onWarning: options.onWarning }),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning } = context;
+    const carry = carryReader(context);
+    const chat = messagesRequestToChat(body, model, { onWarning, carry });
+    carry.finish();
+    withCacheKey(chat, undefined, context);
+    const sealItem = sealerFor(context);
+    return {
+      body: chat,
+      answer: (answer, options) => chatResponseToMessages(answer, { model: modelId, onWarning: options.onWarning, sealItem }),
+      stream: (options) => createChatToMessagesStream({ write: options.write, estimatedInputTokens: options.estimatedInputTokens, model: modelId, onWarning: options.onWarning, sealItem }),
+    };
+  },
 };
 
 const chatToMessages: Translation<'chat', 'messages'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: chatRequestToMessages(body, model, { onWarning }),
-    answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning }),
-    stream: ({ write, includeUsage, onWarning }) => createMessagesToChatStream({ write, includeUsage, model: modelId, onWarning }),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning, turn } = context;
+    const carry = carryReader(context);
+    const messages = chatRequestToMessages(body, model, { onWarning, carry, recalled: turn?.recalled });
+    carry.finish();
+    const recorder = chatRecorder(context);
+    return {
+      body: messages,
+      answer: (answer, options) => messagesResponseToChat(answer, { model: modelId, onWarning: options.onWarning, recorder: recorder?.() }),
+      stream: ({ write, includeUsage, onWarning: warn }) => createMessagesToChatStream({ write, includeUsage, model: modelId, onWarning: warn, recorder: recorder?.() }),
+    };
+  },
 };
 
 /** The answer options of a Responses translation, from its request and turn. */
@@ -340,8 +400,10 @@ function responsesAnswerOptions(body: RequestOf['responses'], context: Translati
     now: turn.now,
     estimatedInputTokens,
   };
-  if (turn.seal !== undefined) options.seal = turn.seal;
-  if (turn.keepReasoning !== undefined) options.keepReasoning = turn.keepReasoning;
+  const sealItem = sealerFor(context);
+  if (sealItem !== undefined) options.sealItem = sealItem;
+  options.exposeSeals = turn.exposeSeals;
+  if (turn.keepSealed !== undefined) options.keepSealed = turn.keepSealed;
   return options;
 }
 
@@ -352,7 +414,10 @@ function answering(translator: ResponsesStreamTranslator): AnsweringStreamTransl
 
 const responsesToChat: Translation<'responses', 'chat'> = {
   request(body, context) {
-    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: chat, toolNames } = responsesRequestToChat(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
+    withCacheKey(chat, body.prompt_cache_key, context);
     return {
       body: chat,
       answer: (answer, { estimatedInputTokens }) => chatResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
@@ -363,7 +428,9 @@ const responsesToChat: Translation<'responses', 'chat'> = {
 
 const responsesToMessages: Translation<'responses', 'messages'> = {
   request(body, context) {
-    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: messages, toolNames } = responsesRequestToMessages(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
     return {
       body: messages,
       answer: (answer, { estimatedInputTokens }) => messagesResponseToResponses(answer, responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)),
@@ -374,7 +441,9 @@ const responsesToMessages: Translation<'responses', 'messages'> = {
 
 const responsesToGemini: Translation<'responses', 'gemini'> = {
   request(body, context) {
-    const { body: gemini, toolNames } = responsesRequestToGemini(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: gemini, toolNames } = responsesRequestToGemini(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
     return {
       body: gemini,
       answer: (answer, { estimatedInputTokens }) => translateWhole(createResponsesEncoder(responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)), DECODERS.gemini, answer),
@@ -383,11 +452,11 @@ const responsesToGemini: Translation<'responses', 'gemini'> = {
   },
 };
 
-/** A Converse upstream's answer for a messages client, whole and streamed. */
-function converseToMessages(modelId: string): AnswerTranslation<'messages'> {
+/** A Converse upstream's answer for a messages client, whole and streamed; its reasoning sealed for the turn's key. */
+function converseToMessages(modelId: string, sealItem: ((item: CarriedItem) => string) | undefined): AnswerTranslation<'messages'> {
   return {
-    answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createMessagesEncoder({ model: modelId, estimatedInputTokens, onWarning }), DECODERS.converse, answer),
-    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning }), DECODERS.converse, { onWarning }, estimatedInputTokens),
+    answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createMessagesEncoder({ model: modelId, estimatedInputTokens, onWarning, sealItem }), DECODERS.converse, answer),
+    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning, sealItem }), DECODERS.converse, { onWarning }, estimatedInputTokens),
   };
 }
 
@@ -404,12 +473,19 @@ const chatToConverse: Translation<'chat', 'converse'> = {
 };
 
 const messagesToConverse: Translation<'messages', 'converse'> = {
-  request: (body, { modelId, model, onWarning }) => ({ body: messagesRequestToConverse(body, model, { onWarning }), ...converseToMessages(modelId) }),
+  request(body, context) {
+    const carry = carryReader(context);
+    const converse = messagesRequestToConverse(body, context.model, { onWarning: context.onWarning, carry });
+    carry.finish();
+    return { body: converse, ...converseToMessages(context.modelId, sealerFor(context)) };
+  },
 };
 
 const responsesToConverse: Translation<'responses', 'converse'> = {
   request(body, context) {
-    const { body: converse, toolNames } = responsesRequestToConverse(body, { model: context.model, openSealed: context.turn.openSealed, warn: context.onWarning });
+    const carry = carryReader(context);
+    const { body: converse, toolNames } = responsesRequestToConverse(body, { model: context.model, carry, warn: context.onWarning });
+    carry.finish();
     return {
       body: converse,
       answer: (answer, { estimatedInputTokens }) => translateWhole(createResponsesEncoder(responsesAnswerOptions(body, context, toolNames, estimatedInputTokens)), DECODERS.converse, answer),
@@ -419,44 +495,67 @@ const responsesToConverse: Translation<'responses', 'converse'> = {
 };
 
 const chatToGemini: Translation<'chat', 'gemini'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: chatRequestToGemini(body, model, { onWarning }),
-    answer: (answer) => translateWhole(createChatEncoder({ model: modelId }), DECODERS.gemini, answer),
-    stream: ({ write, includeUsage, estimatedInputTokens, onWarning }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning, turn } = context;
+    const carry = carryReader(context);
+    const gemini = chatRequestToGemini(body, model, { onWarning, carry, recalled: turn?.recalled });
+    carry.finish();
+    const recorder = chatRecorder(context);
+    return {
+      body: gemini,
+      answer: (answer) => translateWhole(createChatEncoder({ model: modelId, recorder: recorder?.() }), DECODERS.gemini, answer),
+      stream: ({ write, includeUsage, estimatedInputTokens, onWarning: warn }) => translateStream(createChatEncoder({ write, includeUsage, model: modelId, recorder: recorder?.() }), DECODERS.gemini, { onWarning: warn }, estimatedInputTokens),
+    };
+  },
 };
 
 const messagesToGemini: Translation<'messages', 'gemini'> = {
-  request: (body, { modelId, model, onWarning }) => ({
-    body: messagesRequestToGemini(body, model, { onWarning }),
-    answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning }), DECODERS.gemini, answer),
-    stream: ({ write, estimatedInputTokens, onWarning }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning }), DECODERS.gemini, { onWarning }, estimatedInputTokens),
-  }),
+  request(body, context) {
+    const { modelId, model, onWarning } = context;
+    const carry = carryReader(context);
+    const gemini = messagesRequestToGemini(body, model, { onWarning, carry });
+    carry.finish();
+    const sealItem = sealerFor(context);
+    return {
+      body: gemini,
+      answer: (answer, options) => translateWhole(createMessagesEncoder({ model: modelId, onWarning: options.onWarning, sealItem }), DECODERS.gemini, answer),
+      stream: ({ write, estimatedInputTokens, onWarning: warn }) => translateStream(createMessagesEncoder({ write, estimatedInputTokens, model: modelId, onWarning: warn, sealItem }), DECODERS.gemini, { onWarning: warn }, estimatedInputTokens),
+    };
+  },
 };
 
-/** The Gemini encoder's options for an answer to `body`: its tool names and whether it asked for thoughts. */
-function geminiAnswerOptions(body: GeminiRequest, modelId: string, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
+/** The Gemini encoder's options for an answer to `body`: its tool names, whether it asked for thoughts, and the seals of the turn's key. */
+function geminiAnswerOptions(body: GeminiRequest, context: TranslationContext<'gemini'>, estimatedInputTokens: number, onWarning: (message: string) => void): GeminiEncoderOptions {
   const thinking = body.generationConfig?.thinkingConfig;
-  return { model: modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning };
+  return { model: context.modelId, toolNames: geminiToolNames(body), includeThoughts: thinking?.includeThoughts === true, estimatedInputTokens, onWarning, sealItem: sealerFor(context) };
 }
 
-/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate`. */
-function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>) => RequestOf[U]): Translation<'gemini', U> {
+/** A Gemini client's request to an upstream of `decoder`'s format, its body made by `translate` with the request's carry reader. */
+function fromGemini<U extends ProviderFormat>(decoder: Decoder, translate: (body: GeminiRequest, context: TranslationContext<'gemini'>, carry: CarryReader) => RequestOf[U]): Translation<'gemini', U> {
   return {
-    request: (body, context) => ({
-      body: translate(body, context),
-      answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning)), decoder, answer),
-      stream: ({ write, estimatedInputTokens, onWarning }) =>
-        translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context.modelId, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
-    }),
+    request(body, context) {
+      const carry = carryReader(context);
+      const translated = translate(body, context, carry);
+      carry.finish();
+      return {
+        body: translated,
+        answer: (answer, { estimatedInputTokens, onWarning }) => translateWhole(createGeminiEncoder(geminiAnswerOptions(body, context, estimatedInputTokens, onWarning)), decoder, answer),
+        stream: ({ write, estimatedInputTokens, onWarning }) =>
+          translateStream(createGeminiEncoder({ ...geminiAnswerOptions(body, context, estimatedInputTokens, onWarning), write }), decoder, { onWarning }, estimatedInputTokens),
+      };
+    },
   };
 }
 
-const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, { model, onWarning, turn }) => geminiRequestToChat(body, model, { onWarning, stream: turn.stream }));
-const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream }));
+const geminiToChat = fromGemini<'chat'>(DECODERS.chat, (body, context, carry) => {
+  const chat = geminiRequestToChat(body, context.model, { onWarning: context.onWarning, stream: context.turn.stream, carry });
+  withCacheKey(chat, undefined, context);
+  return chat;
+});
+const geminiToMessages = fromGemini<'messages'>(DECODERS.messages, (body, { model, onWarning, turn }, carry) => geminiRequestToMessages(body, model, { onWarning, stream: turn.stream, carry }));
 // No Converse translator of its own: a Gemini request is read as a messages one, which Converse's translator takes.
-const geminiToConverse = fromGemini<'converse'>(DECODERS.converse, (body, { model, onWarning, turn }) =>
-  messagesRequestToConverse(geminiRequestToMessages(body, model, { onWarning, stream: turn.stream }), model, { onWarning }),
+const geminiToConverse = fromGemini<'converse'>(DECODERS.converse, (body, { model, onWarning, turn }, carry) =>
+  messagesRequestToConverse(geminiRequestToMessages(body, model, { onWarning, stream: turn.stream, carry }), model, { onWarning, carry }),
 );
 
 /**

@@ -5,12 +5,26 @@
  *
  * - `message_start` names the llmux model (the upstream's without one) and announces the input
  *   estimate with zeroed cache counts until the upstream reports usage.
- * - One block open at a time: reasoning is a `thinking` block (`signature: ""`: no upstream feeding
- *   this encoder signs its reasoning yet), text a `text` block, refusal text a `text` block of its
- *   own (the messages format has no refusal part), each call a `tool_use` block whose arguments
- *   stream as `input_json_delta`; its `caller` is `{"type": "direct"}`, as Anthropic's blocks say
- *   of a call the model made itself (the SDK's types require it). Another kind closes the open block (`content_block_stop`) and
- *   opens the next at index + 1; `stop` closes the last one.
+ * - One block open at a time: reasoning is a `thinking` block, text a `text` block, refusal text a
+ *   `text` block of its own (the messages format has no refusal part), each call a `tool_use` block
+ *   whose arguments stream as `input_json_delta`; its `caller` is `{"type": "direct"}`, as
+ *   Anthropic's blocks say of a call the model made itself (the SDK's types require it). Another
+ *   kind closes the open block (`content_block_stop`) and opens the next at index + 1; `stop`
+ *   closes the last one.
+ * - Opaque state (llmux.md section 11) goes where the format has a place for it, a thinking block's
+ *   `signature` (a `signature_delta` before the block stops): with `sealItem`, the reasoning's state
+ *   sealed (reasoning details, or the text alone as the provider's), and a call's own state (Gemini's
+ *   thought signature) as a thinking block with no text right before its `tool_use`. The messages
+ *   format's own state (a thinking signature, a redacted block) is written as it came. Without
+ *   `sealItem` a thinking block's signature is "".
+ * - A web search the upstream ran on its side (Gemini's grounding, which an Anthropic `web_search`
+ *   tool became: llmux.md section 11) is written as Anthropic writes its own: the spans of the
+ *   open text block it backs as `web_search_result_location` citations (`citations_delta`s), then
+ *   per query a `server_tool_use` block (`web_search`, its query) and its `web_search_tool_result`
+ *   (the pages found go with the first: the upstream does not say which query found which), and
+ *   `usage.server_tool_use.web_search_requests`. Google gives no page content to encrypt and no
+ *   page age: `encrypted_content` and `encrypted_index` are "" and `page_age` null, so these
+ *   blocks replay to no Anthropic upstream (they go back to the one that searched).
  * - The stop reason is `refusal` when the answer carried refusal text, else the stop's
  *   (./stop-reasons.ts). `message_delta` (stop reason, usage) and `message_stop` wait for `end`:
  *   usage may come after the stop. Without a usage report `message_delta` carries
@@ -26,8 +40,10 @@
  * a translated stream that was ours to cut (bench/RESULTS.md). The templates keep
  * JSON.stringify's key order and spacing.
  */
-import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason } from '../formats/wire.ts';
-import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, ignoreEvent } from './answer-events.ts';
+import { createHash } from 'node:crypto';
+import type { MessagesResponse, MessagesResponseBlock, MessagesStopReason, MessagesUsage, MessagesWebSearchResult, TokenUsage } from '../formats/wire.ts';
+import { type AnswerEncoder, type AnswerStop, type AnswerUsage, type CallStart, type OpaqueState, type ServerSearch, ignoreEvent } from './answer-events.ts';
+import type { CarriedItem } from './carried.ts';
 import { messagesErrorFrame } from '../formats/frames.ts';
 import { toMessagesUsage, ZERO_USAGE } from '../formats/usage.ts';
 import { asRecord } from '../common/json.ts';
@@ -45,6 +61,8 @@ export interface MessagesEncoderOptions {
   model?: string;
   /** Told about output that was repaired (unparsable call arguments; for the request log). */
   onWarning?: (message: string) => void;
+  /** Seals opaque state for the key that asked, naming the provider that answered (./carried.ts). */
+  sealItem?: ((item: CarriedItem) => string) | undefined;
 }
 
 /** Anthropic error types; an error of another type is reported as `api_error`. */
@@ -59,7 +77,11 @@ const MESSAGES_ERROR_TYPES = new Set([
   'overloaded_error',
 ]);
 
-type BlockKind = 'thinking' | 'text' | 'refusal' | 'tool_use';
+const SERVER_TOOL_ID_HASH_CHARS = 24;
+/** A block the model made itself (the `caller` Anthropic's blocks carry). */
+const DIRECT = { type: 'direct' } as const;
+
+type BlockKind = 'thinking' | 'redacted_thinking' | 'text' | 'refusal' | 'tool_use' | 'server_tool';
 
 const THINKING_BLOCK_JSON = '{"type":"thinking","thinking":"","signature":""}';
 const TEXT_BLOCK_JSON = '{"type":"text","text":""}';
@@ -86,6 +108,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   const messageId = options.messageId ?? newId('msg_');
   const messageIdJson = JSON.stringify(messageId);
   const inputTokensJson = JSON.stringify(estimatedInputTokens);
+  const sealItem = options.sealItem;
 
   let started = false;
   let finished = false;
@@ -101,6 +124,10 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
   let openBlock: MessagesResponseBlock | undefined;
   let callArgs = '';
   let callPath: string | undefined;
+  // Whether the open thinking block has its signature.
+  let signed = false;
+  // Searches the upstream ran on its side, for usage.server_tool_use.
+  let searches = 0;
 
   function start(upstreamModel: string | undefined): void {
     if (started) return;
@@ -114,8 +141,28 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     );
   }
 
+  /** The open thinking block's signature: a `signature_delta` in a stream. */
+  function sign(signature: string): void {
+    signed = true;
+    if (signature === '') return;
+    if (silent) (openBlock as { signature?: string }).signature = signature;
+    else emitDelta(`{"type":"signature_delta","signature":${JSON.stringify(signature)}}`);
+  }
+
+  /** The signature of reasoning ended with `state`: the messages format's own as it came, any other sealed. */
+  function signatureOf(state: OpaqueState | undefined): string {
+    if (state?.kind === 'thinking-signature') return state.signature;
+    if (sealItem === undefined) return '';
+    if (state?.kind === 'reasoning-details') return sealItem({ kind: 'reasoning-details', details: state.details });
+    // A Gemini thought part's signature: the reasoning's own state, for no call in particular.
+    if (state?.kind === 'thought-signature') return sealItem({ kind: 'thought-signature', signature: state.signature });
+    return sealItem({ kind: 'reasoning' });
+  }
+
   function closeBlock(): void {
     if (openKind === undefined) return;
+    // Reasoning ended by another kind of content is the provider's reasoning, sealed as such.
+    if (openKind === 'thinking' && !signed) sign(signatureOf(undefined));
     if (silent) {
       if (openBlock?.type === 'tool_use') openBlock.input = inputOf(callArgs, callPath, options.onWarning);
       if (openBlock !== undefined) content.push(openBlock);
@@ -131,6 +178,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     closeBlock();
     if (!started) start(undefined);
     openKind = kind;
+    signed = false;
     const index = nextBlockIndex;
     nextBlockIndex += 1;
     if (silent) openBlock = block;
@@ -147,6 +195,38 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     if (openKind !== kind) open(kind, { type: 'text', text: '' }, TEXT_BLOCK_JSON);
     if (silent) (openBlock as { text: string }).text += delta;
     else emitDelta(`{"type":"text_delta","text":${JSON.stringify(delta)}}`);
+  }
+
+  /** The spans of the open text block `search` backs, as Anthropic's citations. */
+  function cite(search: ServerSearch): void {
+    if (openKind !== 'text') return;
+    for (const citation of search.citations) {
+      for (const index of citation.sources) {
+        const source = search.sources[index];
+        if (source === undefined) continue;
+        const location = { type: 'web_search_result_location', url: source.url, title: source.title, encrypted_index: '', cited_text: citation.text };
+        if (silent) ((openBlock as { citations?: unknown[] }).citations ??= []).push(location);
+        else emitDelta(`{"type":"citations_delta","citation":${JSON.stringify(location)}}`);
+      }
+    }
+  }
+
+  /** A `server_tool_use` block and its result block: a block each, whole. */
+  function serverTool(query: string, results: MessagesWebSearchResult[]): void {
+    // Made from the message id and the block's place: the same answer names its blocks the same, streamed or whole.
+    const id = `srvtoolu_${createHash('sha256').update(`${messageId}\u0000${nextBlockIndex}`).digest('hex').slice(0, SERVER_TOOL_ID_HASH_CHARS)}`;
+    open('server_tool', { type: 'server_tool_use', id, name: 'web_search', caller: DIRECT, input: { query } }, `{"type":"server_tool_use","id":${JSON.stringify(id)},"name":"web_search","caller":{"type":"direct"},"input":{}}`);
+    if (!silent) emitDelta(`{"type":"input_json_delta","partial_json":${JSON.stringify(JSON.stringify({ query }))}}`);
+    const result = { type: 'web_search_tool_result' as const, tool_use_id: id, caller: DIRECT, content: results };
+    open('server_tool', result, JSON.stringify(result));
+    closeBlock();
+  }
+
+  /** The usage object, with the upstream's own searches when it ran any. */
+  function usageOf(usage: TokenUsage): MessagesUsage {
+    const out = toMessagesUsage(usage);
+    if (searches > 0) out['server_tool_use'] = { web_search_requests: searches, web_fetch_requests: 0 };
+    return out;
   }
 
   function stopReason(): { stopReason: MessagesStopReason; stopSequence: string | null } {
@@ -170,14 +250,30 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       if (silent) (openBlock as { thinking: string }).thinking += delta;
       else emitDelta(`{"type":"thinking_delta","thinking":${JSON.stringify(delta)}}`);
     },
-    reasoningEnd() {
-      // A signature has its place here (a signature_delta) once an upstream other than the
-      // messages format itself signs reasoning (issue 23); none feeding this encoder does yet.
-      if (openKind === 'thinking') closeBlock();
+    reasoningEnd(state) {
+      if (finished) return;
+      if (openKind === 'thinking') {
+        sign(signatureOf(state));
+        closeBlock();
+      } else if (state?.kind === 'redacted-thinking') {
+        open('redacted_thinking', { type: 'redacted_thinking', data: state.data }, JSON.stringify({ type: 'redacted_thinking', data: state.data }));
+        closeBlock();
+      } else if (state !== undefined && sealItem !== undefined) {
+        // State without text (reasoning details only): a thinking block of its own carries it.
+        open('thinking', { type: 'thinking', thinking: '', signature: '' }, THINKING_BLOCK_JSON);
+        sign(signatureOf(state));
+        closeBlock();
+      }
     },
     callStart(call: CallStart) {
       if (finished) return;
       const id = call.id ?? newId(call.madeUpIdPrefix ?? 'toolu_');
+      if (call.state !== undefined && call.state.kind !== 'thinking-signature' && sealItem !== undefined) {
+        // The call's own state goes right before it, in a thinking block with no text.
+        const item: CarriedItem = call.state.kind === 'thought-signature' ? { kind: 'thought-signature', signature: call.state.signature, callId: id } : { kind: 'reasoning' };
+        open('thinking', { type: 'thinking', thinking: '', signature: '' }, THINKING_BLOCK_JSON);
+        sign(sealItem(item));
+      }
       callArgs = '';
       callPath = call.path;
       open('tool_use', { type: 'tool_use', id, name: call.name, caller: { type: 'direct' }, input: {} }, `{"type":"tool_use","id":${JSON.stringify(id)},"name":${JSON.stringify(call.name)},"caller":{"type":"direct"},"input":{}}`);
@@ -192,6 +288,14 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
     },
     // Nothing in a messages text block carries opaque state.
     annotate: ignoreEvent,
+    search(search) {
+      if (finished) return;
+      cite(search);
+      const results = search.sources.map((source): MessagesWebSearchResult => ({ type: 'web_search_result', url: source.url, title: source.title, encrypted_content: '', page_age: null }));
+      const queries = search.queries.length > 0 ? search.queries : [''];
+      queries.forEach((query, index) => serverTool(query, index === 0 ? results : []));
+      searches += queries.length;
+    },
     usage(usage) {
       reported = usage;
     },
@@ -207,7 +311,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
       finished = true;
       if (silent) return;
       const { stopReason: reason, stopSequence } = stopReason();
-      const usageJson = reported === undefined ? '{"output_tokens":0}' : JSON.stringify(toMessagesUsage(reported));
+      const usageJson = reported === undefined ? '{"output_tokens":0}' : JSON.stringify(usageOf(reported));
       write(
         `event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":${JSON.stringify(reason)},` +
           `"stop_sequence":${JSON.stringify(stopSequence)}},"usage":${usageJson}}\n\n`,
@@ -229,7 +333,7 @@ export function createMessagesEncoder(options: MessagesEncoderOptions): AnswerEn
         content: openBlock === undefined ? content : [...content, openBlock],
         stop_reason: reason,
         stop_sequence: stopSequence,
-        usage: toMessagesUsage(reported ?? ZERO_USAGE),
+        usage: usageOf(reported ?? ZERO_USAGE),
       };
     },
   };

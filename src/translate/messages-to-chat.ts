@@ -20,10 +20,16 @@
  *   content source becomes text, a URL source becomes a placeholder naming the URL.
  * - Consecutive turns of one role (accepted, as the Anthropic API accepts them) are merged into
  *   one, so the upstream sees alternating turns.
- * - Anthropic-defined tools (a `type` other than `custom`: server tools such as
- *   `web_search_20250305`, or schema-less client tools such as `bash_20250124`) cannot be
- *   described to a chat upstream: they are dropped, named in the request log's warnings
- *   (llmux.md section 5), with a `tool_choice` that names one of them.
+ * - Anthropic server tools (`web_search_*`, `web_fetch_*`, `code_execution_*`) run on Anthropic's
+ *   side: no chat-completions upstream has them, so a request offering one is a 400 naming it
+ *   (llmux.md section 11), never an answer that silently searched nothing. Other Anthropic-defined
+ *   tools (schema-less client tools such as `bash_20250124`) cannot be described to a chat
+ *   upstream: they are dropped, named in the request log's warnings (llmux.md section 5), with a
+ *   `tool_choice` that names one of them.
+ * - Carried state (llmux.md section 11, ./carry-chat.ts): a thinking block whose signature is a
+ *   llmux seal brings back what the upstream issued (a Gemini thought signature onto its call,
+ *   `reasoning_details` onto the message) when the upstream is of the issuer's family; anything
+ *   else is stripped, counted by the request's carry reader.
  * - `thinking {type:'adaptive'}` with `output_config.effort` low / medium / high (max -> high)
  *   becomes `reasoning_effort`; adaptive without an effort leaves the upstream's default. Thinking
  *   types newer than this file are dropped with a warning.
@@ -37,7 +43,7 @@
  * - `stop_sequences` pass through whole, even past OpenAI's limit of 4: other chat upstreams allow
  *   more, and a silent cut would change where the answer stops.
  * - Fields with no chat equivalent are dropped: `top_k`, `service_tier`, `cache_control`,
- *   `redacted_thinking` blocks, thinking signatures. Top-level fields and block types newer than
+ *   `redacted_thinking` blocks, Anthropic's own thinking signatures. Top-level fields and block types newer than
  *   this file (`context_management`, `container`, …) are dropped too, each named in a warning.
  */
 import type {
@@ -51,9 +57,13 @@ import type {
   MessagesTool,
 } from '../formats/wire.ts';
 import { truncate } from '../common/errors.ts';
+import { isServerTool, serverToolRefused } from './server-tools.ts';
+import { isLlmuxSeal } from '../formats/responses.ts';
 import { checkThread } from './message-threads.ts';
 import { chatUserId } from './chat-user.ts';
 import { asRecord, records } from '../common/json.ts';
+import { type CarriedItem, type CarryReader, type Issuer, createCarryReader } from './carried.ts';
+import { carryIntoChatMessage, fillChatGaps } from './carry-chat.ts';
 
 /** How the chosen upstream model wants its request shaped. */
 export interface UpstreamModel {
@@ -67,13 +77,20 @@ export interface UpstreamModel {
   replayReasoning: boolean;
   /** The catalog's `max_output_tokens`; 0 when unknown. */
   maxOutputTokens: number;
+  /** Who answers: the provider and its family, what carried state it may be sent (llmux.md section 11); absent: none. */
+  issuer?: Issuer;
+  /** Prompt-cache breakpoints added for a messages upstream (model or provider `prompt_cache`, default `auto`). */
+  promptCache?: boolean;
 }
 
 /** Options of the request translators. */
 export interface RequestTranslateOptions {
   /** Told about input that was repaired or dropped rather than refused (for the request log). */
   onWarning?: (message: string) => void;
+  /** Opens and sorts the carried state of the history; absent: every seal is stripped. */
+  carry?: CarryReader;
 }
+
 
 /** Top-level fields this translator reads, or drops on purpose as documented above. */
 const KNOWN_FIELDS = new Set([
@@ -98,6 +115,7 @@ const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model 
  */
 export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ChatRequest {
   const warn = options.onWarning ?? (() => {});
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   checkThread(req['thread'], 'the chat-completions format', 'a chat-completions upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a chat-completions upstream has no equivalent`);
@@ -116,9 +134,10 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
       if (text !== '') messages.push({ role: 'system', content: text });
       continue;
     }
-    if (message['role'] === 'assistant') messages.push(assistantToChat(message['content'], model.replayReasoning));
+    if (message['role'] === 'assistant') messages.push(assistantToChat(message['content'], model, carry));
     else pushUserTurn(messages, message['content']);
   }
+  fillChatGaps(messages, model, carry);
 
   const out: ChatRequest = { model: model.upstreamId, messages };
   if (typeof req.max_tokens === 'number') out[model.maxTokensParam] = req.max_tokens;
@@ -287,24 +306,33 @@ function toolResultText(block: Record<string, unknown>): string {
   return resultText === '' ? 'Error' : `Error: ${resultText}`;
 }
 
-function assistantToChat(content: unknown, replayReasoning: boolean): ChatMessage {
+function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryReader): ChatMessage {
   if (!Array.isArray(content)) return { role: 'assistant', content: text(content) };
   const texts: string[] = [];
   const reasoning: string[] = [];
   const toolCalls: ChatToolCall[] = [];
+  const carried: CarriedItem[] = [];
   for (const block of records(content)) {
     if (block['type'] === 'text') texts.push(text(block['text']));
     else if (block['type'] === 'tool_use') toolCalls.push(toolCall(block));
-    else if (block['type'] === 'thinking') reasoning.push(text(block['thinking']));
+    else if (block['type'] === 'thinking') {
+      reasoning.push(text(block['thinking']));
+      const signature = block['signature'];
+      if (typeof signature === 'string' && isLlmuxSeal(signature)) {
+        const opened = carry.unseal(signature);
+        if (opened !== undefined && carry.accept(opened.issuer)) carried.push(opened.item);
+      }
+    }
   }
   const joined = joinTexts(texts);
   // Chat wants content null beside tool_calls when there is no text, and a string otherwise.
   const message: ChatMessage = { role: 'assistant', content: joined === '' && toolCalls.length > 0 ? null : joined };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
-  if (replayReasoning) {
+  if (model.replayReasoning) {
     const replay = joinTexts(reasoning);
     if (replay !== '') message.reasoning_content = replay;
   }
+  carryIntoChatMessage(message, carried, model);
   return message;
 }
 
@@ -313,10 +341,11 @@ function toolCall(block: Record<string, unknown>): ChatToolCall {
   return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: JSON.stringify(input) } };
 }
 
-/** A custom tool as a chat function; an Anthropic-defined one (a server tool) is dropped with a warning. */
+/** A custom tool as a chat function; a server tool is a 400, another Anthropic-defined one dropped with a warning. */
 function toolToChat(tool: MessagesTool, index: number, warn: (message: string) => void): ChatTool | undefined {
   const record = asRecord(tool) ?? {};
   const type = record['type'];
+  if (isServerTool(type)) throw serverToolRefused(index, type, 'chat-completions');
   if (type !== undefined && type !== 'custom') {
     warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which this model's chat-completions upstream cannot run`);
     return undefined;

@@ -15,10 +15,14 @@
  *   takes them, `is_error` as `status: "error"` or an `Error: ` prefix).
  * - `thinking` and `redacted_thinking` blocks go back as `reasoningContent` to Claude only, signed
  *   (./converse-build.ts); to other families, whose answers never carried Claude's signatures,
- *   they are dropped. Server tool blocks (`server_tool_use`, `*_tool_result`) in history are
- *   dropped with a warning.
- * - Anthropic-defined tools (a `type` other than `custom`: `web_search_*`, `bash_*`, …) have no
- *   schema to send: dropped with a warning, with a `tool_choice` naming one.
+ *   they are dropped. A thinking block whose signature is a llmux seal (llmux.md section 11) goes
+ *   back as the thinking it holds when this provider's family issued it, and is stripped
+ *   otherwise, counted by the carry reader: a seal is never sent as Claude's signature. Server
+ *   tool blocks (`server_tool_use`, `*_tool_result`) in history are dropped with a warning.
+ * - Anthropic's server tools (`web_search_*`, `web_fetch_*`, `code_execution_*`): Converse has
+ *   nothing like them, so a request offering one is a 400 naming it (./server-tools.ts). Other
+ *   Anthropic-defined tools (`bash_*`, …) have no schema to send: dropped with a warning, with a
+ *   `tool_choice` naming one.
  * - `tool_choice`: auto, any (Converse `any`), tool (`tool`), none (no tools offered);
  *   `disable_parallel_tool_use` cannot be said: dropped with a warning.
  * - `thinking` (models marked `reasoning` only): to Claude as it is, in
@@ -53,7 +57,10 @@ import {
   toolResultBlock,
   toolUseBlock,
 } from './converse-build.ts';
-import { type ConverseFamily, budgetEffort, converseFamily, effortFields, historyReasoning } from './converse-reasoning.ts';
+import { type ConverseFamily, budgetEffort, converseFamily, effortFields, historyReasoning, sealedReasoning } from './converse-reasoning.ts';
+import { type CarryReader, createCarryReader } from './carried.ts';
+import { isServerTool, serverToolRefused } from './server-tools.ts';
+import { isLlmuxSeal } from '../formats/responses.ts';
 
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stream', 'stop_sequences', 'tools',
@@ -70,6 +77,7 @@ type Warn = (message: string) => void;
  */
 export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamModel, options: RequestTranslateOptions = {}): ConverseRequest {
   const warn = options.onWarning ?? (() => {});
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   checkThread(req['thread'], 'the Converse format', 'a Converse upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a Converse upstream has no equivalent`);
@@ -81,7 +89,7 @@ export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamM
     const path = `messages.${index}`;
     const blocks = contentBlocks(message['content']);
     if (message['role'] === 'system') turns.add('user', [{ text: systemText(message['content']) }]);
-    else if (message['role'] === 'assistant') turns.add('assistant', blocks.flatMap((block, k) => assistantBlocks(block, `${path}.content.${k}`, family, warn)));
+    else if (message['role'] === 'assistant') turns.add('assistant', blocks.flatMap((block, k) => assistantBlocks(block, `${path}.content.${k}`, family, carry, warn)));
     else turns.add('user', blocks.flatMap((block, k) => userBlocks(block, `${path}.content.${k}`, family, warn)));
   });
 
@@ -98,6 +106,7 @@ export function messagesRequestToConverse(req: MessagesRequest, model: UpstreamM
   records(req.tools).forEach((tool, index) => {
     const name = typeof tool['name'] === 'string' ? tool['name'] : '';
     const type = tool['type'];
+    if (isServerTool(type)) throw serverToolRefused(index, type, 'Converse');
     if (type !== undefined && type !== 'custom') {
       dropped.add(name);
       warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which a Converse upstream cannot run`);
@@ -165,14 +174,20 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
-function assistantBlocks(block: Record<string, unknown>, path: string, family: ConverseFamily, warn: Warn): ConverseContentBlock[] {
+function assistantBlocks(block: Record<string, unknown>, path: string, family: ConverseFamily, carry: CarryReader, warn: Warn): ConverseContentBlock[] {
   switch (block['type']) {
     case 'text':
       return [{ text: text(block['text']) }];
     case 'tool_use':
       return [toolUseBlock(text(block['id']), text(block['name']), asRecord(block['input']) ?? {})];
     case 'thinking': {
-      const reasoning = historyReasoning(family, text(block['thinking']), text(block['signature']), undefined);
+      const signature = text(block['signature']);
+      if (isLlmuxSeal(signature)) {
+        const opened = carry.unseal(signature);
+        const reasoning = opened === undefined || !carry.accept(opened.issuer) ? undefined : sealedReasoning(family, opened.item);
+        return reasoning === undefined ? [] : [reasoning];
+      }
+      const reasoning = historyReasoning(family, text(block['thinking']), signature, undefined);
       return reasoning === undefined ? [] : [reasoning];
     }
     case 'redacted_thinking': {

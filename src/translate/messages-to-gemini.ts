@@ -11,12 +11,15 @@
  *   PDF), a text or content source as text; `search_result` as its text. `tool_use` is a
  *   `functionCall` with its id; `tool_result` a `functionResponse` (text blocks joined, `is_error`
  *   as `{"error": …}`), its images following it.
- * - `thinking` and `redacted_thinking` blocks: their signatures are Anthropic's, which a Gemini
- *   upstream cannot read, so they are dropped (the conversation-state issue carries llmux seals
- *   here later). Server tool blocks (`server_tool_use`, `*_tool_result`) in history are dropped
- *   with a warning.
+ * - `thinking` and `redacted_thinking` blocks: Anthropic's signatures mean nothing to a Gemini
+ *   upstream, so they are dropped (counted as stripped state when they are llmux seals of another
+ *   family); a thinking block whose signature is a llmux seal of Gemini's state (a thought
+ *   signature, llmux.md section 11) gives it back to its call (./carry-gemini.ts). Server tool
+ *   blocks (`server_tool_use`, `*_tool_result`) in history are dropped with a warning.
  * - Anthropic's server tools map to Gemini's own (llmux.md section 11): `web_search_*` ->
- *   `googleSearch`, `web_fetch_*` -> `urlContext`, `code_execution_*` -> `codeExecution`. Other
+ *   `googleSearch` (its grounding comes back as the search blocks Anthropic writes:
+ *   ./messages-encoder.ts), `web_fetch_*` -> `urlContext`, `code_execution_*` -> `codeExecution`;
+ *   their limits (`max_uses`, domains, location) have no Gemini setting: dropped with a warning. Other
  *   Anthropic-defined tools (`bash_*`, `text_editor_*`, `computer_*`) have no schema to send:
  *   dropped with a warning, with a `tool_choice` naming one.
  * - `tool_choice`: auto -> AUTO, any -> ANY, tool -> ANY with that name allowed, none -> NONE;
@@ -53,6 +56,9 @@ import {
   withGenerationConfig,
 } from './gemini-build.ts';
 import type { ToGeminiOptions } from './chat-to-gemini.ts';
+import { type CarriedItem, type CarryReader, createCarryReader } from './carried.ts';
+import { countPlaceholders, signCalls } from './carry-gemini.ts';
+import { isLlmuxSeal } from '../formats/responses.ts';
 
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stream', 'stop_sequences', 'tools',
@@ -60,6 +66,8 @@ const KNOWN_FIELDS: ReadonlySet<string> = new Set([
 ]);
 const PARAGRAPH = '\n\n';
 const MAX_THINKING_BUDGET = 24576;
+/** The fields of an Anthropic server tool that say nothing Gemini's own would need. */
+const SERVER_TOOL_FIELDS: ReadonlySet<string> = new Set(['type', 'name', 'cache_control']);
 /** Anthropic's server tools and Gemini's own that do the same (llmux.md section 11). */
 const SERVER_TOOLS: ReadonlyArray<[prefix: string, tool: string]> = [
   ['web_search_', 'googleSearch'],
@@ -74,6 +82,7 @@ const SERVER_TOOLS: ReadonlyArray<[prefix: string, tool: string]> = [
  */
 export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamModel, options: ToGeminiOptions = {}): GeminiRequest {
   const warn = options.onWarning ?? (() => {});
+  const carry = options.carry ?? createCarryReader(undefined, model.issuer, warn);
   checkThread(req['thread'], 'the Gemini format', 'a Gemini upstream', warn);
   for (const key of Object.keys(req)) {
     if (!KNOWN_FIELDS.has(key)) warn(`${truncate(key, 100)}: dropped, a Gemini upstream has no equivalent`);
@@ -87,13 +96,17 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
       const text = systemText(message['content']);
       builder.add('user', text === '' ? [] : [{ text }]);
     } else if (message['role'] === 'assistant') {
-      builder.add('model', blocks(message['content']).flatMap((block, k) => assistantParts(block, `${path}.content.${k}`, callNames, warn)));
+      const content = blocks(message['content']);
+      const parts = content.flatMap((block, k) => assistantParts(block, `${path}.content.${k}`, callNames, warn));
+      signCalls(parts, sealedState(content, carry));
+      builder.add('model', parts);
     } else {
       builder.add('user', blocks(message['content']).flatMap((block, k) => userParts(block, `${path}.content.${k}`, callNames, warn)));
     }
   });
 
-  const out: GeminiRequest = { contents: builder.finish() };
+  const contents = builder.finish(countPlaceholders(carry));
+  const out: GeminiRequest = { contents };
   const system = systemText(req.system);
   if (system !== '') out.systemInstruction = { parts: [{ text: system }] };
 
@@ -107,6 +120,10 @@ export function messagesRequestToGemini(req: MessagesRequest, model: UpstreamMod
       const server = typeof type === 'string' ? SERVER_TOOLS.find(([prefix]) => type.startsWith(prefix)) : undefined;
       if (server !== undefined) {
         if (!googleTools.some((entry) => server[1] in entry)) googleTools.push({ [server[1]]: {} });
+        // Its limits (max_uses, allowed and blocked domains, the user's location) have no Gemini setting.
+        for (const key of Object.keys(tool)) {
+          if (!SERVER_TOOL_FIELDS.has(key)) warn(`tools.${index}.${truncate(key, 100)}: dropped, Gemini's ${server[1]} takes no such setting`);
+        }
       } else {
         dropped.add(name);
         warn(`tools.${index}: dropped, "${truncate(String(type), 100)}" is an Anthropic-defined tool, which a Gemini upstream cannot run`);
@@ -199,12 +216,24 @@ function assistantParts(block: Record<string, unknown>, path: string, callNames:
     }
     case 'thinking':
     case 'redacted_thinking':
-      // Anthropic's signatures mean nothing to Gemini: the conversation-state issue's seals go here.
+      // Anthropic's signatures mean nothing to Gemini; the state llmux sealed in one is read apart (sealedState).
       return [];
     default:
       warn(`${path}: dropped, a Gemini upstream has nothing for a "${truncate(String(block['type']), 100)}" block in a model turn`);
       return [];
   }
+}
+
+/** The state the thinking blocks of an assistant turn carry sealed, when a Gemini upstream may be sent it. */
+function sealedState(content: ReadonlyArray<Record<string, unknown>>, carry: CarryReader): CarriedItem[] {
+  const items: CarriedItem[] = [];
+  for (const block of content) {
+    const signature = block['signature'];
+    if (block['type'] !== 'thinking' || typeof signature !== 'string' || !isLlmuxSeal(signature)) continue;
+    const opened = carry.unseal(signature);
+    if (opened !== undefined && carry.accept(opened.issuer)) items.push(opened.item);
+  }
+  return items;
 }
 
 function userParts(block: Record<string, unknown>, path: string, callNames: Map<string, string>, warn: (message: string) => void): GeminiPart[] {

@@ -4,9 +4,9 @@
  * both through the emitter (./responses-events.ts), which holds the items' rules.
  *
  * - Text and refusal text go to a message's `output_text` and `refusal` parts, reasoning to a
- *   reasoning item (sealed with its thinking block's signature, ./responses-output.ts
- *   `ResponsesAnswerOptions.seal`), each call to a call item (flattened, custom and local shell
- *   calls restored as the client declared them). A call item stays open after `callEnd`, until
+ *   reasoning item (sealed with its opaque state, ./responses-output.ts `sealItem`), each call to
+ *   a call item (flattened, custom and local shell calls restored as the client declared them),
+ *   after a reasoning item sealing the call's own state (Gemini's thought signature) when it has any. A call item stays open after `callEnd`, until
  *   another item starts or the answer stops, so the item an output cap cut short is marked incomplete.
  * - `stop` settles the response (./stop-reasons.ts `toResponsesStop`): incomplete after the output
  *   cap, incomplete with a refusal part after a refusal or a content filter; `end` writes the
@@ -35,12 +35,13 @@ export function createResponsesEncoder(options: ResponsesEmitterOptions): Answer
     },
     reasoning: emitter.reasoning,
     reasoningEnd: (state) => emitter.endReasoning(state),
-    callStart: (call) => emitter.openCall(call.id, call.name),
+    callStart: (call) => emitter.openCall(call.id, call.name, call.state),
     callArguments: emitter.callArguments,
     // The item stays open: see the file's notes.
     callEnd: ignoreEvent,
     // A message's text part has no place for opaque state.
     annotate: ignoreEvent,
+    search: ignoreEvent,
     usage(usage) {
       reported = usage;
     },

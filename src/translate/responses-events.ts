@@ -18,8 +18,8 @@
  * State: the response object (its output grows item by item) and the one open item.
  */
 import type { ResponsesItemStatus, ResponsesOutputItem, ResponsesRefusal, ResponsesOutputText, ResponsesResponse, ResponsesUsage } from '../formats/responses.ts';
-import type { SealableBlock } from '../formats/wire.ts';
 import type { OpaqueState } from './answer-events.ts';
+import type { CarriedItem } from './carried.ts';
 import {
   type InputUnwrapper,
   type ResponsesAnswerOptions,
@@ -48,16 +48,17 @@ export interface ResponsesEmitter {
   /** Reasoning summary text, into the open reasoning item. */
   reasoning(delta: string): void;
   /**
-   * Ends the open reasoning item with its opaque state: an Anthropic thinking signature is sealed
-   * with the item's text as the thinking block it came from, a redacted thinking block as itself.
-   * With no reasoning open, such a block that seals (or that `keepReasoning` keeps) still gets an
-   * item (a redacted or summary-less thinking block). Without state (or with state of another
-   * upstream, which has no seal yet), the item's own text is sealed as a signature-less thinking
-   * block (chat reasoning).
+   * Ends the open reasoning item with its opaque state, sealed into its `encrypted_content` with
+   * the item's text (./carried.ts: an Anthropic thinking signature with its thinking, reasoning
+   * details, or the text alone as the provider's reasoning). With no reasoning open, state that
+   * seals still gets an item of its own (a redacted thinking block, details without text).
    */
   endReasoning(state?: OpaqueState): void;
-  /** Opens the item of a call of `upstreamName` (flattened, custom and local shell names restored). */
-  openCall(callId: string | undefined, upstreamName: string): void;
+  /**
+   * Opens the item of a call of `upstreamName` (flattened, custom and local shell names restored);
+   * the call's own state (Gemini's thought signature) goes first, sealed in a reasoning item.
+   */
+  openCall(callId: string | undefined, upstreamName: string, state?: OpaqueState): void;
   /** The next fragment of the open call's arguments. */
   callArguments(fragment: string): void;
   /** Closes the open item, if any, as completed. */
@@ -192,60 +193,89 @@ export function createResponsesEmitter(options: ResponsesEmitterOptions): Respon
     if (!silent) emit('response.reasoning_summary_text.delta', `${at(item)},"summary_index":0,"delta":${JSON.stringify(delta)}`);
   }
 
-  /** The thinking block `state` stands for, with `text` as its thinking; undefined for other state. */
-  function sealable(state: OpaqueState | undefined, text: string): SealableBlock | undefined {
-    if (state?.kind === 'thinking-signature') return { type: 'thinking', thinking: text, signature: state.signature };
-    if (state?.kind === 'redacted-thinking') return { type: 'redacted_thinking', data: state.data };
-    return undefined;
+  /** The carried item `state` stands for, with `text` as its reasoning. */
+  function carriedOf(state: OpaqueState | undefined, text: string): CarriedItem {
+    switch (state?.kind) {
+      case 'thinking-signature':
+        return { kind: 'thinking', thinking: text, signature: state.signature };
+      case 'redacted-thinking':
+        return { kind: 'redacted-thinking', data: state.data };
+      case 'reasoning-details':
+        return { kind: 'reasoning-details', details: state.details };
+      case 'thought-signature':
+        return { kind: 'thought-signature', signature: state.signature };
+      default:
+        return { kind: 'reasoning', text };
+    }
+  }
+
+  /** `item` sealed, when the client's copy or the stored one carries seals; kept for the stored copy under `itemId`. */
+  function sealFor(itemId: string, item: CarriedItem): string | undefined {
+    if (options.sealItem === undefined || (options.exposeSeals !== true && options.keepSealed === undefined)) return undefined;
+    const sealed = options.sealItem(item);
+    options.keepSealed?.(itemId, sealed);
+    return options.exposeSeals === true ? sealed : undefined;
+  }
+
+  /** Whether state without text gets an item of its own: only when a seal will carry it somewhere. */
+  function sealsSomewhere(): boolean {
+    return options.sealItem !== undefined && (options.exposeSeals === true || options.keepSealed !== undefined);
   }
 
   function endReasoning(state?: OpaqueState): void {
     if (settled) return;
     if (open?.kind === 'reasoning') {
-      closeReasoning(open, sealable(state, open.text));
+      closeReasoning(open, state);
       return;
     }
-    const block = sealable(state, '');
-    if (block === undefined) return;
-    const encrypted = options.seal?.(block);
-    if (encrypted === undefined && options.keepReasoning === undefined) return;
+    if (state === undefined || !sealsSomewhere()) return;
+    stateItem(carriedOf(state, ''));
+  }
+
+  /** A reasoning item with no text, carrying `item` sealed. */
+  function stateItem(item: CarriedItem): void {
     closeItem();
-    const item = newItem('rs_');
-    const done: ResponsesOutputItem = { type: 'reasoning', id: item.id, summary: [] };
+    const base = newItem('rs_');
+    const done: ResponsesOutputItem = { type: 'reasoning', id: base.id, summary: [] };
+    itemEvent('added', base.index, { type: 'reasoning', id: base.id, summary: [] });
+    const encrypted = sealFor(base.id, item);
     if (encrypted !== undefined) done.encrypted_content = encrypted;
-    itemEvent('added', item.index, { type: 'reasoning', id: item.id, summary: [] });
-    options.keepReasoning?.(item.id, block);
-    itemEvent('done', item.index, done);
+    itemEvent('done', base.index, done);
     response.output.push(done);
   }
 
-  function closeReasoning(item: ReasoningItem, block: SealableBlock | undefined): void {
+  function closeReasoning(item: ReasoningItem, state: OpaqueState | undefined): void {
     open = undefined;
     if (!silent) {
       const textJson = JSON.stringify(item.text);
       emit('response.reasoning_summary_text.done', `${at(item)},"summary_index":0,"text":${textJson}`);
       emit('response.reasoning_summary_part.done', `${at(item)},"summary_index":0,"part":{"type":"summary_text","text":${textJson}}`);
     }
-    const thinking = block ?? { type: 'thinking', thinking: item.text, signature: '' };
-    const encrypted = options.seal?.(thinking);
     const done: ResponsesOutputItem = { type: 'reasoning', id: item.id, summary: [{ type: 'summary_text', text: item.text }] };
+    const encrypted = sealFor(item.id, carriedOf(state, item.text));
     if (encrypted !== undefined) done.encrypted_content = encrypted;
-    options.keepReasoning?.(item.id, thinking);
     itemEvent('done', item.index, done);
     response.output.push(done);
   }
 
   // ---------- calls ----------
 
-  function openCall(callId: string | undefined, upstreamName: string): void {
+  function openCall(callId: string | undefined, upstreamName: string, state?: OpaqueState): void {
     if (settled) return;
     closeItem();
     const restored = restoreTool(upstreamName, options.toolNames);
+    let id = callId !== undefined && callId !== '' ? callId : undefined;
+    if (state !== undefined && sealsSomewhere()) {
+      // The call's state goes first, in a reasoning item: the call is the item after it.
+      id ??= outputItemId('call_', responseId, response.output.length + 1);
+      const carried = carriedOf(state, '');
+      stateItem(carried.kind === 'thought-signature' ? { ...carried, callId: id } : carried);
+    }
     const base = newItem(callItemPrefix(restored));
     const item: CallItem = {
       kind: 'call',
       ...base,
-      callId: callId !== undefined && callId !== '' ? callId : outputItemId('call_', responseId, base.index),
+      callId: id ?? outputItemId('call_', responseId, base.index),
       restored,
       args: '',
       unwrapper: restored.kind === 'custom' ? createInputUnwrapper() : undefined,

@@ -6,17 +6,17 @@
 import { createHash } from 'node:crypto';
 import type { ResponsesRequest } from '../formats/responses.ts';
 import type { UpstreamModel } from './messages-to-chat.ts';
-import type { SealableBlock } from '../formats/wire.ts';
 import { isLlmuxSeal } from '../formats/responses.ts';
 import { asRecord, isRecord, records } from '../common/json.ts';
+import type { Carried, CarryReader } from './carried.ts';
 
 /** What a request translator needs besides the request. */
 export interface ResponsesRequestContext {
   /** The model the request goes to. */
   model: UpstreamModel;
-  /** Opens a reasoning item's `encrypted_content` sealed by llmux (src/responses/seal.ts). */
-  openSealed: (encrypted: string) => SealableBlock | undefined;
-  /** Told about everything dropped or repaired: hosted tools, unknown fields, seals that do not open. */
+  /** Opens the reasoning items' llmux seals and sorts their state for the upstream (./carried.ts). */
+  carry: CarryReader;
+  /** Told about everything dropped or repaired: hosted tools, unknown fields. */
   warn: (message: string) => void;
 }
 
@@ -76,16 +76,19 @@ export function contentText(content: unknown, joiner: string): string {
 }
 
 /**
- * A reasoning item's thinking block when its `encrypted_content` is llmux's and opens. A seal that
- * claims to be llmux's but does not open (another secret, tampered) is dropped with a warning;
- * reasoning from elsewhere (OpenAI's own) is dropped quietly, as responses.md says.
+ * The state a reasoning item's `encrypted_content` seals, when it is llmux's and this key's; the
+ * reader counts seals that do not open or are another key's (llmux.md section 11). Reasoning from
+ * elsewhere (OpenAI's own) is not llmux's and gives undefined quietly, as responses.md says.
  */
-export function openReasoning(item: Record<string, unknown>, path: string, context: ResponsesRequestContext): SealableBlock | undefined {
+export function openReasoning(item: Record<string, unknown>, context: ResponsesRequestContext): Carried | undefined {
   const sealed = item['encrypted_content'];
   if (typeof sealed !== 'string' || !isLlmuxSeal(sealed)) return undefined;
-  const block = context.openSealed(sealed);
-  if (block === undefined) context.warn(`${path}: encrypted_content does not open (sealed under another secret, or altered); the reasoning is dropped`);
-  return block;
+  return context.carry.unseal(sealed);
+}
+
+/** A reasoning item's summary text, its parts joined with a blank line. */
+export function summaryText(item: Record<string, unknown>): string {
+  return records(item['summary']).map((part) => text(part['text'])).filter((piece) => piece !== '').join(PARAGRAPH);
 }
 
 /**

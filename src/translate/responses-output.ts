@@ -24,7 +24,7 @@ import type {
   ResponsesTool,
   ResponsesUsage,
 } from '../formats/responses.ts';
-import type { SealableBlock } from '../formats/wire.ts';
+import type { CarriedItem } from './carried.ts';
 import type { AnswerUsage } from './answer-events.ts';
 import type { RestoredTool, ToolNames } from './responses-tools.ts';
 import { asRecord, isRecord } from '../common/json.ts';
@@ -43,18 +43,20 @@ export interface ResponsesAnswerOptions {
   /** Milliseconds since the epoch, like `Date.now`. */
   now?: () => number;
   /**
-   * Seals a thinking block into a reasoning item's `encrypted_content` (src/responses/seal.ts). Pass
-   * it when the request asked for `include: ["reasoning.encrypted_content"]`; without it, reasoning
-   * items carry their summary only.
+   * Seals a piece of carried state (a thinking block, reasoning text, a thought signature,
+   * reasoning details: ./carried.ts) for the key that asked, naming the provider that answered
+   * (src/dialects/carry.ts). Without it no reasoning item carries `encrypted_content`.
    */
-  seal?: (block: SealableBlock) => string | undefined;
+  sealItem?: (item: CarriedItem) => string;
+  /** The client's copy carries the seals: the request asked for `include: ["reasoning.encrypted_content"]`. */
+  exposeSeals?: boolean;
   /**
-   * Told of each reasoning item's thinking block as the item closes, whether or not `seal` is given:
-   * a stored response keeps its reasoning sealed even when the client's copy does not carry it, so
-   * `previous_response_id` can replay it. With it, a redacted thinking block gets its (summary-less)
-   * item even without `seal`, so there is an item to keep it by.
+   * Told of each reasoning item's seal as the item closes, whether or not the client's copy carries
+   * it: a stored response keeps its reasoning sealed, so `previous_response_id` can replay it. With
+   * it, state without text (a redacted thinking block, a call's thought signature) gets its
+   * (summary-less) item even when the client's copy carries no seals, so there is an item to keep it by.
    */
-  keepReasoning?: (itemId: string, block: SealableBlock) => void;
+  keepSealed?: (itemId: string, sealed: string) => void;
   /** Input tokens to report when the upstream reports no usage. */
   estimatedInputTokens?: number;
 }

@@ -16,8 +16,14 @@
  *   tool message nothing called) is sent as user text naming the call, with a warning.
  * - `user` is the first of `user`, `safety_identifier`, `metadata.user_id`, hashed when longer than
  *   64 characters. `reasoning.effort` `max` becomes `xhigh`, the highest chat knows.
- * - Dropped: `store`, `include`, `prompt_cache_key`, `truncation`, `service_tier` (llmux's own or
- *   no equivalent), `text.verbosity`, `reasoning.summary`, unknown fields (with a warning).
+ * - Reasoning items: their text (the summary the client was shown, else what llmux sealed) is
+ *   replayed as `reasoning_content` to a `replay_reasoning` model; the state a llmux seal carries
+ *   goes back when the upstream is of its issuer's family (./carry-chat.ts: a Gemini thought
+ *   signature onto its call, `reasoning_details` onto the message), else it is stripped.
+ * - `prompt_cache_key` goes to an OpenAI upstream only (its own, else the conversation's: the pair
+ *   in ./index.ts adds it); other chat upstreams may refuse it.
+ * - Dropped: `store`, `include`, `truncation`, `service_tier` (llmux's own or no equivalent),
+ *   `text.verbosity`, `reasoning.summary`, unknown fields (with a warning).
  */
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice } from '../formats/wire.ts';
 import type { ResponsesRequest } from '../formats/responses.ts';
@@ -34,12 +40,16 @@ import {
   openReasoning,
   partText,
   reasoningEffort,
+  summaryText,
   text,
   toolOutputText,
   warnUnknownFields,
 } from './responses-input.ts';
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, type ToolNames, type UpstreamToolChoice, prepareTools, upstreamCallName } from './responses-tools.ts';
 import { asRecord, records } from '../common/json.ts';
+import type { CarriedItem } from './carried.ts';
+import { carryIntoChatMessage, fillChatGaps } from './carry-chat.ts';
+import type { UpstreamModel } from './messages-to-chat.ts';
 
 /** A translated request: the upstream body, and the tool names the answer translators need. */
 export interface TranslatedRequest<Body> {
@@ -49,7 +59,11 @@ export interface TranslatedRequest<Body> {
 
 const CHAT_IMAGE_DETAILS = new Set(['auto', 'low', 'high']);
 
-interface AssistantTurn { texts: string[]; calls: ChatToolCall[]; reasoning: string[] }
+interface AssistantTurn { texts: string[]; calls: ChatToolCall[]; reasoning: string[]; carried: CarriedItem[] }
+
+function newTurn(): AssistantTurn {
+  return { texts: [], calls: [], reasoning: [], carried: [] };
+}
 
 /** Translates a validated, resolved Responses request into the chat-completions request for `context.model`. Never throws. */
 export function responsesRequestToChat(request: ResponsesRequest, context: ResponsesRequestContext): TranslatedRequest<ChatRequest> {
@@ -62,7 +76,7 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
   const calledIds = new Set(items.filter((item) => item['type'] === 'function_call' || item['type'] === 'custom_tool_call' || item['type'] === 'local_shell_call').map(callIdOf));
   let turn: AssistantTurn | undefined;
   const flush = (): void => {
-    if (turn !== undefined && (turn.texts.length > 0 || turn.calls.length > 0)) messages.push(assistantMessage(turn));
+    if (turn !== undefined && (turn.texts.length > 0 || turn.calls.length > 0)) messages.push(assistantMessage(turn, model));
     turn = undefined;
   };
 
@@ -73,7 +87,7 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
       case 'message': {
         const role = item['role'];
         if (role === 'assistant') {
-          turn ??= { texts: [], calls: [], reasoning: [] };
+          turn ??= newTurn();
           const assistantText = contentText(item['content'], '');
           if (assistantText !== '') turn.texts.push(assistantText);
           break;
@@ -90,7 +104,7 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
       case 'function_call':
       case 'custom_tool_call':
       case 'local_shell_call':
-        turn ??= { texts: [], calls: [], reasoning: [] };
+        turn ??= newTurn();
         turn.calls.push(replayedCall(item, type));
         break;
       case 'function_call_output':
@@ -108,11 +122,12 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
         break;
       }
       case 'reasoning': {
-        const block = openReasoning(item, path, context);
-        if (block?.type === 'thinking' && block.thinking !== '' && model.replayReasoning) {
-          turn ??= { texts: [], calls: [], reasoning: [] };
-          turn.reasoning.push(block.thinking);
-        }
+        const carried = openReasoning(item, context);
+        turn ??= newTurn();
+        // Only reasoning llmux sealed (this key's) is replayed: another upstream's (OpenAI's own) means nothing here.
+        const reasoning = carried === undefined ? '' : summaryText(item) || sealedText(carried.item);
+        if (reasoning !== '' && model.replayReasoning) turn.reasoning.push(reasoning);
+        if (carried !== undefined && carried.item.kind !== 'reasoning' && context.carry.accept(carried.issuer)) turn.carried.push(carried.item);
         break;
       }
       case ADDITIONAL_TOOLS:
@@ -123,6 +138,7 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
     }
   });
   flush();
+  fillChatGaps(messages, model, context.carry);
 
   const body: ChatRequest = { model: model.upstreamId, messages };
   const { value: outputCap, requested } = maxTokens(request, model);
@@ -156,13 +172,21 @@ export function responsesRequestToChat(request: ResponsesRequest, context: Respo
   return { body, toolNames: prepared.toolNames };
 }
 
-function assistantMessage(turn: AssistantTurn): ChatMessage {
+function assistantMessage(turn: AssistantTurn, model: UpstreamModel): ChatMessage {
   const joined = turn.texts.join(PARAGRAPH);
   // Chat wants content null beside tool_calls when there is no text.
   const message: ChatMessage = { role: 'assistant', content: joined === '' && turn.calls.length > 0 ? null : joined };
   if (turn.calls.length > 0) message.tool_calls = turn.calls;
   if (turn.reasoning.length > 0) message.reasoning_content = turn.reasoning.join(PARAGRAPH);
+  carryIntoChatMessage(message, turn.carried, model);
   return message;
+}
+
+/** The reasoning text a seal holds: signed thinking's, or the provider's plain reasoning. */
+function sealedText(item: CarriedItem | undefined): string {
+  if (item?.kind === 'thinking') return item.thinking;
+  if (item?.kind === 'reasoning') return item.text ?? '';
+  return '';
 }
 
 function replayedCall(item: Record<string, unknown>, type: string): ChatToolCall {

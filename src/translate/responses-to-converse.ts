@@ -13,10 +13,10 @@
  * - Function, custom and local-shell calls are `toolUse` blocks with their call ids (custom calls
  *   with input `{"input": …}`, shell calls with the action's fields); their outputs `toolResult`
  *   blocks, text parts joined, images where the family takes them.
- * - Reasoning items sealed by llmux come back as `reasoningContent` to Claude, signed or redacted
- *   (the signatures are Claude's, whether the thinking came through a messages or a Converse
- *   upstream); anything else (OpenAI's encrypted reasoning, a seal without a signature, any
- *   reasoning for another family) is dropped.
+ * - Reasoning items sealed by llmux come back as `reasoningContent` to Claude, signed or redacted,
+ *   when this provider's family issued them (llmux.md section 11: a seal of another family's state
+ *   is stripped, counted by the carry reader); anything else (OpenAI's encrypted reasoning, a seal
+ *   without a signature, any reasoning for another model family) is dropped.
  * - `reasoning.effort` -> the family's reasoning fields (models marked `reasoning` only), Claude's
  *   by the budget rule with the refusals of a messages upstream (./converse-build.ts).
  * - `text.format` json_object / json_schema: an instruction appended to the system prompt (best
@@ -47,7 +47,7 @@ import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from '.
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { parseArguments } from './chat-to-gemini.ts';
 import { type ToolOutput, buildConverseRequest, createConverseTurns, mediaFromUrl, toolResultBlock, toolUseBlock } from './converse-build.ts';
-import { converseFamily, effortSettings, historyReasoning } from './converse-reasoning.ts';
+import { converseFamily, effortSettings, sealedReasoning } from './converse-reasoning.ts';
 
 /** Translates a validated, resolved Responses request into the Converse request for `context.model`. Never throws. */
 export function responsesRequestToConverse(request: ResponsesRequest, context: ResponsesRequestContext): TranslatedRequest<ConverseRequest> {
@@ -93,10 +93,8 @@ export function responsesRequestToConverse(request: ResponsesRequest, context: R
         turns.add('user', [toolResultBlock(family, callIdOf(item), toolOutput(item['output'], `${path}.output`, warn), false)]);
         break;
       case 'reasoning': {
-        const block = openReasoning(item, path, context);
-        const reasoning = block === undefined
-          ? undefined
-          : block.type === 'thinking' ? historyReasoning(family, block.thinking, block.signature, undefined) : historyReasoning(family, '', undefined, block.data);
+        const carried = openReasoning(item, context);
+        const reasoning = carried === undefined || !context.carry.accept(carried.issuer) ? undefined : sealedReasoning(family, carried.item);
         if (reasoning !== undefined) turns.add('assistant', [reasoning]);
         break;
       }
@@ -166,3 +164,4 @@ function toolOutput(output: unknown, path: string, warn: (message: string) => vo
   });
   return result;
 }
+

@@ -13,9 +13,10 @@
  *   calls with input `{"input": …}`, shell calls with the action's fields); their outputs are
  *   `functionResponse` parts named after the call, text parts joined, images following as
  *   `inlineData`. An output whose call is not in the input is user text naming it, with a warning.
- * - Reasoning items: their `encrypted_content` is OpenAI's or an llmux seal of another upstream's
- *   thinking, neither of which a Gemini upstream can read: dropped (the conversation-state issue
- *   carries Gemini's own signatures in llmux seals later).
+ * - Reasoning items: an llmux seal of a Gemini upstream's state (a thought signature, llmux.md
+ *   section 11) gives it back to its call, else to the next call of the model turn
+ *   (./carry-gemini.ts); a seal of another family's state is stripped, counted by the carry
+ *   reader; OpenAI's own `encrypted_content` means nothing to Gemini and is dropped.
  * - `reasoning.effort` -> `thinkingConfig` (models marked `reasoning` only) by ./gemini-build.ts;
  *   thoughts are asked back when thinking is on, or when `reasoning.summary` asks for them.
  * - `text.format` json_schema -> `responseMimeType: application/json` + `responseJsonSchema`;
@@ -34,6 +35,7 @@ import {
   inputItems,
   itemType,
   localShellArguments,
+  openReasoning,
   partText,
   reasoningEffort,
   text,
@@ -52,6 +54,8 @@ import {
   withGenerationConfig,
 } from './gemini-build.ts';
 import { parseArguments } from './chat-to-gemini.ts';
+import type { CarriedItem } from './carried.ts';
+import { countPlaceholders, signCalls } from './carry-gemini.ts';
 
 /** Translates a validated, resolved Responses request into the Gemini request for `context.model`. Never throws. */
 export function responsesRequestToGemini(request: ResponsesRequest, context: ResponsesRequestContext): TranslatedRequest<GeminiRequest> {
@@ -63,6 +67,19 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
   const builder = createContentsBuilder();
   const callNames = new Map<string, string>();
   let leading = true;
+  // The model turn being read: its parts and the state sealed in its reasoning items.
+  let turnParts: GeminiPart[] = [];
+  let turnState: CarriedItem[] = [];
+  const addModel = (parts: GeminiPart[]): void => {
+    turnParts.push(...parts);
+    builder.add('model', parts);
+  };
+  const addUser = (parts: GeminiPart[]): void => {
+    signCalls(turnParts, turnState);
+    turnParts = [];
+    turnState = [];
+    builder.add('user', parts);
+  };
   inputItems(request).forEach((item, index) => {
     const path = `input.${index}`;
     const type = itemType(item);
@@ -70,7 +87,7 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
     if (type === 'message' && (role === 'system' || role === 'developer')) {
       const systemText = contentText(item['content'], PARAGRAPH);
       if (leading) systemParts.push(systemText);
-      else if (systemText !== '') builder.add('user', [{ text: `<system-instructions>\n${systemText}\n</system-instructions>` }]);
+      else if (systemText !== '') addUser([{ text: `<system-instructions>\n${systemText}\n</system-instructions>` }]);
       return;
     }
     // Its tools are offered with the request's (responses-tools.ts); it ends no run of system text.
@@ -80,9 +97,9 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
       case 'message':
         if (role === 'assistant') {
           const assistantText = contentText(item['content'], '');
-          builder.add('model', assistantText === '' ? [] : [{ text: assistantText }]);
+          addModel(assistantText === '' ? [] : [{ text: assistantText }]);
         } else {
-          builder.add('user', userParts(item['content'], path, warn));
+          addUser(userParts(item['content'], path, warn));
         }
         break;
       case 'function_call':
@@ -94,7 +111,7 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
           ? parseArguments(item['arguments'], `${path}.arguments`, warn)
           : type === 'custom_tool_call' ? { input: text(item['input']) } : parseArguments(localShellArguments(item['action']), `${path}.action`, warn);
         callNames.set(callId, name);
-        builder.add('model', [functionCallPart(callId, name, args)]);
+        addModel([functionCallPart(callId, name, args)]);
         break;
       }
       case 'function_call_output':
@@ -105,21 +122,25 @@ export function responsesRequestToGemini(request: ResponsesRequest, context: Res
         const name = callNames.get(callId);
         if (name === undefined) {
           warn(`${path}: answers call "${callId}", which is not in the input; sent as user text`);
-          builder.add('user', [{ text: `Output of tool call ${callId}:\n${output}` }, ...media]);
+          addUser([{ text: `Output of tool call ${callId}:\n${output}` }, ...media]);
         } else {
-          builder.add('user', [functionResponsePart(callId, name, output, false), ...media]);
+          addUser([functionResponsePart(callId, name, output, false), ...media]);
         }
         break;
       }
-      case 'reasoning':
-        // Neither OpenAI's encrypted reasoning nor another upstream's sealed thinking means anything to Gemini.
+      case 'reasoning': {
+        const carried = openReasoning(item, context);
+        if (carried !== undefined && context.carry.accept(carried.issuer)) turnState.push(carried.item);
         break;
+      }
       default:
         warn(`${path}: ${type} items cannot be sent to a Gemini upstream; dropped`);
     }
   });
 
-  const body: GeminiRequest = { contents: builder.finish() };
+  signCalls(turnParts, turnState);
+  const contents = builder.finish(countPlaceholders(context.carry));
+  const body: GeminiRequest = { contents };
   const system = systemParts.filter((part) => part !== '').join(PARAGRAPH);
   if (system !== '') body.systemInstruction = { parts: [{ text: system }] };
 

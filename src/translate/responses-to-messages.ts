@@ -12,8 +12,9 @@
  *   (a "." turn is put first when there is none), tool results first in their user turn, the end of
  *   a final assistant turn trimmed. Within an assistant turn, replayed thinking blocks go first.
  * - Reasoning items sealed by llmux come back as their thinking (or redacted thinking) block with
- *   its signature. A sealed block without a signature (it came from a chat upstream) cannot be
- *   replayed to a messages upstream and is dropped with a warning.
+ *   its signature when a messages-format upstream issued them (the family Anthropic's signatures
+ *   hold across: llmux.md section 11). State another family issued is stripped, counted by the
+ *   request's carry reader.
  * - Custom tool calls are replayed as `tool_use` with input `{"input": …}`; local shell calls as
  *   `local_shell` with the action's fields as input. Unparsable function arguments become `{}`
  *   with a warning. An output whose call is not in the input becomes user text, with a warning.
@@ -25,6 +26,8 @@
  *   `temperature` and keeps `top_p` only from 0.95.
  * - `text.format` json_object / json_schema: an instruction appended to the system text (best
  *   effort, as translation.md's `response_format` rule).
+ * - Prompt caching: with the model's `prompt_cache` on (the default), breakpoints on the tools, the
+ *   system prompt and the last user turn (./cache-breakpoints.ts).
  */
 import type {
   MessagesContentBlock,
@@ -57,8 +60,10 @@ import {
 import { ADDITIONAL_TOOLS, LOCAL_SHELL, prepareTools, upstreamCallName } from './responses-tools.ts';
 import type { TranslatedRequest } from './responses-to-chat.ts';
 import { asRecord, records } from '../common/json.ts';
+import type { CarriedItem } from './carried.ts';
 import { addTurn, closeTurns, frontFirst, type Turn as MessageTurn } from './message-turns.ts';
 import { MIN_THINKING_BUDGET, effortBudget, planThinking } from './thinking-budget.ts';
+import { addCacheBreakpoints } from './cache-breakpoints.ts';
 
 type Turn = MessageTurn<MessagesContentBlock>;
 
@@ -121,12 +126,9 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
         break;
       }
       case 'reasoning': {
-        const block = openReasoning(item, path, context);
-        if (block?.type === 'thinking' && (block.signature ?? '') === '') {
-          warn(`${path}: reasoning from a chat-completions upstream has no signature a messages upstream would accept; dropped`);
-        } else if (block !== undefined) {
-          addTurn(turns, 'assistant', [block]);
-        }
+        const carried = openReasoning(item, context);
+        const block = carried === undefined ? undefined : signedBlock(carried.item);
+        if (carried !== undefined && context.carry.accept(carried.issuer) && block !== undefined) addTurn(turns, 'assistant', [block]);
         break;
       }
       default:
@@ -186,9 +188,17 @@ export function responsesRequestToMessages(request: ResponsesRequest, context: R
   }
 
   const user = endUserId(request);
+  if (model.promptCache === true) addCacheBreakpoints(body);
   if (user !== undefined) body.metadata = { user_id: user };
   if (request.stream === true) body.stream = true;
   return { body, toolNames: prepared.toolNames };
+}
+
+/** The signed thinking block a carried item replays as; undefined for state that is not the messages format's. */
+function signedBlock(item: CarriedItem): MessagesContentBlock | undefined {
+  if (item.kind === 'thinking') return { type: 'thinking', thinking: item.thinking, signature: item.signature };
+  if (item.kind === 'redacted-thinking') return { type: 'redacted_thinking', data: item.data };
+  return undefined;
 }
 
 function toolUse(item: Record<string, unknown>, name: string, input: Record<string, unknown>): MessagesContentBlock {

@@ -26,7 +26,7 @@
  */
 import type { Budget, BudgetPeriod, ModelPricing } from '../config/types.ts';
 import { GatewayError } from '../common/errors.ts';
-import { costOf } from './cost.ts';
+import { worstCostOf } from './cost.ts';
 import type { UsageLedger } from './ledger.ts';
 import { NANOS_PER_USD, toNanos } from './ledger-format.ts';
 
@@ -146,7 +146,7 @@ export interface BudgetHolds {
 
 /** A request's worst case: its tokens/min reservation (estimated input, output cap) at the model's prices. */
 export function worstCaseUsd(pricing: ModelPricing, inputTokens: number, outputTokens: number): number {
-  return costOf({ inputTokens, outputTokens, cacheReadTokens: 0, cacheCreationTokens: 0 }, pricing);
+  return worstCostOf(inputTokens, outputTokens, pricing);
 }
 
 /** 429 `rate_limit_error` / `budget_reserved`: what is left of the budget is held by requests in flight. */

@@ -16,8 +16,7 @@
  *   1,000 pending grants (`LLMUX_DEVICE_MAX_PENDING`; past it 503 `overloaded_error`) and cannot
  *   fill them for everyone else. An "address" is an IPv4 address, or an IPv6 /64 (one host gets a
  *   whole /64, so counting its addresses one by one would give it 2^64 budgets). Many parties
- *   together can still fill the cap: that is for a reverse proxy in front to stop (README,
- *   Security).
+ *   together can still fill the cap: that is for a reverse proxy in front to stop (docs/security.md).
  * - The issued key is created when the client redeems the approved grant, not at approval: a
  *   client that never comes back leaves no key behind, and the secret never sits in memory.
  * - Only grant and key ids are logged, never codes, client names or keys.

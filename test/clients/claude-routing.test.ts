@@ -1,6 +1,6 @@
 /**
- * The README's Claude Code routing recipe, checked as written with the real Claude Code (version
- * pinned in test/clients/pinned/): the config is read from the README's "Claude Code: background,
+ * The Claude Code routing recipe of docs/routing.md, checked as written with the real Claude Code
+ * (version pinned in test/clients/pinned/): the config is read from its "Claude Code: background,
  * thinking and long context on different models" section, and only its providers' addresses and
  * credentials are replaced by fake providers' (one fake serves every format's path). Claude Code
  * runs as the recipe says (`--model claude-sonnet-4-6`, its own small model left as it is):
@@ -26,14 +26,14 @@ import { answer, lastToolResult } from '../helpers/scripted-answers.ts';
 
 const TIMEOUT_MS = 90_000;
 const skip = clientsSkip();
-const RECIPE_HEADING = '### Claude Code: background, thinking and long context on different models';
+const RECIPE_HEADING = '## Claude Code: background, thinking and long context on different models';
 
-/** The recipe's config block, as the README has it. */
+/** The recipe's config block, as docs/routing.md has it. */
 function recipe(): Record<string, unknown> {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const at = readme.indexOf(RECIPE_HEADING);
-  assert.ok(at !== -1, 'the README has the recipe');
-  const block = /```json\n([\s\S]*?)\n```/.exec(readme.slice(at))?.[1];
+  const page = readFileSync(new URL('../../docs/routing.md', import.meta.url), 'utf8');
+  const at = page.indexOf(RECIPE_HEADING);
+  assert.ok(at !== -1, 'docs/routing.md has the recipe');
+  const block = /```json\n([\s\S]*?)\n```/.exec(page.slice(at))?.[1];
   assert.ok(block !== undefined, 'the recipe has a config block');
   return JSON.parse(block) as Record<string, unknown>;
 }
@@ -82,7 +82,7 @@ function clientErrors(): Array<Record<string, unknown>> {
   return (gw.logs as Array<Record<string, unknown>>).filter((line) => typeof line['status'] === 'number' && (line['status'] as number) >= 400 && (line['status'] as number) < 500);
 }
 
-describe('the README\'s Claude Code routing recipe, with Claude Code', { skip, timeout: 4 * TIMEOUT_MS }, () => {
+describe('the Claude Code routing recipe of docs/routing.md, with Claude Code', { skip, timeout: 4 * TIMEOUT_MS }, () => {
   test('sends thinking turns to the large model and a haiku subagent to the local one', async () => {
     // The large model asks a subagent on Claude Code's small model; the small model answers it.
     gw.upstream.fallback = (req, res, seen) => {

@@ -4,6 +4,9 @@ import { geminiDialect } from '../../src/dialects/gemini.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 import { runDialectCases } from './common.case.ts';
 import type { SseEvent } from '../../src/sse/parser.ts';
+import { TEST_SEALER, carryTurn } from '../helpers/carry.ts';
+import { readJsonObject } from '../../src/http/body.ts';
+import type { GeminiRequest } from '../../src/formats/gemini-types.ts';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +46,10 @@ runDialectCases({
   streamText: (events: SseEvent[]) => events.map((event) => partsText(JSON.parse(event.data) as Json)).join(''),
 });
 
+function joined(body: string | readonly Buffer[]): string {
+  return typeof body === 'string' ? body : Buffer.concat(body).toString();
+}
+
 describe('the gemini dialect, beyond what every format is checked for', () => {
   const read = (params: Record<string, string>, query = '', body: unknown = { contents: [{ parts: [{ text: 'hi' }] }] }) =>
     geminiDialect.readRequest(body, { forwarded: {}, strict: false, params, query });
@@ -66,8 +73,32 @@ describe('the gemini dialect, beyond what every format is checked for', () => {
 
   it('turns a request that streams into a turn that says so (the translations need it: the body does not)', async () => {
     const request = read({ model: 'm', method: 'streamGenerateContent' }, 'alt=sse');
-    const turn = await geminiDialect.beginTurn(request, { keyId: 'k', services: {} as never, passThrough: false, now: Date.now });
-    assert.deepEqual(turn.translation, { stream: true });
+    const services = { responses: { sealer: () => Promise.resolve(TEST_SEALER) } } as never;
+    const turn = await geminiDialect.beginTurn(request, { keyId: 'k', services, passThrough: false, now: Date.now });
+    assert.equal(turn.translation.stream, true);
+    // It seals for the key too (llmux.md section 11): what it seals opens for that key.
+    const issuer = { provider: 'p', family: 'gemini' };
+    assert.deepEqual(turn.translation.open(turn.translation.seal(issuer, { kind: 'reasoning' })), { state: 'open', carried: { issuer, item: { kind: 'reasoning' } } });
+  });
+
+  it('passes a history on as its bytes unless it holds llmux seals, which go back as Google\'s signatures or make way for the placeholder', () => {
+    const gemini = { provider: 'gemini-up', family: 'gemini' };
+    const turn = { ...carryTurn(), stream: false };
+    const carry = { turn, model: { upstreamId: 'g', reasoning: true, maxTokensParam: 'max_tokens' as const, replayReasoning: false, maxOutputTokens: 0, issuer: gemini }, onWarning: () => {} };
+    const history = (signature: string): string => JSON.stringify({ contents: [
+      { role: 'user', parts: [{ text: 'go' }] },
+      { role: 'model', parts: [{ functionCall: { id: 'a', name: 'f', args: {} }, thoughtSignature: signature }] },
+      { role: 'user', parts: [{ functionResponse: { id: 'a', name: 'f', response: { output: 'x' } } }] },
+    ] });
+    const passed = (text: string): Json => {
+      const raw = readJsonObject(Buffer.from(text));
+      return JSON.parse(joined(geminiDialect.passThroughBody(raw.value as GeminiRequest, 'g', raw, undefined, carry))) as Json;
+    };
+    const signatureOf = (body: Json): unknown => (((body['contents'] as Json[])[1]?.['parts'] as Json[])[0] as Json)['thoughtSignature'];
+    const own = history('google-own');
+    assert.equal(joined(geminiDialect.passThroughBody(readJsonObject(Buffer.from(own)).value as GeminiRequest, 'g', readJsonObject(Buffer.from(own)), undefined, carry)), own);
+    assert.equal(signatureOf(passed(history(turn.seal(gemini, { kind: 'bundle', items: [{ kind: 'thought-signature', signature: 'google-sig', callId: 'a' }] })))), 'google-sig');
+    assert.equal(signatureOf(passed(history(turn.seal({ provider: 'claude-up', family: 'anthropic' }, { kind: 'bundle', items: [] })))), 'skip_thought_signature_validator');
   });
 
   it('names the llmux model in a passed-through answer, and in no other field', () => {

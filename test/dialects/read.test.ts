@@ -20,7 +20,7 @@ import { messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
 import { translationFor } from '../../src/translate/index.ts';
 import type { TurnOf } from '../../src/translate/index.ts';
 import type { ClientRequestOf, MessagesRequest, UpstreamFormat, WireFormat } from '../../src/formats/wire.ts';
-import type { ModelEntry } from '../../src/config/types.ts';
+import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
 import { agentMessagesBody } from '../../bench/agent-body.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'clients');
@@ -116,14 +116,24 @@ function wholeRead(sample: Sample): Read {
   }
 }
 
+/** A turn whose seals never open (the corpus has none of llmux's), the same for both reads. */
 function turnOf(format: WireFormat): TurnOf[WireFormat] {
-  if (format !== 'responses') return undefined as never;
-  return { responseId: 'resp_corpus', now: () => 1_700_000_000_000, openSealed: () => undefined };
+  const carry = { seal: () => 'llmux.v2.sealed', open: () => ({ state: 'unreadable' as const }) };
+  if (format === 'responses') return { ...carry, responseId: 'resp_corpus', now: () => 1_700_000_000_000, exposeSeals: false };
+  if (format === 'chat') return { ...carry, recalled: new Map(), remember: () => {} };
+  if (format === 'gemini') return { ...carry, stream: false };
+  return carry;
 }
 
-function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: UpstreamFormat, envelope: Map<string, unknown> | undefined): { bytes: string; warnings: string[] } {
+/** An OpenAI-family provider: its bodies get the conversation's prompt_cache_key, and carried state is sorted for it. */
+const OPENAI_PROVIDER = { id: 'corpus-openai', family: 'openai', format: 'chat', baseUrl: 'https://api.openai.com/v1' } as unknown as ProviderConfig;
+
+/** A model whose earlier reasoning is replayed: the carried state fills the history's gaps, so a same-format body's messages are rewritten. */
+const REPLAYING_MODEL = { ...MODEL, replay_reasoning: true } as ModelEntry;
+
+function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: UpstreamFormat, envelope: Map<string, unknown> | undefined, provider?: ProviderConfig, model = MODEL): { bytes: string; warnings: string[] } {
   const warnings: string[] = [];
-  const { body } = buildUpstreamBody(request, upstream, MODEL, turnOf(request.format), (message) => warnings.push(message), envelope);
+  const { body } = buildUpstreamBody(request, upstream, model, turnOf(request.format), (message) => warnings.push(message), envelope, provider);
   return { bytes: typeof body === 'string' ? body : Buffer.concat(body).toString(), warnings };
 }
 
@@ -155,10 +165,10 @@ function checkAgreement(sample: Sample): void {
   assert.equal(facts.conversation(), dialect.conversationKey(wholeRequest.body as never), `${sample.name}: the conversation key`);
   for (const upstream of [sample.format as UpstreamFormat, ...UPSTREAMS.filter((format) => format !== sample.format)]) {
     if (upstream !== sample.format && translationFor(sample.format, upstream) === undefined) continue;
-    for (const envelope of [undefined, ENVELOPE]) {
-      const expected = upstreamBytes(wholeRequest, upstream, envelope);
-      const actual = upstreamBytes(request, upstream, envelope);
-      const what = `${sample.name} -> ${upstream}${envelope === undefined ? '' : ' in an envelope'}`;
+    for (const [envelope, provider, model] of [[undefined, undefined, MODEL], [ENVELOPE, undefined, MODEL], [undefined, OPENAI_PROVIDER, MODEL], [undefined, undefined, REPLAYING_MODEL]] as const) {
+      const expected = upstreamBytes(wholeRequest, upstream, envelope, provider, model);
+      const actual = upstreamBytes(request, upstream, envelope, provider, model);
+      const what = `${sample.name} -> ${upstream}${envelope === undefined ? '' : ' in an envelope'}${provider === undefined ? '' : ' (an OpenAI-family provider)'}${model === MODEL ? '' : ' (reasoning replayed)'}`;
       assert.equal(actual.bytes, expected.bytes, `${what}: the same upstream bytes`);
       assert.deepEqual(actual.warnings, expected.warnings, `${what}: the same warnings`);
     }

@@ -5,6 +5,7 @@ import { GatewayError } from '../../src/common/errors.ts';
 import { responsesRequestToChat } from '../../src/translate/responses-to-chat.ts';
 import { responsesRequestToMessages } from '../../src/translate/responses-to-messages.ts';
 import { assertOnlyRefusals, createMutator } from '../helpers/mutate.ts';
+import { DEEPSEEK, reader } from '../helpers/carry.ts';
 
 type Body = Record<string, unknown>;
 
@@ -167,7 +168,7 @@ describe('validateResponsesRequest refuses', () => {
 describe('validateResponsesRequest under random mutation', () => {
   it('throws only GatewayError 400s, and whatever it accepts both request translators take without throwing', () => {
     const model = { upstreamId: 'u', reasoning: true, maxTokensParam: 'max_tokens' as const, replayReasoning: true, maxOutputTokens: 8192 };
-    const context = { model, openSealed: () => undefined, warn: () => {} };
+    const context = { model, carry: reader(DEEPSEEK), warn: () => {} };
     assertOnlyRefusals({
       validate: (body) => {
         const request = validateResponsesRequest(body);

@@ -27,6 +27,7 @@ export function recordingSink(): AnswerEvents & { events: RecordedEvent[] } {
     callArguments: record('callArguments'),
     callEnd: record('callEnd'),
     annotate: record('annotate'),
+    search: record('search'),
     usage: record('usage'),
     stop: record('stop'),
     end: record('end'),

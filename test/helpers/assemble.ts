@@ -1,7 +1,7 @@
 /**
  * Streams assembled into whole answers the way the official SDKs accumulate them: the Anthropic
- * SDK's `MessageStream` (blocks by `index`, text and thinking deltas appended, `partial_json`
- * gathered per block and parsed, `message_delta` setting the stop reason) and the OpenAI SDK's
+ * SDK's `MessageStream` (blocks by `index`, text and thinking deltas appended, citations gathered,
+ * `partial_json` gathered per block and parsed, `message_delta` setting the stop reason) and the OpenAI SDK's
  * `ChatCompletionStream` (choices by `index`, `content` / `refusal` / reasoning appended, tool
  * calls by `index` with their `arguments` appended, the last `finish_reason`). Used to compare a
  * stream with the whole answer of the same content, and to derive the whole upstream answer of a
@@ -118,6 +118,7 @@ export function assembleMessagesStream(bytes: Buffer | string): Json | undefined
         else if (delta['type'] === 'thinking_delta' && block['type'] === 'thinking') block['thinking'] = String(block['thinking'] ?? '') + String(delta['thinking']);
         else if (delta['type'] === 'signature_delta' && block['type'] === 'thinking') block['signature'] = delta['signature'];
         else if (delta['type'] === 'input_json_delta') json.set(index, (json.get(index) ?? '') + String(delta['partial_json']));
+        else if (delta['type'] === 'citations_delta' && block['type'] === 'text') block['citations'] = [...(Array.isArray(block['citations']) ? block['citations'] : []), delta['citation']];
         break;
       }
       case 'message_delta': {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import type { ResponsesRequest, ResponsesResponse } from '../../src/formats/responses.ts';
 import type { SseEvent } from '../../src/sse/parser.ts';
 import { createSseParser } from '../../src/sse/parser.ts';
-import type { SealableBlock } from '../../src/responses/seal.ts';
+import type { CarriedItem } from '../../src/translate/carried.ts';
 import { type ResponsesAnswerOptions, responseEcho } from '../../src/translate/responses-output.ts';
 import { prepareTools, type ToolNames } from '../../src/translate/responses-tools.ts';
 
@@ -208,8 +208,18 @@ export function eventTypes(output: string): string[] {
   return parseResponsesEvents(output).map((event) => String(event.data['type']));
 }
 
-/** A deterministic stand-in for the AES seal, so answers can be compared whole. */
-export const FAKE_SEAL = (block: SealableBlock): string => `sealed:${JSON.stringify(block)}`;
+/**
+ * A deterministic stand-in for the AES seal, so answers can be compared whole: the item as the
+ * thinking block it stands for (reasoning text as an unsigned one), other state as it is.
+ */
+export const FAKE_SEAL = (item: CarriedItem): string => `sealed:${JSON.stringify(fakeSealed(item))}`;
+
+function fakeSealed(item: CarriedItem): unknown {
+  if (item.kind === 'thinking') return { type: 'thinking', thinking: item.thinking, signature: item.signature };
+  if (item.kind === 'reasoning') return { type: 'thinking', thinking: item.text ?? '', signature: '' };
+  if (item.kind === 'redacted-thinking') return { type: 'redacted_thinking', data: item.data };
+  return item;
+}
 
 /** The tools of a Codex-like request: a function, the freeform apply_patch, an MCP namespace, local_shell. */
 export const CODEX_TOOLS: NonNullable<ResponsesRequest['tools']> = [
@@ -236,7 +246,8 @@ export function answerOptions(overrides: AnswerOverrides = {}): ResponsesAnswerO
     toolNames: codexToolNames(),
     responseId: 'resp_test',
     now: () => 1_700_000_000_000,
-    seal: FAKE_SEAL,
+    sealItem: FAKE_SEAL,
+    exposeSeals: true,
     ...overrides,
   };
   for (const key of Object.keys(options)) if (options[key] === undefined) delete options[key];

@@ -536,7 +536,9 @@ describe('createUsageTap on a Gemini stream', () => {
     it(`reads ${name}'s last usage and finish, and names the llmux model in every event and nowhere else, whatever the split`, () => {
       const last = JSON.parse(bytes.toString().trim().split(/\r?\n\r?\n/).at(-1)?.slice('data: '.length) ?? '{}') as { usageMetadata: Record<string, number>; modelVersion: string };
       const meta = last.usageMetadata;
-      const expected = usage((meta['promptTokenCount'] ?? 0) - (meta['cachedContentTokenCount'] ?? 0), (meta['candidatesTokenCount'] ?? 0) + (meta['thoughtsTokenCount'] ?? 0), meta['cachedContentTokenCount'] ?? 0);
+      // Google's own tools' prompt (grounding's search results) is input too.
+      const prompt = (meta['promptTokenCount'] ?? 0) + (meta['toolUsePromptTokenCount'] ?? 0);
+      const expected = usage(prompt - (meta['cachedContentTokenCount'] ?? 0), (meta['candidatesTokenCount'] ?? 0) + (meta['thoughtsTokenCount'] ?? 0), meta['cachedContentTokenCount'] ?? 0);
       const wanted = Buffer.from(bytes.toString().replaceAll(`"modelVersion":"${last.modelVersion}"`, '"modelVersion":"llmux-gemini"'));
       for (const { pieces } of everySplit(bytes)) {
         const { forwarded, tap } = run('gemini', pieces, { model: 'llmux-gemini' });

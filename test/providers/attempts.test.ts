@@ -219,7 +219,8 @@ describe('the attempts', () => {
     const body = JSON.parse(bodyOf(translated.sent[0])) as Record<string, unknown>;
     assert.equal(body['model'], undefined);
     assert.equal(body['anthropic_version'], 'bedrock-2023-05-31');
-    assert.deepEqual(body['messages'], [{ role: 'user', content: 'hi' }]);
+    // The translated body carries the prompt-cache breakpoint llmux adds (llmux.md section 11).
+    assert.deepEqual(body['messages'], [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }]);
   });
 });
 

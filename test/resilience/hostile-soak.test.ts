@@ -5,7 +5,7 @@
  * 29 MB, at an upstream model), bodies dripped a byte at a time (with and without a key), and a
  * flood of 29 MB count_tokens bodies. It measures the good key's latency and the server's
  * resident memory (Linux: /proc; the memory check is skipped elsewhere), prints the figures, and
- * holds them to the bounds stated in the README's Security section.
+ * holds them to the bounds stated in docs/security.md ("Memory").
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +22,7 @@ import { startFakeUpstream, fixture, respond } from '../helpers/fake-upstream.ts
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const ATTACKS = fileURLToPath(new URL('../helpers/soak-attacks.ts', import.meta.url));
 const ATTACK_MS = 30_000;
-/** README, Security: the well-behaved key's p99 while under attack, and the server's peak RSS. */
+/** docs/security.md, Memory: the well-behaved key's p99 while under attack, and the server's peak RSS. */
 const GOOD_P99_BOUND_MS = 1_000;
 const PEAK_RSS_BOUND_BYTES = 1_024 * 1024 * 1024;
 

@@ -10,29 +10,23 @@ const secret = Buffer.alloc(32, 1);
 describe('createSealer', () => {
   const sealer = createSealer(secret);
 
-  it('seals a thinking block, signature included, and opens it back', () => {
-    const block = { type: 'thinking' as const, thinking: 'Step one… 💭 "quoted"', signature: 'EqQBCkYIBBgCKkB' };
-    const sealed = sealer.seal(block);
+  it('seals a JSON value and opens it back, unreadable in between', () => {
+    const value = { k: 'key_1', p: 'anthropic', f: 'anthropic', i: { kind: 'thinking', thinking: 'Step one… 💭 "quoted"', signature: 'EqQBCkYIBBgCKkB' } };
+    const sealed = sealer.seal(value);
     assert.ok(sealed.startsWith(SEAL_PREFIX));
+    assert.equal(SEAL_PREFIX, 'llmux.v2.');
     assert.match(sealed.slice(SEAL_PREFIX.length), /^[A-Za-z0-9_-]+$/, 'base64url after the prefix');
-    assert.ok(!sealed.includes('Step one'), 'the thinking is not readable in the seal');
-    assert.deepEqual(sealer.open(sealed), block);
+    assert.ok(!sealed.includes('Step one') && !sealed.includes('key_1'), 'neither the state nor the key is readable in the seal');
+    assert.deepEqual(sealer.open(sealed), value);
   });
 
-  it('seals a redacted thinking block, and only the fields that make the block', () => {
-    assert.deepEqual(sealer.open(sealer.seal({ type: 'redacted_thinking', data: 'opaque' })), { type: 'redacted_thinking', data: 'opaque' });
-    const extra = { type: 'thinking', thinking: 't', signature: 's', cache_control: { type: 'ephemeral' } } as unknown as Parameters<typeof sealer.seal>[0];
-    assert.deepEqual(sealer.open(sealer.seal(extra)), { type: 'thinking', thinking: 't', signature: 's' });
-    assert.deepEqual(sealer.open(sealer.seal({ type: 'thinking', thinking: 't' })), { type: 'thinking', thinking: 't', signature: '' });
+  it('uses a fresh IV each time, so the same value seals differently', () => {
+    const value = { i: 'same' };
+    assert.notEqual(sealer.seal(value), sealer.seal(value));
   });
 
-  it('uses a fresh IV each time, so the same block seals differently', () => {
-    const block = { type: 'thinking' as const, thinking: 'same', signature: 's' };
-    assert.notEqual(sealer.seal(block), sealer.seal(block));
-  });
-
-  it('opens nothing foreign, tampered, cut or sealed under another secret, and never throws', () => {
-    const sealed = sealer.seal({ type: 'thinking', thinking: 'x', signature: 's' });
+  it('opens nothing foreign, tampered, cut, sealed under another secret or by an earlier llmux, and never throws', () => {
+    const sealed = sealer.seal({ i: 'x' });
     const body = sealed.slice(SEAL_PREFIX.length);
     const flipped = body.slice(0, 20) + (body[20] === 'A' ? 'B' : 'A') + body.slice(21);
     const candidates = [
@@ -42,8 +36,9 @@ describe('createSealer', () => {
       `${SEAL_PREFIX}!!!not base64!!!`,
       SEAL_PREFIX + flipped,
       sealed.slice(0, -3),
-      `llmux.v2.${body}`,
-      createSealer(Buffer.alloc(32, 2)).seal({ type: 'thinking', thinking: 'x', signature: 's' }),
+      `llmux.v1.${body}`,
+      `llmux.v3.${body}`,
+      createSealer(Buffer.alloc(32, 2)).seal({ i: 'x' }),
       42 as unknown as string,
     ];
     for (const candidate of candidates) assert.equal(sealer.open(candidate), undefined, String(candidate).slice(0, 30));
@@ -53,8 +48,9 @@ describe('createSealer', () => {
     assert.throws(() => createSealer(Buffer.alloc(16)), /must be 32 bytes/);
   });
 
-  it('tells llmux seals by their prefix', () => {
-    assert.equal(isLlmuxSeal(createSealer(secret).seal({ type: 'redacted_thinking', data: 'd' })), true);
+  it('tells llmux seals by their prefix, this version\'s and the unbound ones of earlier versions', () => {
+    assert.equal(isLlmuxSeal(createSealer(secret).seal({ i: 'd' })), true);
+    assert.equal(isLlmuxSeal('llmux.v1.AAAA'), true);
     assert.equal(isLlmuxSeal('gAAAA'), false);
   });
 });

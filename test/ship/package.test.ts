@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from '../../src/common/version.ts';
@@ -24,7 +24,7 @@ interface PackedFile { path: string; size: number; mode: number }
 /** What a fresh checkout holds for building and starting llmux (no dist/); node_modules as `npm ci` left it. */
 function freshCheckout(into: string): string {
   mkdirSync(into);
-  for (const path of ['package.json', 'README.md', 'CHANGELOG.md', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts', 'schema']) {
+  for (const path of ['package.json', 'README.md', 'docs', 'CHANGELOG.md', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts', 'schema']) {
     cpSync(join(ROOT, path), join(into, path), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(into, 'node_modules'), 'dir');
@@ -63,10 +63,12 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.ok(cli !== undefined && cli.size > 100_000, `dist/cli.js is ${cli?.size} bytes`);
   });
 
-  test('holds only compiled JavaScript and declarations from dist/, package.json, README, CHANGELOG and the config schema', () => {
+  test('holds only compiled JavaScript and declarations from dist/, package.json, README, the docs it links to, CHANGELOG and the config schema', () => {
     assert.equal(tarball, join(dir, `llmux-${VERSION}.tgz`));
     const paths = packed.files.map((f) => f.path);
-    const docs = ['package.json', 'README.md', 'CHANGELOG.md', 'schema/config.schema.json'];
+    // The README links into docs/: every page ships with it, so the links work in node_modules/llmux too.
+    const pages = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+    const docs = ['package.json', 'README.md', ...pages, 'CHANGELOG.md', 'schema/config.schema.json'];
     const stray = paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p) && !docs.includes(p));
     assert.deepEqual(stray, []);
     for (const needed of ['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'dist/gateway/server.d.ts', ...docs]) assert.ok(paths.includes(needed), needed);
@@ -75,7 +77,8 @@ describe('the npm package', { timeout: 180_000 }, () => {
     // shared-state backend (issue 16) and usage (issue 17) came; 341 KB with all of them, packed
     // from tsc's output alone. Packed by prepack's `npm run build` (issue 15), dist/cli.js is the
     // bundled CLI the bin runs (610 KB, where tsc's was a small entry): 499 KiB. The platforms, the
-    // Gemini format, routing, doctor and the command table (issues 20-27) took it to 668 KiB.
+    // Gemini format, routing, doctor and the command table (issues 20-27) took it to 668 KiB; with
+    // Converse and the schemas it is 836 KB, and the docs/ pages the README links to add 54 KB (issue 27).
     assert.ok(packed.size < 1024 * 1024, `tarball is ${packed.size} bytes`);
   });
 
@@ -106,16 +109,20 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.equal(result.stdout, `${VERSION}\n`);
   });
 
-  test('embeds: the README example runs and TypeScript sees the typed API', async () => {
+  test('embeds: the example of docs/embedding.md runs and TypeScript sees the typed API', async () => {
     const app = join(dir, 'app');
     mkdirSync(app);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
     const installed = await run('npm', ['install', tarball, ...npmFlags()], { cwd: app });
     assert.equal(installed.code, 0, installed.stderr);
-    // The README's "$schema" line for a project that installed llmux: a path that exists.
+    // The "$schema" line of docs/configuration.md for a project that installed llmux: a path that exists.
+    assert.ok(readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8').includes('"$schema": "./node_modules/llmux/schema/config.schema.json"'));
     const schema = JSON.parse(readFileSync(join(app, 'node_modules', 'llmux', 'schema', 'config.schema.json'), 'utf8')) as { $schema: string };
     assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
 
+    // docs/embedding.md shows examples/embed.mjs as it is, but for the file's opening comment.
+    const source = readFileSync(join(ROOT, 'examples', 'embed.mjs'), 'utf8');
+    assert.ok(readFileSync(join(ROOT, 'docs', 'embedding.md'), 'utf8').includes(`\`\`\`js\n${source.replace(/^(\/\/.*\n)+\n?/, '')}\`\`\``), 'docs/embedding.md shows examples/embed.mjs');
     copyFileSync(join(ROOT, 'examples', 'embed.mjs'), join(app, 'embed.mjs'));
     const example = await run(process.execPath, ['embed.mjs'], { cwd: app });
     assert.equal(example.code, 0, example.stderr);

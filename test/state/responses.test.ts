@@ -129,7 +129,7 @@ describe('stored responses and the seal secret on a real state server', { skip }
       own.resume();
       let sealer: Awaited<ReturnType<typeof state.sealer>> | undefined;
       await waitUntil(async () => (sealer = await state.sealer().catch(() => undefined)) !== undefined, 'a sealer once the server is back', { pollMs: 50 });
-      assert.ok(sealer?.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v1.'));
+      assert.ok(sealer?.seal({ type: 'redacted_thinking', data: 'x' }).startsWith('llmux.v2.'));
     } finally {
       own.resume();
       await own.stop();

@@ -125,7 +125,10 @@ function checkMessagesAnswer(answer: unknown): void {
   for (const block of message['content'] as Json[]) {
     if (block['type'] === 'text') assert.equal(typeof block['text'], 'string');
     else if (block['type'] === 'thinking') assert.deepEqual([typeof block['thinking'], typeof block['signature']], ['string', 'string']);
+    else if (block['type'] === 'redacted_thinking') assert.equal(typeof block['data'], 'string');
     else if (block['type'] === 'tool_use') assert.ok(typeof block['id'] === 'string' && typeof block['name'] === 'string' && typeof block['input'] === 'object' && block['input'] !== null);
+    else if (block['type'] === 'server_tool_use') assert.ok(/^srvtoolu_/.test(String(block['id'])) && block['name'] === 'web_search' && typeof (block['input'] as Json)['query'] === 'string');
+    else if (block['type'] === 'web_search_tool_result') assert.ok(typeof block['tool_use_id'] === 'string' && Array.isArray(block['content']));
     else assert.fail(`unexpected block ${String(block['type'])}`);
   }
   const usage = message['usage'] as Json;

@@ -107,6 +107,32 @@ describe('createChatStreamDecoder', () => {
     assert.deepEqual((sink.events[1]?.[1] as Json)['state'], { kind: 'thought-signature', signature: 'c2ln' });
   });
 
+  it('reads OpenRouter\'s reasoning_details as the reasoning\'s state: streamed pieces merged by index, all entries told before the first call', () => {
+    const events = decode(
+      chunk({ reasoning: 'Thi', reasoning_details: [{ type: 'reasoning.text', text: 'Thi', format: 'anthropic-claude-v1', index: 0 }] }),
+      chunk({ reasoning: 'nk.', reasoning_details: [{ type: 'reasoning.text', text: 'nk.', index: 0 }] }),
+      chunk({ reasoning_details: [{ type: 'reasoning.text', signature: 'sig', index: 0 }, { type: 'reasoning.encrypted', data: 'enc', index: 1 }] }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'f', arguments: '{}' } }] }),
+      chunk({}, 'tool_calls'),
+      '[DONE]',
+    );
+    assert.deepEqual(events.slice(1, 5), [
+      ['reasoning', 'Thi'],
+      ['reasoning', 'nk.'],
+      ['reasoningEnd', { kind: 'reasoning-details', details: [{ type: 'reasoning.text', text: 'Think.', format: 'anthropic-claude-v1', index: 0, signature: 'sig' }, { type: 'reasoning.encrypted', data: 'enc', index: 1 }] }],
+      ['callStart', { id: 'call_1', name: 'f' }],
+    ]);
+    const sink = recordingSink();
+    const details = [{ type: 'reasoning.encrypted', data: 'enc', index: 0 }];
+    decodeChatAnswer({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok', reasoning_details: details }, finish_reason: 'stop' }] }, sink);
+    assert.deepEqual(sink.events.slice(1, 3), [['reasoningEnd', { kind: 'reasoning-details', details }], ['text', 'ok']]);
+  });
+
+  it('tells reasoning details with nothing after them at the stop', () => {
+    const events = decode(chunk({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'e' }] }), chunk({}, 'stop'), '[DONE]');
+    assert.deepEqual(events.slice(1, 3), [['reasoningEnd', { kind: 'reasoning-details', details: [{ type: 'reasoning.encrypted', data: 'e' }] }], ['stop', { reason: 'end_turn' }]]);
+  });
+
   it('fails on an error chunk with its message and type, once, and reads nothing after', () => {
     assert.deepEqual(decode(chunk({ content: 'a' }), { error: { message: 'boom', type: 'rate_limit_error' } }, chunk({ content: 'late' }), '[DONE]'), [
       ['start', 'up-1'],

@@ -6,6 +6,8 @@ import { validateChatRequest } from '../../src/formats/chat.ts';
 import { validateGeminiRequest } from '../../src/formats/gemini.ts';
 import { chatRequestToGemini } from '../../src/translate/chat-to-gemini.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
+import type { CarriedRecord } from '../../src/translate/carried.ts';
+import { ANTHROPIC, GEMINI, reader } from '../helpers/carry.ts';
 
 const MODEL: UpstreamModel = { upstreamId: 'gemini-up', reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 65536 };
 const REASONING: UpstreamModel = { ...MODEL, reasoning: true };
@@ -214,5 +216,33 @@ describe('chatRequestToGemini: thinking', () => {
     const { out, warnings } = translate({ reasoning_effort: 'high', max_tokens: 200 }, REASONING);
     assert.deepEqual(out.generationConfig, { maxOutputTokens: 200 });
     assert.match(warnings[0] ?? '', /^reasoning_effort: dropped, an output cap of 200 tokens leaves no room for thinking/);
+  });
+});
+
+describe('chatRequestToGemini: carried state (llmux.md section 11)', () => {
+  const GEMINI_MODEL: UpstreamModel = { ...MODEL, issuer: GEMINI };
+  const history = (extra?: Record<string, unknown>): Partial<ChatRequest> => ({
+    messages: [
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{}' }, ...(extra === undefined ? {} : { extra_content: extra }) }, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_a', content: 'x' },
+      { role: 'tool', tool_call_id: 'call_b', content: 'y' },
+    ],
+  });
+  const signatures = (recalled: ReadonlyMap<string, CarriedRecord>, extra?: Record<string, unknown>): { signatures: unknown[]; warnings: string[] } => {
+    const warnings: string[] = [];
+    const carry = reader(GEMINI, warnings);
+    const out = chatRequestToGemini(validateChatRequest({ model: 'm', ...history(extra) }), GEMINI_MODEL, { onWarning: (message) => warnings.push(message), carry, recalled });
+    carry.finish();
+    return { signatures: out.contents.find((content) => content.role === 'model')?.parts.map((part) => part.thoughtSignature) ?? [], warnings };
+  };
+
+  it('gives a call back the signature the store recalled for it, else the client\'s own copy, else Google\'s placeholder (said in the log)', () => {
+    assert.deepEqual(signatures(new Map([['call_a', { issuer: GEMINI, call: { kind: 'thought-signature', signature: 'stored', callId: 'call_a' } }]])).signatures, ['stored', undefined]);
+    assert.deepEqual(signatures(new Map(), { google: { thought_signature: 'kept' } }).signatures, ['kept', undefined]);
+    const filled = signatures(new Map([['call_a', { issuer: ANTHROPIC, message: [{ kind: 'thinking', thinking: 't', signature: 's' }] }]]));
+    assert.deepEqual(filled.signatures, ['skip_thought_signature_validator', undefined]);
+    assert.match(filled.warnings.join('\n'), /issued by provider "anthropic-up" \(family anthropic\) stripped/);
+    assert.match(filled.warnings.join('\n'), /placeholder thought signature/);
   });
 });

@@ -11,6 +11,7 @@ import { validateResponsesRequest } from '../../src/formats/responses.ts';
 import { responsesRequestToChat } from '../../src/translate/responses-to-chat.ts';
 import { responsesRequestToMessages } from '../../src/translate/responses-to-messages.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
+import { DEEPSEEK, reader } from '../helpers/carry.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'clients');
 const MODEL: UpstreamModel = { upstreamId: 'up', reasoning: true, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 8192 };
@@ -32,12 +33,12 @@ describe('the recorded Codex CLI requests', () => {
       const request = validateResponsesRequest(body);
       for (const translate of [responsesRequestToChat, responsesRequestToMessages]) {
         const warnings: string[] = [];
-        const translated = translate(request, { model: MODEL, openSealed: () => undefined, warn: (message) => warnings.push(message) });
+        const translated = translate(request, { model: MODEL, carry: reader(DEEPSEEK), warn: (message) => warnings.push(message) });
         const tools = (translated.body as { tools?: unknown[] }).tools ?? [];
         assert.ok(tools.length > 0, `${translate.name}: the model gets tools`);
         assert.deepEqual(warnings.filter((warning) => !HOSTED.test(warning)), [], translate.name);
       }
-      const messages = responsesRequestToMessages(request, { model: MODEL, openSealed: () => undefined, warn: () => {} }).body;
+      const messages = responsesRequestToMessages(request, { model: MODEL, carry: reader(DEEPSEEK), warn: () => {} }).body;
       assert.match(String(messages.system), /Codex/, 'the developer messages are the system text');
     });
   }

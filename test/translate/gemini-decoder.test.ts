@@ -87,6 +87,27 @@ describe('the Gemini decoder, on the hand-made fixtures', () => {
     assert.deepEqual(without(whole(JSON.parse(geminiFixture('safety.json').toString())), 'usage'), [['start', 'gemini-2.5-flash'], ['stop', { reason: 'content_filter' }], ['end']]);
     assert.deepEqual(whole(JSON.parse(geminiFixture('max-tokens.json').toString())).at(-2), ['stop', { reason: 'max_tokens' }]);
   });
+
+  it('tells grounding with Google Search once, after the text it backs and before the stop, streamed and whole alike', () => {
+    const search = {
+      queries: ['UEFA Euro 2024 winner', 'who won euro 2024'],
+      sources: [
+        { url: 'https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQFq1aljazeera', title: 'aljazeera.com' },
+        { url: 'https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQHm2uefa', title: 'uefa.com' },
+      ],
+      citations: [
+        { text: 'Spain won Euro 2024, defeating England 2-1 in the final.', sources: [0] },
+        { text: 'This victory marks Spain\'s record fourth European Championship title.', sources: [0, 1] },
+      ],
+    };
+    for (const events of [decode(geminiFixture('grounding.sse').toString()), whole(JSON.parse(geminiFixture('grounding.json').toString()))]) {
+      const names = without(events, 'usage', 'start', 'text').map(([name]) => name);
+      assert.deepEqual(names, ['search', 'stop', 'end']);
+      assert.deepEqual(events.find(([name]) => name === 'search')?.[1], search);
+    }
+    // Metadata without queries or pages is no search.
+    assert.deepEqual(without(whole(response([{ text: 'x' }], {}, { groundingMetadata: { searchEntryPoint: {} }, finishReason: 'STOP' })), 'usage', 'start', 'text').map(([name]) => name), ['stop', 'end']);
+  });
 });
 
 describe('the Gemini decoder, on what the fixtures do not show', () => {

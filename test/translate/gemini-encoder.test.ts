@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import { createGeminiEncoder, type GeminiEncoderOptions } from '../../src/translate/gemini-encoder.ts';
 import type { AnswerEvents, AnswerUsage } from '../../src/translate/answer-events.ts';
 import { sseEvents } from '../helpers/assemble.ts';
+import type { CarriedItem } from '../../src/translate/carried.ts';
+import { ANTHROPIC, carryTurn, sealed } from '../helpers/carry.ts';
 
 type Json = Record<string, unknown>;
 
@@ -161,5 +163,53 @@ describe('the Gemini encoder, whole', () => {
     const answer = encoder.answer() as unknown as Json;
     assert.deepEqual(candidateOf(answer), { content: { parts: [{ text: '' }], role: 'model' }, finishReason: 'SAFETY', index: 0 });
     assert.equal(answer['modelVersion'], 'upstream-model');
+  });
+});
+
+describe('the Gemini encoder\'s seals (llmux.md section 11)', () => {
+  const sealItem = (item: CarriedItem): string => sealed(item, ANTHROPIC);
+  /** Signed thinking, then two parallel calls (the second with no state), as a messages upstream answers. */
+  function thinkingThenCalls(encoder: AnswerEvents): void {
+    encoder.start(undefined);
+    encoder.reasoning('Think');
+    encoder.reasoning('ing.');
+    encoder.reasoningEnd({ kind: 'thinking-signature', signature: 'anthropic-sig' });
+    encoder.callStart({ id: 'toolu_1', name: 'f' });
+    encoder.callArguments('{}');
+    encoder.callEnd();
+    encoder.callStart({ id: 'toolu_2', name: 'f' });
+    encoder.callArguments('{}');
+    encoder.callEnd();
+    encoder.stop({ reason: 'tool_use' });
+    encoder.end();
+  }
+  const opened = (signature: unknown): unknown => carryTurn().open(String(signature));
+
+  it('seals a step\'s state as one thoughtSignature on its first call, streamed and whole alike; the next call has none', () => {
+    const whole = partsOf(assembled(thinkingThenCalls, { sealItem }));
+    const stream = streamed(thinkingThenCalls, { sealItem }).flatMap((response) => partsOf(response)).filter((part) => part['functionCall'] !== undefined);
+    for (const parts of [whole, stream]) {
+      const calls = parts.filter((part) => part['functionCall'] !== undefined);
+      assert.equal(calls.length, 2);
+      assert.deepEqual(opened(calls[0]?.['thoughtSignature']), { state: 'open', carried: { issuer: ANTHROPIC, item: { kind: 'thinking', thinking: 'Thinking.', signature: 'anthropic-sig' } } });
+      assert.equal(calls[1]?.['thoughtSignature'], undefined);
+    }
+  });
+
+  it('bundles reasoning with the call\'s own signature, and seals an empty bundle on a first call with no state; nothing without sealItem', () => {
+    const tell = (state: boolean) => (encoder: AnswerEvents): void => {
+      encoder.start(undefined);
+      if (state) encoder.reasoning('plain');
+      encoder.callStart({ id: 'c1', name: 'f', ...(state ? { state: { kind: 'thought-signature', signature: 'g-sig' } } : {}) });
+      encoder.callEnd();
+      encoder.stop({ reason: 'tool_use' });
+      encoder.end();
+    };
+    const [withState] = partsOf(assembled(tell(true), { sealItem }));
+    assert.deepEqual(opened(withState?.['thoughtSignature']), { state: 'open', carried: { issuer: ANTHROPIC, item: { kind: 'bundle', items: [{ kind: 'reasoning', text: 'plain' }, { kind: 'thought-signature', signature: 'g-sig', callId: 'c1' }] } } });
+    const [bare] = partsOf(assembled(tell(false), { sealItem }));
+    assert.deepEqual(opened(bare?.['thoughtSignature']), { state: 'open', carried: { issuer: ANTHROPIC, item: { kind: 'bundle', items: [] } } });
+    const [unsealed] = partsOf(assembled(tell(true)));
+    assert.equal(unsealed?.['thoughtSignature'], undefined);
   });
 });

@@ -6,6 +6,7 @@ import { validateGeminiRequest } from '../../src/formats/gemini.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 import { geminiRequestToChat } from '../../src/translate/gemini-to-chat.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
+import { ANTHROPIC, DEEPSEEK, GEMINI, reader, sealed } from '../helpers/carry.ts';
 
 const FIXTURES = new URL('../fixtures/gemini/', import.meta.url);
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
@@ -340,5 +341,37 @@ describe('geminiRequestToChat: the clients', () => {
       required: ['location'],
     });
     assert.equal(out.messages[3]?.content, '{"temperature":21,"unit":"celsius","sky":"clear"}');
+  });
+});
+
+describe('geminiRequestToChat: carried state (llmux.md section 11)', () => {
+  const GEMINI_COMPAT: UpstreamModel = { ...MODEL, issuer: GEMINI };
+  const DEEPSEEK_MODEL: UpstreamModel = { ...MODEL, replayReasoning: true, issuer: DEEPSEEK };
+  const loop = (signature: string): Record<string, unknown> => ({
+    contents: [user({ text: 'go' }), model({ functionCall: { id: 'call_a', name: 'f', args: {} }, thoughtSignature: signature }), user({ functionResponse: { id: 'call_a', name: 'f', response: { output: 'x' } } })],
+  });
+  const carried = (body: Record<string, unknown>, target: UpstreamModel): { out: ReturnType<typeof geminiRequestToChat>; warnings: string[] } => {
+    const warnings: string[] = [];
+    const carry = reader(target.issuer, warnings);
+    const out = geminiRequestToChat(validateGeminiRequest(body), target, { onWarning: (message) => warnings.push(message), carry });
+    carry.finish();
+    return { out, warnings };
+  };
+  const assistant = (out: ReturnType<typeof geminiRequestToChat>): Record<string, unknown> => out.messages.find((message) => message.role === 'assistant') as unknown as Record<string, unknown>;
+
+  it('puts a sealed Gemini signature, and Google\'s own, on the call for Google\'s OpenAI-compatible surface', () => {
+    for (const signature of [sealed({ kind: 'bundle', items: [{ kind: 'thought-signature', signature: 'google-sig', callId: 'call_a' }] }, GEMINI), 'google-sig']) {
+      const { out, warnings } = carried(loop(signature), GEMINI_COMPAT);
+      assert.deepEqual((assistant(out)['tool_calls'] as Array<Record<string, unknown>>)[0]?.['extra_content'], { google: { thought_signature: 'google-sig' } });
+      assert.deepEqual(warnings, []);
+    }
+  });
+
+  it('replays a DeepSeek-style model\'s own reasoning from the seal, and gives another family\'s call the placeholder it needs', () => {
+    const deepseek = carried(loop(sealed({ kind: 'bundle', items: [{ kind: 'reasoning', text: 'I reasoned.' }] }, DEEPSEEK)), DEEPSEEK_MODEL);
+    assert.equal(assistant(deepseek.out)['reasoning_content'], 'I reasoned.');
+    const stripped = carried(loop(sealed({ kind: 'bundle', items: [{ kind: 'thinking', thinking: 't', signature: 's' }] }, ANTHROPIC)), GEMINI_COMPAT);
+    assert.deepEqual((assistant(stripped.out)['tool_calls'] as Array<Record<string, unknown>>)[0]?.['extra_content'], { google: { thought_signature: 'skip_thought_signature_validator' } });
+    assert.match(stripped.warnings.join('\n'), /issued by provider "anthropic-up" \(family anthropic\) stripped/);
   });
 });

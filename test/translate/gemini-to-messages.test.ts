@@ -7,6 +7,8 @@ import { validateGeminiRequest } from '../../src/formats/gemini.ts';
 import { validateMessagesRequest } from '../../src/formats/messages.ts';
 import { geminiRequestToMessages, type GeminiToMessagesOptions } from '../../src/translate/gemini-to-messages.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
+import type { CarriedItem } from '../../src/translate/carried.ts';
+import { ANTHROPIC, GEMINI, KEY_A, KEY_B, reader, sealed as sealedBy } from '../helpers/carry.ts';
 
 const FIXTURES = new URL('../fixtures/gemini/', import.meta.url);
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
@@ -193,21 +195,42 @@ describe('geminiRequestToMessages: thinking', () => {
     assert.match(loop.warnings[0] ?? '', /signed thinking/);
   });
 
-  it('drops thought parts, and replays a signature llmux sealed as the thinking it holds, first in its turn', () => {
-    const body = {
+  it('drops thought parts, and replays a signature llmux sealed as the signed thinking it holds, first in its turn', () => {
+    const withSignature = (thoughtSignature: string): Record<string, unknown> => ({
       contents: [
         user({ text: 'Weather?' }),
-        model({ text: 'Thinking it over', thought: true }, { functionCall: { name: 'w', args: {} }, thoughtSignature: 'llmux-sealed' }),
-        user({ functionResponse: { name: 'w', response: { output: 'sun' } } }),
+        model({ text: 'Thinking it over', thought: true }, { functionCall: { id: 'call_w', name: 'w', args: {} }, thoughtSignature }),
+        user({ functionResponse: { id: 'call_w', name: 'w', response: { output: 'sun' } } }),
       ],
       generationConfig: { thinkingConfig: { thinkingBudget: 2048 } },
+    });
+    /** Translated for an Anthropic upstream with `keyId`'s seals; the warnings once the reader is done. */
+    const carried = (body: Record<string, unknown>, keyId = KEY_A): { out: MessagesRequest; warnings: string[] } => {
+      const warnings: string[] = [];
+      const carry = reader(ANTHROPIC, warnings, keyId);
+      const out = geminiRequestToMessages(validateGeminiRequest(body), REASONING, { carry, onWarning: (message) => warnings.push(message) });
+      carry.finish();
+      return { out, warnings };
     };
-    const plain = translate(body, REASONING);
-    assert.deepEqual((plain.out.messages[1]?.content as Array<{ type: string }>).map((block) => block.type), ['tool_use']);
-    const sealed = translate(body, REASONING, { openSealed: (signature) => (signature === 'llmux-sealed' ? { type: 'thinking', thinking: 'sealed thought', signature: 'anthropic-sig' } : undefined) });
-    assert.deepEqual((sealed.out.messages[1]?.content as Array<{ type: string }>).map((block) => block.type), ['thinking', 'tool_use']);
+    const thinking: CarriedItem = { kind: 'bundle', items: [{ kind: 'thinking', thinking: 'sealed thought', signature: 'anthropic-sig' }] };
+
+    const sealed = carried(withSignature(sealedBy(thinking, ANTHROPIC)));
+    assert.deepEqual(sealed.out.messages[1]?.content, [{ type: 'thinking', thinking: 'sealed thought', signature: 'anthropic-sig' }, { type: 'tool_use', id: 'call_w', name: 'w', input: {} }]);
     // With its signed thinking replayed, the tool loop may think again.
     assert.deepEqual(sealed.out.thinking, { type: 'enabled', budget_tokens: 2048 });
+    assert.deepEqual(sealed.warnings, []);
+
+    // Google's own signature, another family's seal, another key's: nothing replayed, no thinking, each said.
+    for (const [body, keyId, said] of [
+      [withSignature('google-own'), KEY_A, /issued by provider "google \(a signature the Gemini client kept\)" \(family gemini\) stripped/],
+      [withSignature(sealedBy(thinking, GEMINI)), KEY_A, /issued by provider "gemini-up" \(family gemini\) stripped/],
+      [withSignature(sealedBy(thinking, ANTHROPIC)), KEY_B, /1 llmux seal issued to another key ignored/],
+    ] as const) {
+      const { out, warnings } = carried(body, keyId);
+      assert.deepEqual(out.messages[1]?.content, [{ type: 'tool_use', id: 'call_w', name: 'w', input: {} }]);
+      assert.equal(out.thinking, undefined);
+      assert.match(warnings.join('\n'), said);
+    }
   });
 });
 

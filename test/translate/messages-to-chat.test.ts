@@ -321,16 +321,28 @@ describe('messagesRequestToChat: tools and tool_choice', () => {
     ]);
   });
 
-  it('drops an Anthropic server tool, and a tool_choice naming it, with a warning naming the field', () => {
-    const serverTool = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 } as unknown as NonNullable<MessagesRequest['tools']>[number];
+  it('refuses an Anthropic server tool (web search, web fetch, code execution) with a 400 naming it, never an answer that silently used none', () => {
+    for (const type of ['web_search_20250305', 'web_fetch_20250910', 'code_execution_20250825']) {
+      const serverTool = { type, name: type.split('_2')[0] } as unknown as NonNullable<MessagesRequest['tools']>[number];
+      assert.throws(() => messagesRequestToChat(request({ tools: [...(tools ?? []), serverTool] }), MODEL), (err: unknown) => {
+        assert.ok(err instanceof GatewayError);
+        assert.equal(err.status, 400);
+        assert.match(err.message, new RegExp(`^tools\\.2: "${type}" is an Anthropic server tool`));
+        return true;
+      });
+    }
+  });
+
+  it('drops another Anthropic-defined tool (a schema-less client tool), and a tool_choice naming it, with a warning naming the field', () => {
+    const bash = { type: 'bash_20250124', name: 'bash' } as unknown as NonNullable<MessagesRequest['tools']>[number];
     const warnings: string[] = [];
-    const chat = messagesRequestToChat(request({ tools: [...(tools ?? []), serverTool], tool_choice: { type: 'tool', name: 'web_search' } }), MODEL, { onWarning: (w) => warnings.push(w) });
+    const chat = messagesRequestToChat(request({ tools: [...(tools ?? []), bash], tool_choice: { type: 'tool', name: 'bash' } }), MODEL, { onWarning: (w) => warnings.push(w) });
     assert.deepEqual(chat.tools?.map((tool) => tool.function.name), ['get_weather', 'noop']);
     assert.equal(chat.tool_choice, undefined);
     assert.equal(warnings.length, 2);
-    assert.match(warnings[0] ?? '', /^tools\.2: dropped, "web_search_20250305" is an Anthropic-defined tool/);
+    assert.match(warnings[0] ?? '', /^tools\.2: dropped, "bash_20250124" is an Anthropic-defined tool/);
     assert.match(warnings[1] ?? '', /^tool_choice: dropped/);
-    assert.equal(messagesRequestToChat(request({ tools: [serverTool] }), MODEL).tools, undefined);
+    assert.equal(messagesRequestToChat(request({ tools: [bash] }), MODEL).tools, undefined);
   });
 
   it('accepts a tool whose type is custom', () => {

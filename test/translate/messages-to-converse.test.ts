@@ -98,11 +98,17 @@ describe('messagesRequestToConverse: messages', () => {
   });
 
   it('drops Anthropic-defined tools with a tool_choice naming one, and maps the other choices', () => {
-    const { body, warnings } = translate({ messages: [{ role: 'user', content: 'x' }], tools: [WEATHER, { type: 'web_search_20250305', name: 'web_search' }], tool_choice: { type: 'tool', name: 'web_search' } }, { upstreamId: CLAUDE });
+    const { body, warnings } = translate({ messages: [{ role: 'user', content: 'x' }], tools: [WEATHER, { type: 'bash_20250124', name: 'bash' }], tool_choice: { type: 'tool', name: 'bash' } }, { upstreamId: CLAUDE });
     assert.deepEqual(body.toolConfig?.tools.map((tool) => tool.toolSpec.name), ['get_weather']);
     assert.equal(body.toolConfig?.toolChoice, undefined);
-    assert.deepEqual(warnings, ['tools.1: dropped, "web_search_20250305" is an Anthropic-defined tool, which a Converse upstream cannot run', 'tool_choice: dropped, it names tool "web_search", which a Converse upstream cannot run']);
+    assert.deepEqual(warnings, ['tools.1: dropped, "bash_20250124" is an Anthropic-defined tool, which a Converse upstream cannot run', 'tool_choice: dropped, it names tool "bash", which a Converse upstream cannot run']);
     assert.deepEqual(translate({ messages: [{ role: 'user', content: 'x' }], tools: [WEATHER], tool_choice: { type: 'any' } }, { upstreamId: CLAUDE }).body.toolConfig?.toolChoice, { any: {} });
+  });
+
+  it('refuses an Anthropic server tool with a 400 naming it (llmux.md section 11): Converse has nothing like it', () => {
+    for (const type of ['web_search_20250305', 'web_fetch_20250910', 'code_execution_20250825']) {
+      assert.throws(() => translate({ messages: [{ role: 'user', content: 'x' }], tools: [WEATHER, { type, name: 'server' }] }, { upstreamId: CLAUDE }), (err: unknown) => err instanceof GatewayError && err.status === 400 && err.message.startsWith(`tools.1: "${type}" is an Anthropic server tool`));
+    }
   });
 
   it('refuses a thread continuation, and sends top_k where the family takes it', () => {

@@ -58,14 +58,14 @@ describe('messagesResponseToResponses rules', () => {
       { type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'Hmm.' }], encrypted_content: 'sealed:{"type":"thinking","thinking":"Hmm.","signature":"sig"}' },
       { type: 'message', id: 'msg_test_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Yes.', annotations: [], logprobs: [] }] },
     ]);
-    const unsealed = messagesResponseToResponses(answer([{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }]), answerOptions({ seal: undefined }));
+    const unsealed = messagesResponseToResponses(answer([{ type: 'thinking', thinking: 'Hmm.', signature: 'sig' }]), answerOptions({ exposeSeals: undefined }));
     assert.deepEqual(unsealed.output, [{ type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'Hmm.' }] }]);
   });
 
   it('gives redacted thinking a summary-less reasoning item only when it can be sealed', () => {
     const blocks = [{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'ok' }];
     assert.deepEqual(messagesResponseToResponses(answer(blocks), answerOptions()).output[0], { type: 'reasoning', id: 'rs_test_0', summary: [], encrypted_content: 'sealed:{"type":"redacted_thinking","data":"opaque"}' });
-    assert.deepEqual(messagesResponseToResponses(answer(blocks), answerOptions({ seal: undefined })).output.map((item) => item.type), ['message']);
+    assert.deepEqual(messagesResponseToResponses(answer(blocks), answerOptions({ exposeSeals: undefined })).output.map((item) => item.type), ['message']);
   });
 
   it('joins consecutive text blocks into one output_text part', () => {
@@ -122,7 +122,7 @@ describe('messagesResponseToResponses rules', () => {
 });
 
 describe('messagesResponseToResponses keeping reasoning for the store', () => {
-  it('tells keepReasoning each thinking block by its item id, without sealing the client copy; a redacted block gets its item too', () => {
+  it('tells keepSealed each thinking block sealed by its item id, without sealing the client copy; a redacted block gets its item too', () => {
     const kept: Array<[string, unknown]> = [];
     const response = messagesResponseToResponses(
       answer([
@@ -130,18 +130,18 @@ describe('messagesResponseToResponses keeping reasoning for the store', () => {
         { type: 'redacted_thinking', data: 'opaque' },
         { type: 'text', text: 'Done.' },
       ]),
-      answerOptions({ seal: undefined, keepReasoning: (itemId, block) => kept.push([itemId, block]) }),
+      answerOptions({ exposeSeals: undefined, keepSealed: (itemId, sealed) => kept.push([itemId, sealed]) }),
     );
     assert.deepEqual(response.output.map((item) => item.type), ['reasoning', 'reasoning', 'message']);
     for (const item of response.output) assert.equal((item as { encrypted_content?: string }).encrypted_content, undefined);
     assert.deepEqual(kept, [
-      [response.output[0]?.id, { type: 'thinking', thinking: 'Plan it.', signature: 'sig-a' }],
-      [response.output[1]?.id, { type: 'redacted_thinking', data: 'opaque' }],
+      [response.output[0]?.id, 'sealed:{"type":"thinking","thinking":"Plan it.","signature":"sig-a"}'],
+      [response.output[1]?.id, 'sealed:{"type":"redacted_thinking","data":"opaque"}'],
     ]);
   });
 
   it('leaves a redacted block out when nothing seals or keeps it, as before', () => {
-    const response = messagesResponseToResponses(answer([{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'Done.' }]), answerOptions({ seal: undefined }));
+    const response = messagesResponseToResponses(answer([{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'Done.' }]), answerOptions({ exposeSeals: undefined }));
     assert.deepEqual(response.output.map((item) => item.type), ['message']);
   });
 });

@@ -4,19 +4,21 @@ import { describe, it } from 'node:test';
 import { validateResponsesRequest, type ResponsesInputItem, type ResponsesRequest } from '../../src/formats/responses.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
 import { createSealer } from '../../src/responses/seal.ts';
+import type { Issuer } from '../../src/translate/carried.ts';
+import { ANTHROPIC, DEEPSEEK, GEMINI, OPENROUTER, reader, sealed as sealAs } from '../helpers/carry.ts';
 import { responsesRequestToChat } from '../../src/translate/responses-to-chat.ts';
 import { CODEX_TOOLS } from '../helpers/responses-stream.ts';
 
 const MODEL: UpstreamModel = { upstreamId: 'gpt-up', reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 0 };
-const sealer = createSealer(Buffer.alloc(32, 7));
-
-function translate(request: Omit<ResponsesRequest, 'model'>, model: Partial<UpstreamModel> = {}): { body: ReturnType<typeof responsesRequestToChat>['body']; warnings: string[]; toolNames: ReturnType<typeof responsesRequestToChat>['toolNames'] } {
+function translate(request: Omit<ResponsesRequest, 'model'>, model: Partial<UpstreamModel> = {}, target: Issuer = DEEPSEEK): { body: ReturnType<typeof responsesRequestToChat>['body']; warnings: string[]; toolNames: ReturnType<typeof responsesRequestToChat>['toolNames'] } {
   const warnings: string[] = [];
+  const carry = reader(target, warnings);
   const { body, toolNames } = responsesRequestToChat({ model: 'llmux-model', ...request } as ResponsesRequest, {
     model: { ...MODEL, ...model },
-    openSealed: (text) => sealer.open(text),
+    carry,
     warn: (message) => warnings.push(message),
   });
+  carry.finish();
   return { body, warnings, toolNames };
 }
 
@@ -138,7 +140,7 @@ describe('responsesRequestToChat messages', () => {
   });
 
   it('replays sealed reasoning as reasoning_content only for models that want it, and drops foreign reasoning quietly', () => {
-    const sealed = sealer.seal({ type: 'thinking', thinking: 'I should list.', signature: '' });
+    const sealed = sealAs({ kind: 'reasoning', text: 'I should list.' }, DEEPSEEK);
     const items = input(
       { role: 'user', content: 'go' },
       { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealed },
@@ -153,11 +155,57 @@ describe('responsesRequestToChat messages', () => {
     assert.equal('reasoning_content' in (dropped.body.messages[1] ?? {}), false);
   });
 
+  it('replays the text a reasoning item shows (its summary first) to a replay_reasoning model whoever issued it, while the opaque state of another family is stripped', () => {
+    const anthropic = sealAs({ kind: 'thinking', thinking: 'Signed thought.', signature: 'sig' }, ANTHROPIC);
+    const { body, warnings } = translate(input(
+      { role: 'user', content: 'go' },
+      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Shown thought.' }], encrypted_content: anthropic },
+      { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+    ), { replayReasoning: true });
+    assert.equal(body.messages[1]?.reasoning_content, 'Shown thought.');
+    assert.deepEqual(warnings, ['1 piece of reasoning state issued by provider "anthropic-up" (family anthropic) stripped: the request goes to provider "deepseek-up" (family provider:deepseek-up)']);
+  });
+
+  it('gives a Gemini upstream its thought signature on the call it came with, and a replay_reasoning upstream an empty reasoning_content on a tool-call turn with none', () => {
+    // Gemini signs the first call of a step of parallel calls only.
+    const signature = sealAs({ kind: 'thought-signature', signature: 'gemini-sig', callId: 'c1' }, GEMINI);
+    const items = input(
+      { role: 'user', content: 'go' },
+      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: signature },
+      { type: 'function_call', call_id: 'c1', name: 'a', arguments: '{}' },
+      { type: 'function_call', call_id: 'c2', name: 'b', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+      { type: 'function_call_output', call_id: 'c2', output: 'ok' },
+    );
+    const gemini = translate(items, {}, GEMINI);
+    const calls = gemini.body.messages[1]?.tool_calls ?? [];
+    assert.deepEqual(calls.map((call) => call.extra_content), [{ google: { thought_signature: 'gemini-sig' } }, undefined]);
+    assert.deepEqual(gemini.warnings, []);
+    const deepseek = translate(items, { replayReasoning: true });
+    assert.equal(deepseek.body.messages[1]?.reasoning_content, '');
+    assert.equal(deepseek.body.messages[1]?.tool_calls?.[0]?.extra_content, undefined);
+    assert.match(deepseek.warnings.join('\n'), /issued by provider "gemini-up" \(family gemini\) stripped/);
+    assert.match(deepseek.warnings.join('\n'), /an empty reasoning_content/);
+  });
+
+  it('gives OpenRouter its reasoning_details back on the message, all entries as issued', () => {
+    const details = [{ type: 'reasoning.text', text: 'Think.', signature: 'or-sig', index: 0 }, { type: 'reasoning.encrypted', data: 'enc', index: 1 }];
+    const { body, warnings } = translate(input(
+      { role: 'user', content: 'go' },
+      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Think.' }], encrypted_content: sealAs({ kind: 'reasoning-details', details }, OPENROUTER) },
+      { type: 'function_call', call_id: 'c1', name: 'a', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+    ), {}, OPENROUTER);
+    assert.deepEqual(body.messages[1]?.['reasoning_details'], details);
+    assert.deepEqual(warnings, []);
+  });
+
   it('drops a seal that does not open (another secret, altered) with a warning, never a 500', () => {
-    const other = createSealer(Buffer.alloc(32, 9)).seal({ type: 'thinking', thinking: 'x', signature: 's' });
+    const other = createSealer(Buffer.alloc(32, 9)).seal({ k: 'key_a', p: 'deepseek-up', f: 'provider:deepseek-up', i: { kind: 'reasoning', text: 'x' } });
     const { body, warnings } = translate(input({ role: 'user', content: 'go' }, { type: 'reasoning', summary: [], encrypted_content: other }, { role: 'assistant', content: 'ok' }), { replayReasoning: true });
     assert.deepEqual(body.messages, [{ role: 'user', content: 'go' }, { role: 'assistant', content: 'ok' }]);
-    assert.match(warnings[0] ?? '', /^input\.1: encrypted_content does not open/);
+    assert.deepEqual(warnings, ['1 llmux seal that does not open (another secret, altered, or an earlier llmux\'s) ignored']);
   });
 
   it('drops unresolved item references and items of hosted tools with a warning', () => {
@@ -241,7 +289,7 @@ describe('responsesRequestToChat parameters', () => {
 
 describe('responsesRequestToChat on a Codex-shaped request', () => {
   it('translates a validated Codex turn (developer instructions, reasoning, apply_patch, MCP and shell calls) whole', () => {
-    const sealed = sealer.seal({ type: 'thinking', thinking: 'Patch it.', signature: '' });
+    const sealed = sealAs({ kind: 'reasoning', text: 'Patch it.' }, DEEPSEEK);
     const request = validateResponsesRequest({
       model: 'llmux-model',
       instructions: 'You are Codex.',
@@ -273,13 +321,16 @@ describe('responsesRequestToChat on a Codex-shaped request', () => {
       { role: 'user', content: 'Fix the bug' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch\\n*** End Patch\\n"}' } }], reasoning_content: 'Patch it.' },
       { role: 'tool', tool_call_id: 'call_p', content: 'Success.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_g', type: 'function', function: { name: 'github__create_issue', arguments: '{"title":"bug"}' } }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_g', type: 'function', function: { name: 'github__create_issue', arguments: '{"title":"bug"}' } }], reasoning_content: '' },
       { role: 'tool', tool_call_id: 'call_g', content: 'created' },
     ]);
     assert.equal(body.reasoning_effort, 'medium');
     assert.equal(body.tool_choice, 'auto');
     assert.deepEqual(body.stream_options, { include_usage: true });
-    assert.deepEqual(warnings, ['tools.4: "web_search" is a hosted or unknown tool this model\'s upstream cannot run; dropped']);
+    assert.deepEqual(warnings, [
+      'tools.4: "web_search" is a hosted or unknown tool this model\'s upstream cannot run; dropped',
+      'an empty reasoning_content put on an assistant message with tool calls, 1 time: the upstream needs it there, and the conversation carried none it issued',
+    ]);
   });
 });
 

@@ -3,20 +3,22 @@ import { describe, it } from 'node:test';
 import { validateResponsesRequest, type ResponsesInputItem, type ResponsesRequest } from '../../src/formats/responses.ts';
 import type { ConverseRequest } from '../../src/formats/converse.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
-import { createSealer } from '../../src/responses/seal.ts';
+import type { Issuer } from '../../src/translate/carried.ts';
+import { reader, sealed } from '../helpers/carry.ts';
 import { responsesRequestToConverse } from '../../src/translate/responses-to-converse.ts';
 import type { ToolNames } from '../../src/translate/responses-tools.ts';
 import { converseRequestProblem } from '../helpers/converse-validate.ts';
 
 const LLAMA = 'us.meta.llama3-3-70b-instruct-v1:0';
 const CLAUDE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
-const sealer = createSealer(Buffer.alloc(32, 7));
+/** A Converse provider: the family of the state it issues is its own. */
+const CONVERSE: Issuer = { provider: 'bedrock-converse', family: 'provider:bedrock-converse' };
 
 function translate(request: Record<string, unknown>, model: Partial<UpstreamModel> = {}): { body: ConverseRequest; toolNames: ToolNames; warnings: string[] } {
   const warnings: string[] = [];
   const upstream: UpstreamModel = { upstreamId: LLAMA, reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 8192, ...model };
   const validated: ResponsesRequest = validateResponsesRequest({ model: 'llmux-model', ...request });
-  const { body, toolNames } = responsesRequestToConverse(validated, { model: upstream, openSealed: (text) => sealer.open(text), warn: (message) => warnings.push(message) });
+  const { body, toolNames } = responsesRequestToConverse(validated, { model: upstream, carry: reader(CONVERSE, warnings), warn: (message) => warnings.push(message) });
   const problem = converseRequestProblem(JSON.parse(JSON.stringify(body)) as Record<string, unknown>, upstream.upstreamId);
   assert.equal(problem, undefined, `Bedrock would refuse it: ${problem ?? ''}`);
   return { body, toolNames, warnings };
@@ -67,10 +69,10 @@ describe('responsesRequestToConverse', () => {
     assert.ok(toolNames.custom.has('apply_patch'));
   });
 
-  it('replays reasoning llmux sealed to Claude, signed, and drops it for another family', () => {
+  it('replays reasoning llmux sealed to Claude, signed, and drops it for another model family', () => {
     const items = input(
       { role: 'user', content: 'Weather?' },
-      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealer.seal({ type: 'thinking', thinking: 'Use the tool.', signature: 'sig-1' }) },
+      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealed({ kind: 'thinking', thinking: 'Use the tool.', signature: 'sig-1' }, CONVERSE) },
       { type: 'function_call', call_id: 'call_1', name: 'shell', arguments: '{}' },
       { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
     );

@@ -4,19 +4,18 @@ import { validateResponsesRequest, type ResponsesInputItem, type ResponsesReques
 import type { GeminiRequest } from '../../src/formats/gemini-types.ts';
 import { validateGeminiRequest } from '../../src/formats/gemini.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
-import { createSealer } from '../../src/responses/seal.ts';
+import { ANTHROPIC, GEMINI, reader, sealed } from '../helpers/carry.ts';
 import { responsesRequestToGemini } from '../../src/translate/responses-to-gemini.ts';
 import type { ToolNames } from '../../src/translate/responses-tools.ts';
 
 const MODEL: UpstreamModel = { upstreamId: 'gemini-up', reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 65536 };
-const sealer = createSealer(Buffer.alloc(32, 7));
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 const SKIP = 'skip_thought_signature_validator';
 
 function translate(request: Record<string, unknown>, model: Partial<UpstreamModel> = {}): { body: GeminiRequest; toolNames: ToolNames; warnings: string[] } {
   const warnings: string[] = [];
   const validated: ResponsesRequest = validateResponsesRequest({ model: 'llmux-model', ...request });
-  const { body, toolNames } = responsesRequestToGemini(validated, { model: { ...MODEL, ...model }, openSealed: (text) => sealer.open(text), warn: (message) => warnings.push(message) });
+  const { body, toolNames } = responsesRequestToGemini(validated, { model: { ...MODEL, ...model }, carry: reader(GEMINI), warn: (message) => warnings.push(message) });
   validateGeminiRequest(JSON.parse(JSON.stringify(body)));
   return { body, toolNames, warnings };
 }
@@ -70,7 +69,7 @@ describe('responsesRequestToGemini: tools and calls', () => {
       tools: [{ type: 'function', name: 'shot', parameters: { type: 'object', properties: {} } }, { type: 'custom', name: 'apply_patch' }],
       ...input(
         { role: 'user', content: 'Go' },
-        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealer.seal({ type: 'thinking', thinking: 't', signature: 's' }) },
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealed({ kind: 'thinking', thinking: 't', signature: 's' }, ANTHROPIC) },
         { type: 'function_call', call_id: 'call_1', name: 'shot', arguments: '{"full":true}' },
         { type: 'custom_tool_call', call_id: 'call_2', name: 'apply_patch', input: '*** Begin Patch' },
         { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'taken' }, { type: 'input_image', image_url: `data:image/png;base64,${PNG}` }] },
@@ -123,5 +122,20 @@ describe('responsesRequestToGemini: generation config and thinking', () => {
   it('warns about parallel_tool_calls false and fields it does not understand', () => {
     const { warnings } = translate({ input: 'x', tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }], parallel_tool_calls: false, prompt_variables: {} });
     assert.deepEqual(warnings, ['prompt_variables: not understood when translating to a Gemini upstream; dropped', 'parallel_tool_calls: dropped, a Gemini upstream cannot be told to call one function at a time']);
+  });
+});
+
+describe('responsesRequestToGemini: carried state (llmux.md section 11)', () => {
+  it('gives a Gemini signature sealed in a reasoning item back to its call, and the step without one Google\'s placeholder', () => {
+    const call = (callId: string): ResponsesInputItem => ({ type: 'function_call', call_id: callId, name: 'f', arguments: '{}' });
+    const output = (callId: string): ResponsesInputItem => ({ type: 'function_call_output', call_id: callId, output: 'x' });
+    const { body } = translate(input(
+      { role: 'user', content: 'go' },
+      { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: sealed({ kind: 'thought-signature', signature: 'google-sig' }, GEMINI) },
+      call('a'), call('b'), output('a'), output('b'),
+      { type: 'reasoning', id: 'rs_2', summary: [], encrypted_content: sealed({ kind: 'thinking', thinking: 't', signature: 's' }, ANTHROPIC) },
+      call('c'), output('c'),
+    ));
+    assert.deepEqual(body.contents.filter((content) => content.role === 'model').map((content) => content.parts.map((part) => part.thoughtSignature)), [['google-sig', undefined], [SKIP]]);
   });
 });

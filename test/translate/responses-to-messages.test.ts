@@ -3,20 +3,20 @@ import { describe, it } from 'node:test';
 import { validateResponsesRequest, type ResponsesInputItem, type ResponsesRequest } from '../../src/formats/responses.ts';
 import type { MessagesRequest } from '../../src/formats/wire.ts';
 import type { UpstreamModel } from '../../src/translate/messages-to-chat.ts';
-import { createSealer } from '../../src/responses/seal.ts';
+import { ANTHROPIC, DEEPSEEK, GEMINI, reader, sealed } from '../helpers/carry.ts';
 import { responsesRequestToMessages } from '../../src/translate/responses-to-messages.ts';
 import { CODEX_TOOLS } from '../helpers/responses-stream.ts';
 
 const MODEL: UpstreamModel = { upstreamId: 'claude-up', reasoning: false, maxTokensParam: 'max_tokens', replayReasoning: false, maxOutputTokens: 0 };
-const sealer = createSealer(Buffer.alloc(32, 7));
-
 function translate(request: Omit<ResponsesRequest, 'model'>, model: Partial<UpstreamModel> = {}): { body: MessagesRequest; warnings: string[] } {
   const warnings: string[] = [];
+  const carry = reader(ANTHROPIC, warnings);
   const { body } = responsesRequestToMessages({ model: 'llmux-model', ...request } as ResponsesRequest, {
     model: { ...MODEL, ...model },
-    openSealed: (text) => sealer.open(text),
+    carry,
     warn: (message) => warnings.push(message),
   });
+  carry.finish();
   return { body, warnings };
 }
 
@@ -24,7 +24,7 @@ function input(...items: ResponsesInputItem[]): { input: ResponsesInputItem[] } 
   return { input: items };
 }
 
-const thinkingSeal = sealer.seal({ type: 'thinking', thinking: 'Use the shell.', signature: 'sig-1' });
+const thinkingSeal = sealed({ kind: 'thinking', thinking: 'Use the shell.', signature: 'sig-1' });
 
 describe('responsesRequestToMessages turns', () => {
   it('joins instructions and the leading system and developer messages into system', () => {
@@ -120,7 +120,7 @@ describe('responsesRequestToMessages turns', () => {
 
 describe('responsesRequestToMessages reasoning', () => {
   it('replays a sealed thinking block, signature and all, at the start of its assistant turn', () => {
-    const redacted = sealer.seal({ type: 'redacted_thinking', data: 'opaque' });
+    const redacted = sealed({ kind: 'redacted-thinking', data: 'opaque' });
     const { body, warnings } = translate(input(
       { role: 'user', content: 'go' },
       { role: 'assistant', content: 'Let me look.' },
@@ -138,20 +138,29 @@ describe('responsesRequestToMessages reasoning', () => {
     assert.deepEqual(warnings, []);
   });
 
-  it('drops reasoning from elsewhere quietly, and sealed reasoning without a signature or that does not open with a warning', () => {
-    const unsigned = sealer.seal({ type: 'thinking', thinking: 'from deepseek', signature: '' });
+  it('drops reasoning from elsewhere quietly, and with a warning each: state another family issued, seals that do not open, seals of another key', () => {
+    const deepseek = sealed({ kind: 'reasoning', text: 'from deepseek' }, DEEPSEEK);
+    const gemini = sealed({ kind: 'thought-signature', signature: 'g-sig', callId: 'c9' }, GEMINI);
     const altered = `${thinkingSeal.slice(0, -4)}AAAA`;
+    const otherKey = sealed({ kind: 'thinking', thinking: 'theirs', signature: 's' }, ANTHROPIC, 'key_b');
+    const earlier = 'llmux.v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
     const { body, warnings } = translate(input(
       { role: 'user', content: 'go' },
       { type: 'reasoning', summary: [], encrypted_content: 'gAAAA-openai' },
-      { type: 'reasoning', summary: [], encrypted_content: unsigned },
+      { type: 'reasoning', summary: [], encrypted_content: deepseek },
+      { type: 'reasoning', summary: [], encrypted_content: gemini },
       { type: 'reasoning', summary: [], encrypted_content: altered },
+      { type: 'reasoning', summary: [], encrypted_content: otherKey },
+      { type: 'reasoning', summary: [], encrypted_content: earlier },
       { role: 'assistant', content: 'ok' },
     ));
     assert.deepEqual(body.messages, [{ role: 'user', content: 'go' }, { role: 'assistant', content: 'ok' }]);
-    assert.equal(warnings.length, 2);
-    assert.match(warnings[0] ?? '', /^input\.2: reasoning from a chat-completions upstream has no signature/);
-    assert.match(warnings[1] ?? '', /^input\.3: encrypted_content does not open/);
+    assert.deepEqual(warnings, [
+      '1 piece of reasoning state issued by provider "deepseek-up" (family provider:deepseek-up) stripped: the request goes to provider "anthropic-up" (family anthropic)',
+      '1 piece of reasoning state issued by provider "gemini-up" (family gemini) stripped: the request goes to provider "anthropic-up" (family anthropic)',
+      '1 llmux seal issued to another key ignored',
+      '2 llmux seals that do not open (another secret, altered, or an earlier llmux\'s) ignored',
+    ]);
   });
 
   it('asks reasoning models to think with the budget of the effort, raising a default max_tokens to make room', () => {

@@ -181,8 +181,26 @@ describe('createChatToResponsesStream items', () => {
       });
       assert.equal(final.output[1]?.type, 'message');
     }
-    const unsealed = translateBytes([upstream(chunk({ reasoning_content: 'x' }), chunk({}, 'stop'), '[DONE]')], { seal: undefined });
+    const unsealed = translateBytes([upstream(chunk({ reasoning_content: 'x' }), chunk({}, 'stop'), '[DONE]')], { exposeSeals: undefined });
     assert.deepEqual(assembleResponsesStream(unsealed.output).final.output[0], { type: 'reasoning', id: 'rs_test_0', summary: [{ type: 'summary_text', text: 'x' }] });
+  });
+
+  it('puts a call\'s own state (a Gemini thought signature) in a reasoning item before the call, naming its call_id, made up or not; stored when only the store keeps seals', () => {
+    const signed = { extra_content: { google: { thought_signature: 'g' } } };
+    const { output } = translate(chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'shell', arguments: '{}' }, ...signed }] }), chunk({}, 'tool_calls'), '[DONE]');
+    const final = assembleResponsesStream(output).final;
+    assert.deepEqual(final.output.map((item) => item.type), ['reasoning', 'function_call']);
+    assert.deepEqual(final.output[0], { type: 'reasoning', id: 'rs_test_0', summary: [], encrypted_content: 'sealed:{"kind":"thought-signature","signature":"g","callId":"call_1"}' });
+    const madeUp = translate(chunk({ tool_calls: [{ index: 0, function: { name: 'shell', arguments: '{}' }, ...signed }] }), chunk({}, 'tool_calls'), '[DONE]');
+    const items = assembleResponsesStream(madeUp.output).final.output;
+    assert.equal((items[1] as { call_id: string }).call_id, 'call_test_1');
+    assert.match(String((items[0] as { encrypted_content: string }).encrypted_content), /"callId":"call_test_1"/);
+    const kept: Array<[string, string]> = [];
+    const stored = translateBytes([upstream(chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'shell', arguments: '{}' }, ...signed }] }), chunk({}, 'tool_calls'), '[DONE]')], { exposeSeals: undefined, keepSealed: (id, seal) => kept.push([id, seal]) });
+    assert.deepEqual(assembleResponsesStream(stored.output).final.output[0], { type: 'reasoning', id: 'rs_test_0', summary: [] });
+    assert.deepEqual(kept, [['rs_test_0', 'sealed:{"kind":"thought-signature","signature":"g","callId":"call_1"}']]);
+    const none = translateBytes([upstream(chunk({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'shell', arguments: '{}' }, ...signed }] }), chunk({}, 'tool_calls'), '[DONE]')], { exposeSeals: undefined });
+    assert.deepEqual(assembleResponsesStream(none.output).final.output.map((item) => item.type), ['function_call'], 'no item when no seal carries it anywhere');
   });
 
   it('writes text as a message with one output_text part and empty annotations', () => {

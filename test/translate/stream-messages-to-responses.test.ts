@@ -143,7 +143,7 @@ describe('createMessagesToResponsesStream items', () => {
       encrypted_content: 'sealed:{"type":"thinking","thinking":"Let me think.","signature":"c2ln"}',
     });
     assertAgreesWithWhole(bytes, run);
-    const unsealed = translateBytes([bytes], { seal: undefined });
+    const unsealed = translateBytes([bytes], { exposeSeals: undefined });
     assert.equal('encrypted_content' in (unsealed.translator.response().output[0] ?? {}), false);
   });
 
@@ -165,7 +165,7 @@ describe('createMessagesToResponsesStream items', () => {
       { type: 'reasoning', id: 'rs_test_1', summary: [], encrypted_content: 'sealed:{"type":"thinking","thinking":"","signature":"sig"}' },
     ]);
     assertAgreesWithWhole(bytes, run);
-    assert.deepEqual(translateBytes([bytes], { seal: undefined }).translator.response().output.map((item) => item.type), ['message']);
+    assert.deepEqual(translateBytes([bytes], { exposeSeals: undefined }).translator.response().output.map((item) => item.type), ['message']);
   });
 
   it('streams tool input as argument deltas and gives a call without input "{}"', () => {

@@ -1,0 +1,101 @@
+/**
+ * The carry part of a request's turn (llmux.md section 11): seals bound to the key that asked, and
+ * for a chat client the state its tool calls left in the server-side store.
+ *
+ * A seal holds `{k, p, f, i}`: the llmux key id it was issued to, the issuing provider and its
+ * family, and the item (src/translate/carried.ts). Opened by another key it is `other-key`, and
+ * the translation ignores it (and says so in the log); a seal that does not open, or an earlier
+ * llmux's (`llmux.v1.`, bound to no key), is `unreadable`.
+ *
+ * A chat request recalls the state of its assistant messages' tool calls in one store read (its
+ * last {@link MAX_RECALLED} calls: older ones are past the store's bounds anyway); the answer's
+ * calls are remembered as they stream, each write started at once so a client that answers its
+ * tool calls quickly finds them, and awaited before the turn is done. A store that fails costs the
+ * conversation its state (the translation then fills or strips as for another family), never the
+ * request.
+ */
+import { createHash } from 'node:crypto';
+import type { ChatRequest } from '../formats/wire.ts';
+import { type CarriedRecord, type CarryTurn, type ChatTurn, type Unsealed, OPENAI_FAMILY, carriedItem, issuerOf, parseRecord, recordJson } from '../translate/carried.ts';
+import type { PassThroughCarry } from './dialect.ts';
+import type { Sealer } from '../responses/seal.ts';
+import type { CarriedStore } from '../carry/store.ts';
+import { asRecord, records } from '../common/json.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
+
+/** The most tool calls a chat request recalls state for: its latest. */
+export const MAX_RECALLED = 1024;
+
+/** Characters of base64url SHA-256 in a prompt cache key. */
+const CACHE_KEY_CHARS = 32;
+
+/**
+ * The conversation's `prompt_cache_key`: the same every turn of it (src/formats/conversation-key.ts),
+ * different for every llmux key, and saying nothing of either; undefined when nothing says which
+ * conversation it is.
+ */
+export function promptCacheKey(keyId: string, conversation: string | undefined): string | undefined {
+  if (conversation === undefined) return undefined;
+  return `llmux-${createHash('sha256').update(keyId).update('\u0000').update(conversation).digest('base64url').slice(0, CACHE_KEY_CHARS)}`;
+}
+
+/** The turn's `prompt_cache_key` for a same-format body to an OpenAI upstream, when the client gave none of its own. */
+export function promptCacheKeyFor(clientKey: unknown, carry: PassThroughCarry<'chat' | 'responses'>): string | undefined {
+  if (carry.model.issuer?.family !== OPENAI_FAMILY || (typeof clientKey === 'string' && clientKey !== '')) return undefined;
+  return carry.turn?.cacheKey;
+}
+
+/** Seals and opens for `keyId`; `conversation` (its conversation key) gives the prompt cache key. */
+export function carryTurnOf(sealer: Sealer, keyId: string, conversation?: string): CarryTurn {
+  return {
+    cacheKey: promptCacheKey(keyId, conversation),
+    seal: (issuer, item) => sealer.seal({ k: keyId, p: issuer.provider, f: issuer.family, i: item }),
+    open(sealed): Unsealed {
+      const value = asRecord(sealer.open(sealed));
+      if (value === undefined) return { state: 'unreadable' };
+      if (value['k'] !== keyId) return { state: 'other-key' };
+      const issuer = issuerOf(value['p'], value['f']);
+      const item = carriedItem(value['i']);
+      return issuer === undefined || item === undefined ? { state: 'unreadable' } : { state: 'open', carried: { issuer, item } };
+    },
+  };
+}
+
+/** The ids of the tool calls of a chat request's assistant messages, the latest {@link MAX_RECALLED}. */
+export function chatCallIds(body: ChatRequest): string[] {
+  const ids: string[] = [];
+  for (const message of records(body.messages)) {
+    if (message['role'] !== 'assistant') continue;
+    for (const call of records(message['tool_calls'])) if (typeof call['id'] === 'string' && call['id'] !== '') ids.push(call['id']);
+  }
+  return ids.length > MAX_RECALLED ? ids.slice(ids.length - MAX_RECALLED) : ids;
+}
+
+/** A chat turn and what finishing it waits for (the answer's state written to the store). */
+export interface ChatCarry {
+  turn: ChatTurn;
+  /** Resolves once every remembered call's write is done (failed writes included). */
+  settled(): Promise<void>;
+}
+
+/** The chat turn of `body` for `keyId`: its calls' state recalled from `store`. `texts`: those of a body read lazily (src/common/json-lazy.ts). */
+export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts): Promise<ChatCarry> {
+  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : chatConversationKey(body, texts);
+  const ids = chatCallIds(body);
+  const found = ids.length === 0 ? new Map<string, string>() : await store.get(keyId, ids).catch(() => new Map<string, string>());
+  const recalled = new Map<string, CarriedRecord>();
+  for (const [callId, text] of found) {
+    const record = parseRecord(text);
+    if (record !== undefined) recalled.set(callId, record);
+  }
+  const writes: Array<Promise<unknown>> = [];
+  const turn: ChatTurn = {
+    ...carryTurnOf(sealer, keyId, conversation),
+    recalled,
+    remember(callId, record) {
+      writes.push(store.put(keyId, callId, recordJson(record)).catch(() => false));
+    },
+  };
+  return { turn, settled: async () => { await Promise.all(writes); } };
+}
