@@ -73,6 +73,8 @@ export interface LazyMembers {
   opaque: ReadonlySet<string>;
   /** The shortest string left as bytes, in bytes between its quotes (at least 1: a text left so is never empty). */
   minBytes: number;
+  /** The shortest body read so: a smaller one is parsed whole, which costs it less (src/formats/text-members.ts). */
+  minBodyBytes: number;
 }
 
 /** Where an object body's members and its large arrays' items are. */

@@ -223,7 +223,7 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
  */
 export function readJsonObject(body: Buffer, lazy?: LazyMembers): JsonObjectBytes {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
-  const walk = walkJson(body, MAX_JSON_DEPTH, lazy);
+  const walk = walkJson(body, MAX_JSON_DEPTH, lazy !== undefined && body.length >= lazy.minBodyBytes ? lazy : undefined);
   if (walk.tooDeep) {
     throw invalidParameters(`the request body nests too deeply (more than ${MAX_JSON_DEPTH} levels of arrays and objects); flatten the request`);
   }

@@ -19,7 +19,7 @@ import type { LazyTexts } from '../../src/common/json-lazy.ts';
 import { LAZY_REQUEST_MEMBERS } from '../../src/formats/text-members.ts';
 import { agentMessagesBody } from '../../bench/agent-body.ts';
 
-const MEMBERS: LazyMembers = { text: new Set(['text', 'content']), opaque: new Set(['input']), minBytes: 8 };
+const MEMBERS: LazyMembers = { text: new Set(['text', 'content']), opaque: new Set(['input']), minBytes: 8, minBodyBytes: 0 };
 
 function lazily(json: string, members: LazyMembers = MEMBERS): { value: unknown; texts: LazyTexts | undefined } {
   const bytes = Buffer.from(json);

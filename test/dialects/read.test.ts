@@ -12,7 +12,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { dialects } from '../../src/dialects/index.ts';
 import { readClientRequest } from '../../src/dialects/read.ts';
-import type { Arrival } from '../../src/dialects/index.ts';
+import type { Arrival, Dialect } from '../../src/dialects/index.ts';
+import { LAZY_REQUEST_MEMBERS } from '../../src/formats/text-members.ts';
 import { readJsonObject } from '../../src/http/body.ts';
 import { realValue } from '../../src/common/json-lazy.ts';
 import { buildUpstreamBody } from '../../src/providers/upstream-body.ts';
@@ -137,13 +138,18 @@ function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: UpstreamF
   return { bytes: typeof body === 'string' ? body : Buffer.concat(body).toString(), warnings };
 }
 
+/** The dialect with its lazy members taken for a body of any size, so that every sample of the corpus is read lazily. */
+function everyBodyLazily<F extends WireFormat>(dialect: Dialect<F>): Dialect<F> {
+  return dialect.lazyMembers === undefined ? dialect : { ...dialect, lazyMembers: { ...dialect.lazyMembers, minBodyBytes: 0 } };
+}
+
 function checkAgreement(sample: Sample): void {
   const dialect = dialects[sample.format];
   const whole = wholeRead(sample);
   let lazy: ReturnType<typeof readClientRequest<WireFormat>> | undefined;
   let lazyError: string | undefined;
   try {
-    lazy = readClientRequest(dialect, (members) => readJsonObject(Buffer.from(sample.json), members), arrivalFor(sample.format));
+    lazy = readClientRequest(everyBodyLazily(dialect), (members) => readJsonObject(Buffer.from(sample.json), members), arrivalFor(sample.format));
   } catch (err) {
     lazyError = (err as Error).message;
   }
@@ -190,10 +196,11 @@ describe('a model request read lazily, against the whole parse', () => {
     for (const sample of builtSamples()) checkAgreement(sample);
   });
 
-  it('leaves the long texts of an agent turn as bytes (the read is lazy at all), and a Gemini body whole', () => {
-    const json = agentMessagesBody('corpus-model', false, 64 * 1024);
-    const { request } = readClientRequest(dialects.messages, (members) => readJsonObject(Buffer.from(json), members), arrivalFor('messages'));
-    assert.ok((request.raw?.texts?.spans.length ?? 0) > 20);
+  it('leaves the long texts of a large agent turn as bytes, reads a body under 64 KB whole (it costs less so), and a Gemini body whole', () => {
+    const read = (json: string): ClientRequestOf<'messages'> => readClientRequest(dialects.messages, (members) => readJsonObject(Buffer.from(json), members), arrivalFor('messages')).request;
+    assert.ok((read(agentMessagesBody('corpus-model', false, 100 * 1024)).raw?.texts?.spans.length ?? 0) > 20);
+    assert.equal(read(agentMessagesBody('corpus-model', false, 40 * 1024)).raw?.texts, undefined);
+    assert.equal(LAZY_REQUEST_MEMBERS.minBodyBytes, 64 * 1024);
     assert.equal(dialects.gemini.lazyMembers, undefined);
   });
 });
