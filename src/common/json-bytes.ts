@@ -52,6 +52,8 @@ export interface JsonObjectBytes {
   duplicateKeys: boolean;
   /** When it was read lazily: the texts `value`'s references name (./json-lazy.ts). */
   texts?: LazyTexts | undefined;
+  /** When it was read lazily with a mark: whether some string of it begins with the mark ({@link LazyMembers}). */
+  marked?: boolean | undefined;
 }
 
 /** What the walk over the bytes found; `layout` is undefined when the body is not a well-formed object. */
@@ -63,6 +65,8 @@ export interface JsonWalk {
    * pairs of the bytes between their quotes, in the order of the bytes (./json-lazy.ts).
    */
   texts?: number[];
+  /** Given {@link LazyMembers} with a `mark`: whether some string of the body begins with it. */
+  marked?: boolean;
 }
 
 /** Which string values a walk leaves as bytes (./json-lazy.ts): by the member they are the value of. */
@@ -75,6 +79,11 @@ export interface LazyMembers {
   minBytes: number;
   /** The shortest body read so: a smaller one is parsed whole, which costs it less (src/formats/text-members.ts). */
   minBodyBytes: number;
+  /**
+   * Strings beginning with these bytes are noted by the walk (`marked`), so that nothing searches
+   * the whole body for them again (llmux's seals: src/dialects/dialect.ts `mayHoldSeals`).
+   */
+  mark?: Buffer;
 }
 
 /** Where an object body's members and its large arrays' items are. */
@@ -132,11 +141,15 @@ export function walkJson(bytes: Buffer, maxDepth: number, lazy?: LazyMembers): J
   let keyStart = 0;
   let keyEnd = 0;
   let opaqueDepth = 0;
+  const mark = lazy?.mark;
+  const markFirst = mark?.[0];
+  let marked = false;
   while (i < length) {
     const byte = bytes[i];
     if (byte === QUOTE) {
       const end = stringEnd(bytes, i);
       if (end === -1) return { tooDeep: false, layout: undefined };
+      if (!marked && bytes[i + 1] === markFirst && end - i - 1 >= (mark as Buffer).length && bytes.compare(mark as Buffer, 0, (mark as Buffer).length, i + 1, i + 1 + (mark as Buffer).length) === 0) marked = true;
       if (objects !== undefined) {
         if (keyNext) {
           keyStart = i + 1;
@@ -184,7 +197,10 @@ export function walkJson(bytes: Buffer, maxDepth: number, lazy?: LazyMembers): J
   for (let j = close + 1; j < length; j++) if (!isSpace(bytes[j])) return { tooDeep: false, layout: undefined };
   const members = membersOf(bytes, open, close, separators);
   if (members === undefined) return { tooDeep: false, layout: undefined };
-  return texts === undefined ? { tooDeep: false, layout: { members, inner } } : { tooDeep: false, layout: { members, inner }, texts };
+  const walk: JsonWalk = { tooDeep: false, layout: { members, inner } };
+  if (texts !== undefined) walk.texts = texts;
+  if (mark !== undefined) walk.marked = marked;
+  return walk;
 }
 
 /** The first non-space position at or after `from`, and one past the last non-space before `to`. */

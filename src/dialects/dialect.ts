@@ -31,6 +31,7 @@ import { serializeJson, withMembers } from '../common/json-bytes.ts';
 import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
 import { withTextsIn } from '../common/json-lazy.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
+import { SEAL_START } from '../formats/text-members.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
@@ -238,12 +239,17 @@ export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObj
 }
 
 /** What every llmux seal starts with, as JSON bytes. */
-const SEAL_MARK = Buffer.from('"llmux.v');
+const SEAL_MARK = Buffer.from(`"${SEAL_START}`);
 
-/** Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without a walk of the body. */
+/**
+ * Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without
+ * a walk of the body. A body read lazily was told by its walk (`marked`): searching 200 KB again
+ * cost as much as the walk itself.
+ */
 export function mayHoldSeals(body: object, raw: JsonObjectBytes | undefined): boolean {
   const bytes = bytesOf(body, raw);
-  return bytes === undefined || bytes.bytes.includes(SEAL_MARK);
+  if (bytes === undefined) return true;
+  return bytes.marked ?? bytes.bytes.includes(SEAL_MARK);
 }
 
 /**

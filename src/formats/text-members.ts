@@ -24,6 +24,9 @@ import { LAZY_TEXT_BYTES } from '../common/json-lazy.ts';
  */
 export const LAZY_BODY_BYTES = 64 * 1024;
 
+/** What every llmux seal starts with (`llmux.v1.`, `llmux.v2.`, …): the walk notes a body that holds one. */
+export const SEAL_START = 'llmux.v';
+
 export const LAZY_REQUEST_MEMBERS: LazyMembers = {
   // Not `thinking`, `signature` or `reasoning_content`: the carried state (llmux.md section 11)
   // reads them, to open llmux's seals and to compare replayed reasoning.
@@ -31,4 +34,5 @@ export const LAZY_REQUEST_MEMBERS: LazyMembers = {
   opaque: new Set(['input', 'input_schema', 'parameters', 'schema', 'metadata']),
   minBytes: LAZY_TEXT_BYTES,
   minBodyBytes: LAZY_BODY_BYTES,
+  mark: Buffer.from(SEAL_START),
 };

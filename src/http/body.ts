@@ -242,6 +242,7 @@ export function readJsonObject(body: Buffer, lazy?: LazyMembers): JsonObjectByte
   for (const member of members) keys.add(member.key);
   const read: JsonObjectBytes = { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
   if (texts !== undefined) read.texts = texts;
+  if (walk.marked !== undefined) read.marked = walk.marked;
   return read;
 }
 

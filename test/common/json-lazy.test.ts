@@ -154,3 +154,15 @@ describe('the texts of a body read lazily', () => {
     assert.deepEqual(parseJsonText(whole, walkJson(whole, 200)), JSON.parse(json));
   });
 });
+
+describe('a lazy walk with a mark', () => {
+  it('notes whether some string of the body begins with the mark, as a search of the bytes would find it', () => {
+    const members: LazyMembers = { ...MEMBERS, mark: Buffer.from('llmux.v') };
+    const walk = (value: unknown): boolean | undefined => walkJson(Buffer.from(JSON.stringify(value)), 200, members).marked;
+    assert.equal(walk({ messages: [{ content: [{ type: 'thinking', signature: 'llmux.v2.abc' }] }] }), true);
+    assert.equal(walk({ 'llmux.v9': 1 }), true);
+    assert.equal(walk({ messages: [{ content: 'a text that mentions llmux.v2 in passing' }] }), false);
+    assert.equal(walk({ content: 'llmux.' }), false);
+    assert.equal(walkJson(Buffer.from('{"a":"llmux.v1.x"}'), 200, MEMBERS).marked, undefined);
+  });
+});
