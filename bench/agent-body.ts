@@ -134,17 +134,18 @@ function toolResult(name: (typeof TOOL_CALLS)[number], next: () => number): stri
 /** Bodies made so far: growing one to size takes some milliseconds, and the runner asks often. */
 const made = new Map<string, string>();
 
-export function agentMessagesBody(model: string, stream: boolean): string {
-  const key = `${model}\n${stream}`;
+export function agentMessagesBody(model: string, stream: boolean, bytes = AGENT_BODY_BYTES): string {
+  const key = `${model}\n${stream}\n${bytes}`;
   let body = made.get(key);
   if (body === undefined) {
-    body = makeAgentBody(model, stream);
+    body = makeAgentBody(model, stream, bytes);
     made.set(key, body);
   }
   return body;
 }
 
-function makeAgentBody(model: string, stream: boolean): string {
+/** The turn grown until it is at least `bytes` long (the system prompt and tools alone are ~25 KB). */
+function makeAgentBody(model: string, stream: boolean, bytes: number): string {
   const next = random(15);
   const system = [
     { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude.", cache_control: { type: 'ephemeral' } },
@@ -166,7 +167,7 @@ function makeAgentBody(model: string, stream: boolean): string {
     metadata: { user_id: 'user_4f1c9e2ab3d8_account_7e0b2c41_session_9a8d7f6e-5c4b-3a29-1807-f6e5d4c3b2a1' },
   };
   const size = (): number => Buffer.byteLength(JSON.stringify({ ...head, messages, stream }));
-  for (let turn = 0; size() < AGENT_BODY_BYTES; turn++) {
+  for (let turn = 0; size() < bytes; turn++) {
     const name = TOOL_CALLS[turn % TOOL_CALLS.length] as (typeof TOOL_CALLS)[number];
     const id = `toolu_01${signature(next, 22).slice(0, 22).replace(/[+/]/g, 'x')}`;
     messages.push({

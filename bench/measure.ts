@@ -4,7 +4,8 @@
  */
 import { agentMessagesBody } from './agent-body.ts';
 
-export type ProxyKind = 'bare' | 'llmux';
+/** `peer`: another gateway run beside them (bench/peers.ts, `--peers`). */
+export type ProxyKind = 'bare' | 'llmux' | 'peer';
 export type ScenarioKind = 'json' | 'stream' | 'translated' | 'agent' | 'agent-translated';
 
 /** One load scenario: the same request through each proxy that runs it. */

@@ -9,6 +9,9 @@
  *                                    with --write, also into RESULTS.md); adds about 110 s
  *   npm run bench -- --only chat-json,agent-messages,idle-streams,large-idle-streams,startup,limiter,usage,shared-state
  *                                    some parts only (load scenarios by id: bench/measure.ts)
+ *   npm run bench -- --peers         … and other gateways on the same load scenarios (bench/peers.ts:
+ *                                    installed into bench/.tmp/peers with npm; one that cannot be
+ *                                    installed or started is skipped, and the run says why)
  *
  * Separate processes: the fake upstream, the proxy under test, and the load generator (wrk), with
  * the upstream and wrk on CPU 0 and the proxy alone on CPU 1 when `taskset` and two CPUs exist.
@@ -19,6 +22,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { connect } from 'node:net';
 import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -27,6 +31,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { createGateway } from '../src/gateway/server.ts';
 import type { GatewayModule } from './llmux-server.ts';
+import { PEERS, installPeer, renderPeers } from './peers.ts';
+import type { Peer, PeerResult } from './peers.ts';
 import {
   combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
   chatBody, chatHeaders, messagesHeaders, withKey, wrkScript,
@@ -68,6 +74,7 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean' },
     profile: { type: 'boolean' },
     only: { type: 'string' },
+    peers: { type: 'boolean' },
   },
 });
 const quick = flags.quick === true;
@@ -78,7 +85,7 @@ const startupRuns = quick ? 5 : 9;
 /** Load under the profiler, per profiled process. */
 const profileS = quick ? 3 : 6;
 /** Nothing the bench does may outlive this: under 7 minutes, plus the profiles when asked for. */
-const HARD_DEADLINE_MS = 400_000 + (flags.profile === true ? 200_000 : 0);
+const HARD_DEADLINE_MS = 400_000 + (flags.profile === true ? 200_000 : 0) + (flags.peers === true ? 600_000 : 0);
 
 // ---------------------------------------------------------------- child processes
 
@@ -398,6 +405,133 @@ async function measureScenario(scenario: LoadScenario, baseline: LoadScenario, u
     await Promise.all([stop(bare.child), llmux === undefined ? undefined : stop(llmux.child)]);
     const problem = llmux === undefined ? undefined : checkLog(llmux);
     if (problem !== undefined) notes.push(`- ${scenario.label}, llmux: the request log has a line that is not a 200: \`${problem.replaceAll('`', "'")}\``);
+  }
+}
+
+// ---------------------------------------------------------------- peers
+
+/** Lines of a child's stdout and stderr until one matches `ready`; rejects when it exits or `timeoutMs` passes. */
+function readyLine(child: ChildProcess, ready: RegExp, what: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const streams = [child.stdout, child.stderr].filter((stream) => stream !== null);
+    let seen = '';
+    const done = (err?: Error): void => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      for (const stream of streams) stream.off('data', onData);
+      // Nobody reads them from here on: drained, so a chatty peer never blocks on a full pipe.
+      for (const stream of streams) stream.resume();
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onData = (chunk: Buffer): void => {
+      seen = (seen + chunk.toString('utf8')).slice(-4000);
+      if (ready.test(seen)) done();
+    };
+    const onExit = (code: number | null): void => done(new Error(`${what} exited (code ${code}) before it was ready: ${seen.slice(-300)}`));
+    const timer = setTimeout(() => done(new Error(`${what} said nothing matching ${ready} within ${timeoutMs} ms: ${seen.slice(-300)}`)), timeoutMs);
+    child.once('exit', onExit);
+    for (const stream of streams) stream.on('data', onData);
+  });
+}
+
+/** Resolves once `port` accepts a connection (a peer may say it is ready a moment before it listens). */
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (performance.now() > until) throw new Error(`nothing listens on port ${port} after ${timeoutMs} ms`);
+    await delay(50);
+  }
+}
+
+/** One POST, its status and the start of its body. */
+function postOnce(port: number, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, timeout: 15_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (text.length < 2000) text += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Each peer on the scenarios of this run it can take: started once, checked with one request per
+ * scenario, then measured beside a fresh bare proxy in alternating rounds, as llmux is.
+ */
+async function measurePeers(scenarios: readonly LoadScenario[], all: readonly LoadScenario[], upstreamPort: number, notes: string[]): Promise<{ results: PeerResult[]; skipped: string[] }> {
+  const root = join(TMP, 'peers');
+  mkdirSync(root, { recursive: true });
+  const results: PeerResult[] = [];
+  const skipped: string[] = [];
+  for (const peer of PEERS) {
+    const wanted = scenarios.filter((s) => peer.requests[s.id] !== undefined);
+    if (wanted.length === 0) continue;
+    process.stderr.write(`bench: peer ${peer.label}: installing…\n`);
+    const installed = installPeer(peer, root);
+    if ('skipped' in installed) {
+      skipped.push(`${peer.label}: ${installed.skipped}`);
+      continue;
+    }
+    const port = await freePort();
+    const launch = peer.launch(installed.dir, port, upstreamPort);
+    const child = start(launch.command, launch.args, { cpu: 1, stdio: ['ignore', 'pipe', 'pipe'], env: launch.env });
+    try {
+      await readyLine(child, launch.ready, peer.label, 60_000);
+      await waitForPort(port, 30_000);
+      for (const scenario of wanted) {
+        const request = (peer.requests[scenario.id] as NonNullable<Peer['requests'][string]>)(scenario, upstreamPort);
+        const check = await postOnce(port, request.path, request.headers, request.body).catch((err: unknown) => ({ status: 0, text: String(err) }));
+        if (check.status !== 200) {
+          skipped.push(`${peer.label}, ${scenario.label}: its first request was answered ${check.status} (${check.text.slice(0, 160).replaceAll('\n', ' ')})`);
+          continue;
+        }
+        process.stderr.write(`bench: peer ${peer.label}: ${scenario.id}…\n`);
+        const baseline = all.find((x) => x.id === scenario.baseline) ?? scenario;
+        results.push(await measurePeerScenario(peer, { kind: 'peer', child, pid: child.pid as number, port, key: '', logFile: undefined }, scenario, baseline, { ...scenario, ...request }, upstreamPort, notes));
+      }
+    } catch (err) {
+      skipped.push(`${peer.label}: ${err instanceof Error ? err.message : String(err)}`.slice(0, 400));
+    } finally {
+      await stop(child);
+    }
+  }
+  return { results, skipped };
+}
+
+async function measurePeerScenario(peer: Peer, running: RunningProxy, scenario: LoadScenario, baseline: LoadScenario, asked: LoadScenario, upstreamPort: number, notes: string[]): Promise<PeerResult> {
+  const bare = await startProxy('bare', upstreamPort);
+  try {
+    const peerScript = join(runDir, `${peer.id}-${scenario.id}.lua`);
+    writeFileSync(peerScript, wrkScript({ headers: asked.headers, body: asked.body }));
+    const runs = [
+      { proxy: bare, request: baseline, script: scriptFor(baseline, bare.key), rounds: [] as LoadResult[] },
+      { proxy: running, request: asked, script: peerScript, rounds: [] as LoadResult[] },
+    ];
+    for (const r of runs) await runWrk(r.proxy.port, r.request.path, r.script, warmupS);
+    for (let i = 0; i < rounds; i++) {
+      for (const r of runs) r.rounds.push({ ...(await measureRound(r.proxy, r.request, r.script, upstreamPort)), scenario: scenario.id });
+    }
+    const [bareResult, peerResult] = runs.map((r) => combineRounds(r.rounds)) as [LoadResult, LoadResult];
+    if (peerResult.errors > 0) notes.push(`- ${scenario.label}, ${peer.label}: ${peerResult.errors} failed requests.`);
+    return { peer: peer.label, scenario: scenario.id, bare: bareResult, result: peerResult };
+  } finally {
+    await stop(bare.child);
   }
 }
 
@@ -786,6 +920,9 @@ async function main(): Promise<number> {
       }
     }
 
+    let peers: { results: PeerResult[]; skipped: string[] } | undefined;
+    if (flags.peers === true) peers = await measurePeers(scenarios, all, upstream.port, notes);
+
     const shownScenarios = all.filter((s) => results.some((r) => r.scenario === s.id));
     process.stdout.write('\n');
     printTable(shownScenarios, results);
@@ -793,6 +930,7 @@ async function main(): Promise<number> {
       + (sharedState === undefined ? '' : `\n${renderSharedState(sharedState)}`)
       + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
       + (usage === undefined ? '' : `\n## Usage accounting per request (bench/usage.ts)\n\n\`\`\`\n${usage.trimEnd()}\n\`\`\`\n`)
+      + (peers === undefined ? '' : `\n${renderPeers(all, peers.results, peers.skipped, results)}`)
       + analysis();
     const verdicts = evaluateTargets(shownScenarios, results, idle, startup, largeIdle);
     process.stdout.write('\n');
@@ -803,6 +941,7 @@ async function main(): Promise<number> {
     if (sharedState !== undefined) process.stdout.write(`${sharedStateVerdictLine(sharedState)}\n\n${renderSharedState(sharedState)}`);
     if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);
     if (usage !== undefined) process.stdout.write(`\nusage accounting:\n${usage}`);
+    if (peers !== undefined) process.stdout.write(`\n${renderPeers(all, peers.results, peers.skipped, results)}`);
     for (const note of notes) process.stdout.write(`${note}\n`);
     if (flags.write === true) {
       writeFileSync(join(BENCH, 'RESULTS.md'), text);

@@ -22,6 +22,11 @@ await build({
   target: 'node20',
   // Only node: built-ins may stay imports: llmux has no runtime dependencies.
   packages: 'external',
+  // Start-up parses the whole file: without white space and with shorter syntax it is a fifth
+  // smaller and parses faster (788 -> 772 million instructions from spawn to the first /healthz
+  // answer, bench/.tmp under callgrind). Names stay, so a stack trace still says which function.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   allowOverwrite: true,
 });

@@ -17,6 +17,9 @@
  * in place, and `__proto__` is an own property.
  */
 
+import { lazyTexts, skeletonText, spliceTexts } from './json-lazy.ts';
+import type { LazyTexts } from './json-lazy.ts';
+
 /** Longest run of bytes decoded and parsed at once: as two-byte text it stays under 128 KB. */
 export const PIECE_BYTES = 48 * 1024;
 
@@ -47,12 +50,40 @@ export interface JsonObjectBytes {
   members: readonly MemberSpan[];
   /** Two members have the same key (the value keeps the last; the bytes have both). */
   duplicateKeys: boolean;
+  /** When it was read lazily: the texts `value`'s references name (./json-lazy.ts). */
+  texts?: LazyTexts | undefined;
+  /** When it was read lazily with a mark: whether some string of it begins with the mark ({@link LazyMembers}). */
+  marked?: boolean | undefined;
 }
 
 /** What the walk over the bytes found; `layout` is undefined when the body is not a well-formed object. */
 export interface JsonWalk {
   tooDeep: boolean;
   layout: Layout | undefined;
+  /**
+   * Given {@link LazyMembers}: the long string values of its text members, as `[start, end)`
+   * pairs of the bytes between their quotes, in the order of the bytes (./json-lazy.ts).
+   */
+  texts?: number[];
+  /** Given {@link LazyMembers} with a `mark`: whether some string of the body begins with it. */
+  marked?: boolean;
+}
+
+/** Which string values a walk leaves as bytes (./json-lazy.ts): by the member they are the value of. */
+export interface LazyMembers {
+  /** Members whose long string values are text no rule reads (`text`, `content`, …). */
+  text: ReadonlySet<string>;
+  /** Members whose object values are taken whole (a tool's input, a schema): nothing in them is left as bytes. */
+  opaque: ReadonlySet<string>;
+  /** The shortest string left as bytes, in bytes between its quotes (at least 1: a text left so is never empty). */
+  minBytes: number;
+  /** The shortest body read so: a smaller one is parsed whole, which costs it less (src/formats/text-members.ts). */
+  minBodyBytes: number;
+  /**
+   * Strings beginning with these bytes are noted by the walk (`marked`), so that nothing searches
+   * the whole body for them again (llmux's seals: src/dialects/dialect.ts `mayHoldSeals`).
+   */
+  mark?: Buffer;
 }
 
 /** Where an object body's members and its large arrays' items are. */
@@ -85,8 +116,11 @@ function stringEnd(bytes: Buffer, at: number): number {
  * top-level object's members and second-level containers' items are. Strings are skipped from
  * quote to quote with `indexOf` (most of a body's bytes are text), so this costs far less than
  * the parse it prepares. Malformed JSON gives no layout and is left for the parser to name.
+ * Given `lazy`, it also notes which strings are the long values of text members (see
+ * {@link LazyMembers}): a string in an object is a key when a `{` or `,` came before it, a value
+ * otherwise, and its member is the key just before it.
  */
-export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
+export function walkJson(bytes: Buffer, maxDepth: number, lazy?: LazyMembers): JsonWalk {
   let depth = 0;
   let i = 0;
   const length = bytes.length;
@@ -99,11 +133,32 @@ export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
   // Items are only looked for in a body long enough to be parsed in pieces.
   const items = length > PIECE_BYTES;
   let current: number[] | undefined;
+  // For `lazy`: which open containers are objects, whether a key comes next, the last key's
+  // bytes, and the depth of the opaque object the walk is in (0: none).
+  const objects = lazy === undefined ? undefined : new Uint8Array(maxDepth + 1);
+  const texts: number[] | undefined = lazy === undefined ? undefined : [];
+  let keyNext = false;
+  let keyStart = 0;
+  let keyEnd = 0;
+  let opaqueDepth = 0;
+  const mark = lazy?.mark;
+  const markFirst = mark?.[0];
+  let marked = false;
   while (i < length) {
     const byte = bytes[i];
     if (byte === QUOTE) {
       const end = stringEnd(bytes, i);
       if (end === -1) return { tooDeep: false, layout: undefined };
+      if (!marked && bytes[i + 1] === markFirst && end - i - 1 >= (mark as Buffer).length && bytes.compare(mark as Buffer, 0, (mark as Buffer).length, i + 1, i + 1 + (mark as Buffer).length) === 0) marked = true;
+      if (objects !== undefined) {
+        if (keyNext) {
+          keyStart = i + 1;
+          keyEnd = end;
+          keyNext = false;
+        } else if (opaqueDepth === 0 && objects[depth] === 1 && end - i - 1 >= (lazy as LazyMembers).minBytes && (lazy as LazyMembers).text.has(bytes.toString('latin1', keyStart, keyEnd))) {
+          (texts as number[]).push(i + 1, end);
+        }
+      }
       i = end + 1;
       continue;
     }
@@ -117,14 +172,23 @@ export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
         current = [];
         inner.set(i, current);
       }
+      if (objects !== undefined) {
+        const object = byte === OPEN_BRACE;
+        if (object && opaqueDepth === 0 && objects[depth - 1] === 1 && (lazy as LazyMembers).opaque.has(bytes.toString('latin1', keyStart, keyEnd))) opaqueDepth = depth;
+        objects[depth] = object ? 1 : 0;
+        keyNext = object;
+      }
     } else if (byte === CLOSE_BRACKET || byte === CLOSE_BRACE) {
       if (depth === 1) close = i;
       else if (depth === 2) current?.push(i);
+      if (depth === opaqueDepth) opaqueDepth = 0;
       depth--;
       if (depth < 0) malformed = true;
+      keyNext = false;
     } else if (byte === COMMA || byte === COLON) {
       if (depth === 1) separators.push(i);
       else if (depth === 2 && byte === COMMA) current?.push(i);
+      if (objects !== undefined) keyNext = byte === COMMA && depth > 0 && objects[depth] === 1;
     }
     i++;
   }
@@ -132,7 +196,11 @@ export function walkJson(bytes: Buffer, maxDepth: number): JsonWalk {
   for (let j = 0; j < open; j++) if (!isSpace(bytes[j])) return { tooDeep: false, layout: undefined };
   for (let j = close + 1; j < length; j++) if (!isSpace(bytes[j])) return { tooDeep: false, layout: undefined };
   const members = membersOf(bytes, open, close, separators);
-  return { tooDeep: false, layout: members === undefined ? undefined : { members, inner } };
+  if (members === undefined) return { tooDeep: false, layout: undefined };
+  const walk: JsonWalk = { tooDeep: false, layout: { members, inner } };
+  if (texts !== undefined) walk.texts = texts;
+  if (mark !== undefined) walk.marked = marked;
+  return walk;
 }
 
 /** The first non-space position at or after `from`, and one past the last non-space before `to`. */
@@ -206,6 +274,26 @@ export function parseJsonText(bytes: Buffer, walk: JsonWalk): unknown {
     }
   }
   return JSON.parse(bytes.toString('utf8'));
+}
+
+/**
+ * {@link parseJsonText}, leaving the texts a lazy walk found (`walk.texts`) as bytes: the value
+ * holds references to them, which `texts` resolves (./json-lazy.ts). What is parsed is the body's
+ * skeleton, the body with each text replaced by its reference; `texts` is undefined when there was
+ * nothing to leave (or the body may not be read so), and the value is then the whole parse.
+ * Throws what `JSON.parse` of the whole throws when it is not JSON.
+ */
+export function parseJsonLazily(bytes: Buffer, walk: JsonWalk): { value: unknown; texts: LazyTexts | undefined } {
+  const spans = walk.texts;
+  const texts = spans === undefined || spans.length === 0 || walk.layout === undefined ? undefined : lazyTexts(bytes, spans);
+  if (texts === undefined) return { value: parseJsonText(bytes, walk), texts: undefined };
+  try {
+    return { value: JSON.parse(skeletonText(texts)), texts };
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    // The whole says what is wrong, in JSON.parse's own words (the skeleton's positions are not the body's).
+    return { value: parseJsonText(bytes, walk), texts: undefined };
+  }
 }
 
 /** An object body from its members: runs of small members parsed together, a long array by its items. */
@@ -328,9 +416,12 @@ const CHUNK_BYTES = 64 * 1024;
  * and each item of a top-level array, is serialised on its own (no string of the whole, so no
  * large object for V8 to map, nor a 200 KB text to encode and measure again) and written straight
  * into buffers of {@link CHUNK_BYTES}. The bytes are those of `JSON.stringify` of the whole.
+ * With `texts`, a value holding references to a lazily read body's texts (./json-lazy.ts) is
+ * written with each text's own bytes copied in, as parsing it whole would have written it; a
+ * reference serialised inside other text throws `NotLazyError`.
  */
-export function serializeJson(value: Record<string, unknown>): Buffer[] {
-  const out = createChunkWriter();
+export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts): Buffer[] {
+  const out = createChunkWriter(texts);
   out.write('{');
   let first = true;
   for (const key of Object.keys(value)) {
@@ -360,25 +451,40 @@ export function serializeJson(value: Record<string, unknown>): Buffer[] {
 
 /**
  * Writes strings as UTF-8 into buffers of {@link CHUNK_BYTES}, filled up: what does not fit goes on
- * in the next one (`encodeInto` stops between characters and says how much it read).
+ * in the next one (`encodeInto` stops between characters and says how much it read). JSON text
+ * holding references to `texts` is written with the texts' bytes copied in (./json-lazy.ts).
  */
-function createChunkWriter(): { write(text: string): void; parts(): Buffer[] } {
+function createChunkWriter(texts: LazyTexts | undefined): { write(json: string): void; parts(): Buffer[] } {
   const done: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
-  return {
-    write(text) {
+  const next = (): void => {
+    done.push(chunk.subarray(0, used));
+    chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    used = 0;
+  };
+  const sink = {
+    write(text: string): void {
       let rest = text;
       for (;;) {
         const { read, written } = encoder.encodeInto(rest, chunk.subarray(used));
         used += written;
         if (read === rest.length) return;
         rest = rest.slice(read);
-        done.push(chunk.subarray(0, used));
-        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-        used = 0;
+        next();
       }
     },
+    writeBytes(bytes: Buffer, start: number, end: number): void {
+      for (let from = start; from < end;) {
+        if (used === CHUNK_BYTES) next();
+        const copied = bytes.copy(chunk, used, from, Math.min(end, from + CHUNK_BYTES - used));
+        used += copied;
+        from += copied;
+      }
+    },
+  };
+  return {
+    write: texts === undefined ? sink.write : (json) => spliceTexts(json, texts, sink),
     parts() {
       if (used > 0) done.push(chunk.subarray(0, used));
       return done;

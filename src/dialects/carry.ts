@@ -22,6 +22,7 @@ import type { Sealer } from '../responses/seal.ts';
 import type { CarriedStore } from '../carry/store.ts';
 import { asRecord, records } from '../common/json.ts';
 import { chatConversationKey } from '../formats/conversation-key.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
 
 /** The most tool calls a chat request recalls state for: its latest. */
 export const MAX_RECALLED = 1024;
@@ -78,9 +79,9 @@ export interface ChatCarry {
   settled(): Promise<void>;
 }
 
-/** The chat turn of `body` for `keyId`: its calls' state recalled from `store`. */
-export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore): Promise<ChatCarry> {
-  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : chatConversationKey(body);
+/** The chat turn of `body` for `keyId`: its calls' state recalled from `store`. `texts`: those of a body read lazily (src/common/json-lazy.ts). */
+export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts): Promise<ChatCarry> {
+  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : chatConversationKey(body, texts);
   const ids = chatCallIds(body);
   const found = ids.length === 0 ? new Map<string, string>() : await store.get(keyId, ids).catch(() => new Map<string, string>());
   const recalled = new Map<string, CarriedRecord>();

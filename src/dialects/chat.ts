@@ -9,15 +9,16 @@ import type { ChatRequest } from '../formats/wire.ts';
 import { validateChatRequest } from '../formats/chat.ts';
 import { COMMENT_PING_FRAME, chatErrorFrame } from '../formats/frames.ts';
 import { fromChatUsage } from '../formats/usage.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
+import { chatTraits } from '../formats/traits.ts';
+import { chatConversationKey } from '../formats/conversation-key.ts';
 import { chatUserId } from '../translate/chat-user.ts';
 import { asRecord } from '../common/json.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
-import { chatTraits } from '../formats/traits.ts';
-import { chatConversationKey } from '../formats/conversation-key.ts';
 import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
@@ -36,12 +37,13 @@ export const chatDialect: Dialect<'chat'> = {
     const body = validateChatRequest(raw);
     return { format: 'chat', body, model: body.model, stream: body.stream === true };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
-  estimate: (body) => estimateTokens([body.messages, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.messages, body.tools], texts),
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   async beginTurn(request, scope) {
     const sealer = await scope.services.responses.sealer();
-    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried);
+    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts);
     return { request, translation: turn, keep: settled };
   },
   traits: chatTraits,

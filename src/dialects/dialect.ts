@@ -21,14 +21,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import type { StreamErrorInfo } from '../formats/frames.ts';
-import type { RequestTraits } from '../formats/traits.ts';
 import type { TurnOf, UpstreamModel } from '../translate/index.ts';
 import type { ResponsesState } from '../responses/state.ts';
 import type { CarriedStore } from '../carry/store.ts';
 import type { CredentialSource } from '../common/credentials.ts';
+import type { RequestTraits } from '../formats/traits.ts';
 import type { ErrorContext, GatewayError } from '../common/errors.ts';
-import { withMembers } from '../common/json-bytes.ts';
-import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import { serializeJson, withMembers } from '../common/json-bytes.ts';
+import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
+import { withTextsIn } from '../common/json-lazy.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
+import { SEAL_START } from '../formats/text-members.ts';
 import { changedObject, withChanges } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
@@ -57,6 +60,31 @@ export interface Arrival {
   params: Readonly<Record<string, string>>;
   /** The request target's query, without the `?` ('' when none). */
   query: string;
+}
+
+/**
+ * What the pipeline and routing read of a request besides the request itself (issue 26), from the
+ * body as it arrived (read lazily: src/dialects/read.ts), so nothing parses or walks it again; a
+ * Responses turn's `previous_response_id`, say, is not in the resolved body sent on. Each is
+ * computed when first asked, then kept; until then, or until `drop`, the facts hold the body.
+ */
+export interface RequestFacts {
+  /** The output cap the request gives (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), if any. */
+  readonly maxTokens: number | undefined;
+  /** llmux's estimate of the input tokens of the body as sent (src/formats/estimate.ts): `routes`' `input_tokens_over`, admission. */
+  inputTokens(): number;
+  /** What `routes` may ask of the body: thinking, images, tools (src/formats/traits.ts). */
+  traits(): RequestTraits;
+  /** The conversation the request belongs to, for `sticky` routing (src/formats/conversation-key.ts), not yet scoped by key. */
+  conversation(): string | undefined;
+  /** Lets the body go once no attempt can need it: the conversation is then undefined if not asked before; the others may not be asked. */
+  drop(): void;
+}
+
+/** A request read from its bytes, and its facts. */
+export interface ReadRequest<F extends WireFormat> {
+  request: ClientRequestOf<F>;
+  facts: RequestFacts;
 }
 
 /** The gateway's state a format's requests may build on: stored responses and the seal; a chat client's carried state. */
@@ -125,22 +153,32 @@ export interface Dialect<F extends WireFormat> {
    * field at fault.
    */
   readRequest(body: unknown, arrival: Arrival): ClientRequestOf<F>;
+  /**
+   * The members whose long string values this format's bodies may leave as bytes when read
+   * (src/formats/text-members.ts): set only for a format whose validation, estimate, traits and
+   * conversation key were read for what they do with such text (src/dialects/read.ts). Unset: the
+   * body is parsed whole.
+   */
+  readonly lazyMembers?: LazyMembers;
   /** The request's output cap, if it gives one. */
   maxTokens(body: RequestOf[F]): number | undefined;
   /**
    * Input tokens estimated from what a model reads in this format's body (src/formats/estimate.ts:
    * never under a quarter of their compact JSON): the context check, the tokens/min reservation,
-   * `count_tokens` and the echo model's usage.
+   * `count_tokens` and the echo model's usage. `texts`: those of a body read lazily.
    */
-  estimate(body: RequestOf[F]): number;
+  estimate(body: RequestOf[F], texts?: LazyTexts): number;
   /** Whether a streamed answer should end with a usage report the client asked for. */
   wantsStreamUsage(body: RequestOf[F]): boolean;
   /** Begins the request's turn: resolves what it builds on (may refuse it: 400, 404). */
   beginTurn(request: ClientRequestOf<F>, scope: TurnScope): Turn<F> | Promise<Turn<F>>;
   /** What `routes` may ask of the body (src/formats/traits.ts): whether it thinks, carries images, offers tools. */
   traits(body: RequestOf[F]): RequestTraits;
-  /** Which conversation the request belongs to (src/formats/conversation-key.ts), for sticky routing; undefined when nothing says. */
-  conversationKey(body: RequestOf[F]): string | undefined;
+  /**
+   * Which conversation the request belongs to (src/formats/conversation-key.ts), for sticky routing;
+   * undefined when nothing says. `texts`: those of a body read lazily.
+   */
+  conversationKey(body: RequestOf[F], texts?: LazyTexts): string | undefined;
   /**
    * The id a later request names to continue from this answer (Responses' response id, which a
    * `previous_response_id` names); undefined for formats without one, or an answer without it.
@@ -201,29 +239,41 @@ export function bytesOf(body: object, raw: JsonObjectBytes | undefined): JsonObj
 }
 
 /** What every llmux seal starts with, as JSON bytes. */
-const SEAL_MARK = Buffer.from('"llmux.v');
+const SEAL_MARK = Buffer.from(`"${SEAL_START}`);
 
-/** Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without a walk of the body. */
+/**
+ * Whether a same-format body may hold llmux seals: its client's bytes say when it cannot, without
+ * a walk of the body. A body read lazily was told by its walk (`marked`): searching 200 KB again
+ * cost as much as the walk itself.
+ */
 export function mayHoldSeals(body: object, raw: JsonObjectBytes | undefined): boolean {
   const bytes = bytesOf(body, raw);
-  return bytes === undefined || bytes.bytes.includes(SEAL_MARK);
+  if (bytes === undefined) return true;
+  return bytes.marked ?? bytes.bytes.includes(SEAL_MARK);
 }
 
 /**
  * A same-format upstream body: the client's bytes with `edits` (member -> JSON text) and the
  * platform's `envelope` spliced in when they can be passed on (see {@link bytesOf}), else `copy`
- * (the body with the same edits made) with the envelope, serialised.
+ * (the body with the same edits made) with the envelope, serialised (with the texts of a body read
+ * lazily written from its bytes).
  */
 export function passedOn(
   body: object,
-  copy: object,
+  copy: Record<string, unknown>,
   raw: JsonObjectBytes | undefined,
   edits: Map<string, string | undefined>,
   envelope: MemberChanges | undefined,
 ): string | readonly Buffer[] {
   const bytes = bytesOf(body, raw);
-  if (bytes === undefined) return JSON.stringify(envelope === undefined ? copy : changedObject(copy, envelope));
-  return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  if (bytes !== undefined) {
+    // An edit made of the body's own members (carried state put back) holds its texts' references.
+    const texts = bytes.texts;
+    if (texts !== undefined) for (const [key, json] of edits) if (json !== undefined) edits.set(key, withTextsIn(json, texts));
+    return withMembers(bytes, envelope === undefined ? edits : withChanges(edits, envelope));
+  }
+  const changed = envelope === undefined ? copy : changedObject(copy, envelope);
+  return raw?.texts === undefined ? JSON.stringify(changed) : serializeJson(changed, raw.texts);
 }
 
 /** The format's headers of a format that has none. */

@@ -9,7 +9,7 @@ import { messagesDialect } from './messages.ts';
 import { responsesDialect } from './responses.ts';
 import { geminiDialect } from './gemini.ts';
 
-export type { Arrival, Dialect, DialectServices, ForwardedHeaders, TextAnswer, Turn, TurnScope } from './dialect.ts';
+export type { Arrival, Dialect, DialectServices, ForwardedHeaders, ReadRequest, RequestFacts, TextAnswer, Turn, TurnScope } from './dialect.ts';
 
 export const dialects: { readonly [F in WireFormat]: Dialect<F> } = {
   chat: chatDialect,

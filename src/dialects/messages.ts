@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { validateMessagesRequest } from '../formats/messages.ts';
 import { MESSAGES_EVENT_NAMES, MESSAGES_PING_FRAME, messagesErrorFrame } from '../formats/frames.ts';
 import { fromMessagesUsage } from '../formats/usage.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { errorObject, invalidParameters } from '../common/errors.ts';
 import type { ErrorContext, GatewayError } from '../common/errors.ts';
@@ -99,12 +100,13 @@ export const messagesDialect: Dialect<'messages'> = {
     const body = validateMessagesRequest(raw, { interleavedThinking: forwarded.beta?.includes(INTERLEAVED_THINKING_BETA) === true, strict });
     return { format: 'messages', body, model: body.model, stream: body.stream === true, version: forwarded.version, beta: forwarded.beta };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_tokens,
-  estimate: (body) => estimateTokens([body.system, body.messages, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.system, body.messages, body.tools], texts),
   wantsStreamUsage: () => true,
   async beginTurn(request, scope) {
     const sealer = await scope.services.responses.sealer();
-    return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body)), keep: keepNothing };
+    return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body, request.raw?.texts)), keep: keepNothing };
   },
   traits: messagesTraits,
   conversationKey: messagesConversationKey,

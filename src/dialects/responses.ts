@@ -31,10 +31,12 @@ import { failureCode, newResponseId, responseEcho, toResponsesUsage } from '../t
 import { NO_TOOL_NAMES } from '../translate/responses-tools.ts';
 import { resolveInput } from '../responses/resolve.ts';
 import { recordOfProviderHeld } from '../responses/passthrough.ts';
+import { LAZY_REQUEST_MEMBERS } from '../formats/text-members.ts';
 import { estimateTokens } from '../formats/estimate.ts';
 import { responsesTraits } from '../formats/traits.ts';
 import { responsesConversationKey } from '../formats/conversation-key.ts';
 import { asRecord, isRecord } from '../common/json.ts';
+import { realValue } from '../common/json-lazy.ts';
 import { newId } from '../common/ids.ts';
 import { STANDARD_CREDENTIALS } from '../common/credentials.ts';
 import { errorBody } from '../common/errors.ts';
@@ -73,8 +75,9 @@ export const responsesDialect: Dialect<'responses'> = {
     const body = validateResponsesRequest(raw);
     return { format: 'responses', body, model: body.model, stream: body.stream === true };
   },
+  lazyMembers: LAZY_REQUEST_MEMBERS,
   maxTokens: (body) => body.max_output_tokens,
-  estimate: (body) => estimateTokens([body.instructions, body.input, body.tools]),
+  estimate: (body, texts) => estimateTokens([body.instructions, body.input, body.tools], texts),
   // The terminal event always carries the usage.
   wantsStreamUsage: () => true,
   beginTurn,
@@ -94,8 +97,8 @@ export const responsesDialect: Dialect<'responses'> = {
     }
     if (Array.isArray(body.input) && body.input.some(isSealedByUs)) {
       copy.input = body.input.filter((item) => !isSealedByUs(item));
-      // The input changed: the client's bytes no longer say it.
-      return passedOn(body, copy, undefined, edits, envelope);
+      // The input changed: the client's bytes no longer say it (only its texts are still theirs).
+      return passedOn(copy, copy, raw, edits, envelope);
     }
     return passedOn(body, copy, raw, edits, envelope);
   },
@@ -138,8 +141,12 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const { keyId, passThrough } = scope;
   const { store } = scope.services.responses;
   const sealer = await scope.services.responses.sealer();
-  const body = request.body;
-  const previousId = body.previous_response_id;
+  const previousId = request.body.previous_response_id;
+  const resolves = previousId !== undefined || (Array.isArray(request.body.input) && request.body.input.some(isReference));
+  // What it builds on joins stored text to the client's: a body read lazily is decoded first, so
+  // no stored text that looks like a reference is taken for one (src/common/json-lazy.ts).
+  const texts = resolves ? undefined : request.raw?.texts;
+  const body = resolves ? realValue(request.body, request.raw?.texts) : request.body;
   const previous = previousId === undefined ? undefined : await store.get(keyId, previousId);
   const providerHolds = passThrough && previous?.provider !== undefined;
   const storing = body.store !== false && !providerHolds;
@@ -151,23 +158,24 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   // Throws 404 for what llmux neither stores nor recorded for this key: never left for a provider.
   const input = await resolveInput(body, keyId, store, { passThrough });
   let answered = request;
-  if (previousId !== undefined || (Array.isArray(body.input) && body.input.some(isReference))) {
+  if (resolves) {
     const resolved: ResponsesRequest = { ...body, input };
     if (!providerHolds) {
       delete resolved.previous_response_id;
       if (previousId !== undefined) turn.previousResponseId = previousId;
     }
-    answered = { ...request, body: resolved };
+    answered = { ...request, body: resolved, raw: undefined };
   }
   // The conversation read from the whole history (its first user message), the same every turn of a chain.
-  if (typeof body.prompt_cache_key !== 'string' || body.prompt_cache_key === '') turn.cacheKey = promptCacheKey(keyId, responsesConversationKey(answered.body));
+  if (typeof body.prompt_cache_key !== 'string' || body.prompt_cache_key === '') turn.cacheKey = promptCacheKey(keyId, responsesConversationKey(answered.body, answered.raw?.texts));
 
   return {
     request: answered,
     translation: turn,
     async keep(answer) {
       if (body.store === false || !isFinalResponse(answer)) return;
-      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(input), response: withSealedReasoning(answer, sealed) })) return;
+      // Stored as the client sent it: the texts of a body read lazily are decoded now.
+      if (storing && await store.put({ id: answer.id, keyId, created: answer.created_at, input: withIds(realValue(input, texts)), response: withSealedReasoning(answer, sealed) })) return;
       // A pass-through answer not kept whole: its ids are kept, for its provider to resolve for this key only.
       if (passThrough && scope.providerId !== undefined) await store.put(recordOfProviderHeld(answer, keyId, scope.providerId));
     },

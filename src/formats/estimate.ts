@@ -16,6 +16,9 @@
  * {@link BASE64_CHARS_PER_TOKEN} characters. None of these reach the echo model's answer.
  */
 
+import { textUnits } from '../common/json-lazy.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
+
 const CHARS_PER_TOKEN = 4;
 /** Anthropic prices a ~1000x1000 image at about (w*h)/750 = 1,334 tokens; we don't decode images. */
 const IMAGE_TOKENS = 1_600;
@@ -42,11 +45,13 @@ interface Tally {
  * hold it, each format naming its own (src/dialects/: chat `messages` and `tools`, messages
  * `system` too, Responses `instructions`, `input` and `tools`). Never less than a quarter of their
  * compact JSON size, binary payloads aside (see the file header). Undefined parts count nothing.
+ * `texts`: the texts of a body read lazily, which its references name (src/common/json-lazy.ts):
+ * a reference counts as long as its text.
  */
-export function estimateTokens(parts: readonly unknown[]): number {
+export function estimateTokens(parts: readonly unknown[], texts?: LazyTexts): number {
   const tally: Tally = { chars: 0, flatPriced: 0, binaryChars: 0 };
   for (const part of parts) {
-    if (part !== undefined) addJsonSize(part, tally);
+    if (part !== undefined) addJsonSize(part, tally, texts);
   }
   return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.flatPriced * IMAGE_TOKENS + Math.ceil(tally.binaryChars / BASE64_CHARS_PER_TOKEN);
 }
@@ -64,12 +69,12 @@ export function estimateRequestTokens(body: { messages?: unknown; system?: unkno
  * Adds the compact JSON size of `root` to the tally, with an explicit stack: a parsed body may be
  * nested as deeply as the body reader allows, and this must not depend on the call stack.
  */
-function addJsonSize(root: unknown, tally: Tally): void {
+function addJsonSize(root: unknown, tally: Tally, texts: LazyTexts | undefined): void {
   const stack: unknown[] = [root];
   while (stack.length > 0) {
     const value = stack.pop();
     if (typeof value === 'string') {
-      tally.chars += value.length + 2;
+      tally.chars += textUnits(value, texts) + 2;
     } else if (typeof value === 'number') {
       tally.chars += String(value).length;
     } else if (typeof value === 'boolean') {

@@ -31,9 +31,10 @@ import { authenticate, checkModelAllowed } from '../auth/authenticate.ts';
 import type { KeyRecord } from '../auth/key-record.ts';
 import { budgetFor, limitsFor } from '../auth/key-record.ts';
 import type { Admission, Limiter } from '../limits/limiter.ts';
-import type { ClientRequestOf, RequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
+import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
-import type { Dialect, DialectServices, Turn } from '../dialects/index.ts';
+import type { Dialect, DialectServices, RequestFacts, Turn } from '../dialects/index.ts';
+import { readClientRequest } from '../dialects/read.ts';
 import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus, worstCaseUsd } from '../usage/budget.ts';
@@ -188,7 +189,7 @@ export async function handleModelRequest<F extends WireFormat>(
       onWarning,
       keyId: key.id,
       answerAs: resolution.answerAs,
-      conversation: conversation.read,
+      conversation: conversation.conversation,
       reservedTokens,
     });
     // The provider has answered: no attempt sends the body again. Its bytes go, and so does their
@@ -257,37 +258,10 @@ interface Admitted<F extends WireFormat> {
   admission: Admission;
   /** What the admission reserved against tokens/min: the deployment's window counts it too while the request runs. */
   reservedTokens: number;
-  /** The request's conversation, for sticky routing. */
-  conversation: ConversationSource;
+  /** The request's conversation, for sticky routing: read at most once, then let go with the body (`drop`). */
+  conversation: Pick<RequestFacts, 'conversation' | 'drop'>;
   /** The body's hold on the body budget. */
   claim: BodyClaim;
-}
-
-/**
- * The conversation key of a request (src/formats/conversation-key.ts), read at most once, from the
- * body as it arrived: a Responses turn's `previous_response_id` is not in the resolved body sent
- * on. `drop` lets the body go once no attempt can need it.
- */
-interface ConversationSource {
-  read(): string | undefined;
-  drop(): void;
-}
-
-function conversationSource<F extends WireFormat>(dialect: Dialect<F>, body: RequestOf[F]): ConversationSource {
-  let source: RequestOf[F] | undefined = body;
-  let key: string | undefined;
-  return {
-    read() {
-      if (source !== undefined) {
-        key = dialect.conversationKey(source);
-        source = undefined;
-      }
-      return key;
-    },
-    drop() {
-      source = undefined;
-    },
-  };
 }
 
 /** `{ responseId }` when there is one, for the answering attempt's end. */
@@ -313,19 +287,21 @@ async function readAndAdmit<F extends WireFormat>(
   const limits = limitsFor(key, ctx.config.tiers);
   const { bytes, claim, refused } = await readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits }, 'model');
   try {
-    const parsed = readJsonObject(bytes);
-    const arrived = dialect.readRequest(parsed.value, { forwarded, strict: ctx.config.validation === 'strict', params: target.params, query: target.query });
-    // The client's bytes go on with the request: a same-format upstream is sent them, its model spliced in.
-    arrived.raw = parsed;
+    // Its long texts stay bytes; what routing and admission read of it are its facts (src/dialects/read.ts).
+    const { request: arrived, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy), {
+      forwarded,
+      strict: ctx.config.validation === 'strict',
+      params: target.params,
+      query: target.query,
+    });
     record.model = arrived.model;
     record.stream = arrived.stream;
-    // The model that answers (aliases, then routes); the estimate a route reads is kept for the context check.
-    let routeEstimate: number | undefined;
+    // The model that answers (aliases, then routes), over the facts of the body as it arrived.
     const resolution = ctx.resolver.resolve(arrived.model, {
       clientFormat: dialect.format,
       keyTier: key.tier,
-      traits: () => dialect.traits(arrived.body),
-      inputTokens: () => (routeEstimate = dialect.estimate(arrived.body)),
+      traits: facts.traits,
+      inputTokens: facts.inputTokens,
     });
     const model = ctx.catalog.get(resolution.model);
     if (model === undefined) throw modelNotFound(arrived.model);
@@ -341,7 +317,8 @@ async function readAndAdmit<F extends WireFormat>(
       now: ctx.now,
     });
     const request = turn.request;
-    const estimate = routeEstimate !== undefined && request.body === arrived.body ? routeEstimate : dialect.estimate(request.body);
+    // A turn that resolved what the request builds on (Responses) has more input than arrived.
+    const estimate = request.body === arrived.body ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     const reservedTokens = estimate + outputReservation(dialect.maxTokens(request.body), model);
     // One round trip to the state server when the limits are shared; immediate otherwise.
@@ -353,7 +330,7 @@ async function readAndAdmit<F extends WireFormat>(
       admission.release();
       throw err;
     });
-    return { request, turn, model, resolution, estimate, admission, reservedTokens, conversation: conversationSource(dialect, arrived.body), claim };
+    return { request, turn, model, resolution, estimate, admission, reservedTokens, conversation: facts, claim };
   } catch (err) {
     refused();
     throw err;

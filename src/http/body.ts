@@ -9,8 +9,9 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { GatewayError, invalidParameters, tooLarge } from '../common/errors.ts';
-import { parseJsonText, walkJson } from '../common/json-bytes.ts';
-import type { JsonObjectBytes } from '../common/json-bytes.ts';
+import { parseJsonLazily, walkJson } from '../common/json-bytes.ts';
+import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
+import type { LazyTexts } from '../common/json-lazy.ts';
 import type { BodyClaim } from './body-budget.ts';
 import { realTimers } from '../common/timers.ts';
 import type { TimerHandle, Timers } from '../common/timers.ts';
@@ -216,19 +217,22 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
 /**
  * {@link parseJsonBody}, keeping the bytes and where the top-level members are in them, so that
  * a same-format upstream can be sent the client's bytes with a member or two spliced in (one walk
- * over the bytes finds both the nesting and the members: src/common/json-bytes.ts).
+ * over the bytes finds both the nesting and the members: src/common/json-bytes.ts). Given `lazy`,
+ * the long values of its text members are left as bytes and the value holds references to them
+ * (`texts`: src/common/json-lazy.ts), when the body may be read so.
  */
-export function readJsonObject(body: Buffer): JsonObjectBytes {
+export function readJsonObject(body: Buffer, lazy?: LazyMembers): JsonObjectBytes {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
-  const walk = walkJson(body, MAX_JSON_DEPTH);
+  const walk = walkJson(body, MAX_JSON_DEPTH, lazy !== undefined && body.length >= lazy.minBodyBytes ? lazy : undefined);
   if (walk.tooDeep) {
     throw invalidParameters(`the request body nests too deeply (more than ${MAX_JSON_DEPTH} levels of arrays and objects); flatten the request`);
   }
   // Checked on the bytes (simdutf), not by looking for U+FFFD in the decoded text afterwards.
   if (!isUtf8(body)) throw invalidParameters('the request body is not valid UTF-8');
   let value: unknown;
+  let texts: LazyTexts | undefined;
   try {
-    value = parseJsonText(body, walk);
+    ({ value, texts } = parseJsonLazily(body, walk));
   } catch (err) {
     throw invalidParameters(`the request body is not valid JSON (${(err as Error).message.slice(0, 200)})`);
   }
@@ -236,7 +240,10 @@ export function readJsonObject(body: Buffer): JsonObjectBytes {
   const members = walk.layout?.members ?? [];
   const keys = new Set<string>();
   for (const member of members) keys.add(member.key);
-  return { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
+  const read: JsonObjectBytes = { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
+  if (texts !== undefined) read.texts = texts;
+  if (walk.marked !== undefined) read.marked = walk.marked;
+  return read;
 }
 
 /**

@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, TokenUsage, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
+import { realValue } from '../common/json-lazy.ts';
 import type { Transport, UpstreamResponse } from './upstream.ts';
 
 /** The echo model's provider: answered in-process, in every format. */
@@ -74,7 +75,8 @@ export function* wordsOf(text: string, end: number): Generator<string> {
  */
 function answer<F extends WireFormat>(request: ClientRequestOf<F>): UpstreamResponse {
   const dialect = dialects[request.format];
-  const body = request.body;
+  // The echo model reads the user's text: the texts of a body read lazily are decoded.
+  const body = realValue(request.body, request.raw?.texts);
   // One character past the bound tells whether the text was cut there.
   const whole = dialect.userText(body, ECHO_MAX_TEXT_CHARS + 1);
   const text = whole.slice(0, ECHO_MAX_TEXT_CHARS);

@@ -12,6 +12,7 @@ import { familyOf } from './family.ts';
 import type { AnswerTranslation, TurnOf, UpstreamModel } from '../translate/index.ts';
 import { invalidParameters } from '../common/errors.ts';
 import { serializeJson } from '../common/json-bytes.ts';
+import { NotLazyError, realValue } from '../common/json-lazy.ts';
 import { changedObject } from '../common/member-changes.ts';
 import type { MemberChanges } from '../common/member-changes.ts';
 
@@ -62,6 +63,13 @@ export function upstreamModelOf(model: ModelEntry, provider?: ProviderConfig): U
  * this provider's family as the body is built (llmux.md section 11): so each candidate of a
  * fallback gets its own, and another family's is stripped. A body nested so deep that serialising
  * it overflows the stack is the client's error, not ours.
+ *
+ * A body read lazily (src/common/json-lazy.ts) is translated as it is when its translator reads
+ * lazily (`readsLazily`), its texts written from the client's bytes into the translated body;
+ * should it have serialised a text into another string (which only a decoded text can be), the
+ * request is decoded whole and translated again; the warnings are told once, from the translation
+ * that is sent. Any other translator is given the body decoded whole, and so is a same-format body
+ * whose carried state puts a text inside another string.
  */
 export function buildUpstreamBody<F extends WireFormat>(
   request: ClientRequestOf<F>,
@@ -77,14 +85,37 @@ export function buildUpstreamBody<F extends WireFormat>(
     const translation = translationFor(request.format, upstreamFormat);
     if (translation === undefined) {
       const carry = { turn, model: upstream, onWarning };
-      return { body: dialects[request.format].passThroughBody(request.body, model.upstream_id, request.raw, envelope, carry), translated: undefined };
+      const dialect = dialects[request.format];
+      try {
+        return { body: dialect.passThroughBody(request.body, model.upstream_id, request.raw, envelope, carry), translated: undefined };
+      } catch (err) {
+        if (!(err instanceof NotLazyError)) throw err;
+        // The carried state wrote a text into another string: the body decoded, and serialised whole.
+        return { body: dialect.passThroughBody(realValue(request.body, request.raw?.texts), model.upstream_id, undefined, envelope, carry), translated: undefined };
+      }
     }
-    const translated = translation.request(request.body, { modelId: model.id, model: upstream, onWarning, turn });
-    const body = translated.body as Record<string, unknown>;
+    const context = { modelId: model.id, model: upstream, onWarning, turn };
+    const texts = request.raw?.texts;
+    if (texts !== undefined && translation.readsLazily === true) {
+      const warnings: string[] = [];
+      try {
+        const translated = translation.request(request.body, { ...context, onWarning: (message) => warnings.push(message) });
+        const body = serializeJson(enveloped(translated.body as Record<string, unknown>, envelope), texts);
+        for (const warning of warnings) onWarning(warning);
+        return { body, translated: { answer: translated.answer, stream: translated.stream } };
+      } catch (err) {
+        if (!(err instanceof NotLazyError)) throw err;
+      }
+    }
+    const translated = translation.request(realValue(request.body, texts), context);
     // Only what translates the answer back is kept: the translated body is let go once it is sent.
-    return { body: serializeJson(envelope === undefined ? body : changedObject(body, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
+    return { body: serializeJson(enveloped(translated.body as Record<string, unknown>, envelope)), translated: { answer: translated.answer, stream: translated.stream } };
   } catch (err) {
     if (err instanceof RangeError) throw invalidParameters('body: nests too deeply to be forwarded; flatten the request');
     throw err;
   }
+}
+
+function enveloped(body: Record<string, unknown>, envelope: MemberChanges | undefined): Record<string, unknown> {
+  return envelope === undefined ? body : changedObject(body, envelope);
 }

@@ -164,6 +164,15 @@ export type AnswerTranslation<C extends WireFormat> = Pick<TranslatedRequest<C, 
 /** Translates one client format to one upstream format, request by request. */
 export interface Translation<C extends WireFormat, U extends UpstreamFormat> {
   request(body: RequestOf[C], context: TranslationContext<C>): TranslatedRequest<C, U>;
+  /**
+   * The request translator was read for what it does with text members' strings
+   * (src/formats/text-members.ts) and only checks they are strings, passes them on, joins them or
+   * compares them with '': it may be given a body read lazily, its references unresolved
+   * (src/common/json-lazy.ts). Without this, a lazily read body is decoded whole first
+   * (src/providers/upstream-body.ts): a translator that parses tool arguments or trims text would
+   * read a reference's characters instead.
+   */
+  readonly readsLazily?: true;
 }
 
 // ---------- answers: an upstream format's decoder into a client format's encoder ----------
@@ -345,6 +354,9 @@ function withCacheKey(chat: RequestOf['chat'], clientKey: unknown, context: Tran
 }
 
 const messagesToChat: Translation<'messages', 'chat'> = {
+  // Joined and passed on as they are: its texts need no decoding (thinking and signatures, which
+  // the carried state reads, are never left as bytes: src/formats/text-members.ts).
+  readsLazily: true,
   request(body, context) {
     const { modelId, model, onWarning } = context;
     const carry = carryReader(context);
