@@ -82,7 +82,7 @@ export function createPath(scenario: PathScenario): () => number {
     const carrier = carriers.of(provider);
     const format = upstreamFormatFor(provider, request.format);
     const call = { upstreamId: model.upstream_id, format, stream: request.stream, formatHeaders: formatHeadersFor(format, forwarded) };
-    const { body } = buildUpstreamBody(request, format, model, undefined as never, onWarning, carrier.envelope(call));
+    const { body } = buildUpstreamBody(request, format, model, undefined as never, onWarning, carrier.envelope(call), provider);
     // What a socket write is handed: the parts, joined as the kernel copies them.
     const sent = typeof body === 'string' ? Buffer.byteLength(body) : Buffer.concat(body).length;
     return estimate + output + sent;
