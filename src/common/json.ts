@@ -27,3 +27,12 @@ export function records(value: unknown): Array<Record<string, unknown>> {
 export function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
+
+/** `text` parsed as JSON when it is an object; undefined when it does not parse or is anything else (a stored line read back leniently). */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    return asRecord(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
+}

@@ -16,6 +16,7 @@
  *   stripped, seals issued to another key are ignored, and each is counted for one warning in
  *   the request log ({@link createCarryReader}).
  */
+import { parseJsonObject } from '../common/json.ts';
 import type { OpaqueState } from './answer-events.ts';
 
 /** The provider that issued a piece of state, and its family: the upstreams that can read it. */
@@ -262,14 +263,8 @@ export function recordJson(record: CarriedRecord): string {
 
 /** A stored record read back from JSON text; undefined when it is not one. */
 export function parseRecord(text: string): CarriedRecord | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const raw = value as Record<string, unknown>;
+  const raw = parseJsonObject(text);
+  if (raw === undefined) return undefined;
   const issuerRaw = raw['issuer'] as Record<string, unknown> | undefined;
   const issuer = issuerOf(issuerRaw?.['provider'], issuerRaw?.['family']);
   if (issuer === undefined) return undefined;

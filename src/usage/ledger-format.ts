@@ -13,6 +13,7 @@
  *   key × model, written atomically; `absorbed` names the compacting files it already contains.
  * - `YYYY-MM-DD.lock`: held by the one process compacting that day.
  */
+import { parseJsonObject } from '../common/json.ts';
 import type { FileHandle } from 'node:fs/promises';
 
 export const HOUR_MS = 3_600_000;
@@ -140,14 +141,9 @@ export interface DeltaLine {
  * newer format version. A line with one bad row is dropped whole, so a flush counts all or nothing.
  */
 export function decodeDeltaLine(text: string): DeltaLine | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { v, w, r } = value as Record<string, unknown>;
+  const value = parseJsonObject(text);
+  if (value === undefined) return undefined;
+  const { v, w, r } = value;
   if (v !== 1 || typeof w !== 'string' || !Array.isArray(r)) return undefined;
   const rows: RowTuple[] = [];
   for (const item of r) {
@@ -176,14 +172,9 @@ export function encodeTotals(absorbed: readonly string[], table: RowTable): stri
 
 /** A totals file read back, or undefined when it is damaged (it is written atomically, so it never is torn). */
 export function decodeTotals(text: string): Totals | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { v, absorbed, rows } = value as Record<string, unknown>;
+  const value = parseJsonObject(text);
+  if (value === undefined) return undefined;
+  const { v, absorbed, rows } = value;
   if (v !== 1 || !Array.isArray(absorbed) || !Array.isArray(rows)) return undefined;
   if (!absorbed.every((name) => typeof name === 'string')) return undefined;
   const table = createRowTable();
