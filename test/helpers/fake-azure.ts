@@ -16,10 +16,10 @@
  *   `content_filter_results`.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fixture } from './fake-upstream.ts';
 import { chatStream, chatWhole, responsesUpstream } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
+import { listenOnLoopback } from './loopback.ts';
 
 export type AzureOperation = 'chat' | 'responses' | 'models';
 
@@ -159,16 +159,12 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       res.end(PROMPT_FILTER_CHUNK + chatStream(answer));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     requests,
     refusals,
     faults,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close,
   };
 }

@@ -24,7 +24,6 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { signRequest } from '../../src/platforms/aws/sigv4.ts';
 import type { AwsCredentials } from '../../src/platforms/aws/sigv4.ts';
@@ -33,6 +32,7 @@ import { converseEvents, converseWhole, messagesStream, messagesWhole } from './
 import { converseRequestProblem } from './converse-validate.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
 import { sseEvents } from './assemble.ts';
+import { listenOnLoopback } from './loopback.ts';
 
 export type BedrockOperation = 'invoke' | 'invoke-with-response-stream' | 'converse' | 'converse-stream';
 
@@ -260,10 +260,9 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
       void invoke(res, seen);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     host: `127.0.0.1:${port}`,
     region,
     requests,
@@ -272,9 +271,6 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
     throttle(count = 1) {
       for (let i = 0; i < count; i += 1) faults.push({ kind: 'error', status: 429, type: 'ThrottlingException', message: THROTTLE_MESSAGE });
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close,
   };
 }

@@ -18,10 +18,10 @@
  * - Tests script answers from the body and queue faults (a status and Google's error body).
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { FakeGoogleOAuth } from './fake-google-oauth.ts';
 import { chatStream, chatWhole, geminiStream, geminiWhole, messagesStream, messagesWhole } from './scripted-answers.ts';
 import type { ScriptedAnswer } from './scripted-answers.ts';
+import { listenOnLoopback } from './loopback.ts';
 
 export type VertexOperation = 'rawPredict' | 'streamRawPredict' | 'chat' | 'generateContent' | 'streamGenerateContent';
 
@@ -148,16 +148,12 @@ export async function startFakeVertex(options: FakeVertexOptions): Promise<FakeV
       res.end(operation === 'chat' ? chatStream(answer) : gemini ? geminiStream(answer) : messagesStream(answer));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     requests,
     refusals,
     faults,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close,
   };
 }
