@@ -465,6 +465,11 @@ function createChunkWriter(texts: LazyTexts | undefined): { write(json: string):
   };
   const sink = {
     write(text: string): void {
+      // Most pieces are short: when even three bytes a unit fits, one native write, no view.
+      if (text.length * 3 <= CHUNK_BYTES - used) {
+        used += chunk.write(text, used);
+        return;
+      }
       let rest = text;
       for (;;) {
         const { read, written } = encoder.encodeInto(rest, chunk.subarray(used));

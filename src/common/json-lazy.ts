@@ -21,6 +21,9 @@
  * its own text could be taken for a reference.
  */
 
+import { MAX_SCANNED_BYTES, createTextScanner } from './text-scan.ts';
+import type { TextScanner } from './text-scan.ts';
+
 /** Strings shorter than this (in bytes between the quotes) are parsed as usual: a reference costs more than it saves. */
 export const LAZY_TEXT_BYTES = 256;
 
@@ -242,16 +245,27 @@ export function stringUnits(bytes: Buffer, words: Int32Array, start: number, end
   return units;
 }
 
+/** The WebAssembly text counter (./text-scan.ts), made when first needed; null where there is none. */
+let scanner: TextScanner | null | undefined;
+
 /** U+0000 written in JSON: a body that holds it is not read lazily (see the header). */
 const ESCAPED_NUL_BYTES = Buffer.from(ESCAPED_NUL);
 
 /**
  * The texts `spans` names (pairs from ./json-bytes.ts `walkJson`) in `bytes`, with their lengths;
  * undefined when the body holds U+0000, or when JSON.parse would refuse one of the texts (the
- * whole parse then says why).
+ * whole parse then says why). Counted sixteen bytes at a time by ./text-scan.ts where WebAssembly
+ * is there, by {@link stringUnits} where it is not.
  */
 export function lazyTexts(bytes: Buffer, spans: readonly number[]): LazyTexts | undefined {
   if (bytes.includes(ESCAPED_NUL_BYTES)) return undefined;
+  if (bytes.length <= MAX_SCANNED_BYTES) {
+    scanner ??= createTextScanner() ?? null;
+    if (scanner !== null) {
+      const units = scanner.units(bytes, spans);
+      return units === undefined ? undefined : { bytes, spans, units };
+    }
+  }
   const words = wordsOf(bytes);
   const units: number[] = [];
   for (let k = 0; k < spans.length; k += 2) {
