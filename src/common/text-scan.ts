@@ -272,14 +272,20 @@ export function createTextScanner(): TextScanner | undefined {
       const pages = Math.ceil(bytes.length / PAGE_BYTES);
       const have = memory.buffer.byteLength / PAGE_BYTES;
       if (pages > have) memory.grow(pages - have);
-      new Uint8Array(memory.buffer, 0, bytes.length).set(bytes);
+      const view = new Uint8Array(memory.buffer, 0, bytes.length);
+      view.set(bytes);
       const out: number[] = [];
-      for (let k = 0; k < spans.length; k += 2) {
-        const units = count(spans[k] as number, spans[k + 1] as number);
-        if (units < 0) return undefined;
-        out.push(units);
+      try {
+        for (let k = 0; k < spans.length; k += 2) {
+          const units = count(spans[k] as number, spans[k + 1] as number);
+          if (units < 0) return undefined;
+          out.push(units);
+        }
+        return out;
+      } finally {
+        // A client's text is not kept after its request's read (a few µs for a 200 KB body).
+        view.fill(0);
       }
-      return out;
     },
   };
 }
