@@ -106,6 +106,12 @@ export interface TurnScope {
   passThrough: boolean;
   /** The id of the provider the request goes to, when it is known. */
   providerId?: string | undefined;
+  /**
+   * The request's conversation key (`conversationKey` of its body as it arrived), worked out when
+   * first asked and then kept (the request's facts): a turn that may need it asks this instead of
+   * hashing the conversation itself.
+   */
+  conversation?: (() => string | undefined) | undefined;
   /** Milliseconds since the epoch, like `Date.now`. */
   now(): number;
 }

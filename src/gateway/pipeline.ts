@@ -319,6 +319,7 @@ async function readAndAdmit<F extends WireFormat>(
       services: ctx.state,
       passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
       providerId: provider?.id,
+      conversation: facts.conversation,
       now: ctx.now,
     });
     const request = turn.request;
