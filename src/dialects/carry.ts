@@ -87,6 +87,9 @@ export function chatCallIds(body: ChatRequest): string[] {
   return ids.length > MAX_RECALLED ? ids.slice(ids.length - MAX_RECALLED) : ids;
 }
 
+const NOTHING_PENDING: Promise<void> = Promise.resolve();
+const ignore = (): void => {};
+
 /** A chat turn and what finishing it waits for (the answer's state written to the store). */
 export interface ChatCarry {
   turn: ChatTurn;
@@ -116,5 +119,6 @@ export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Seal
       writes.push(store.put(keyId, callId, recordJson(record)).catch(() => false));
     },
   });
-  return { turn, settled: async () => { await Promise.all(writes); } };
+  // Most turns remember nothing: their end waits for nothing, and makes no promise to say so.
+  return { turn, settled: () => (writes.length === 0 ? NOTHING_PENDING : Promise.all(writes).then(ignore)) };
 }

@@ -226,7 +226,11 @@ export async function handleModelRequest<F extends WireFormat>(
   if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
   if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
-  await keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
+  try {
+    await keep(outcome.answer);
+  } catch (err) {
+    onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /**
