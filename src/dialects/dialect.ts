@@ -229,10 +229,12 @@ export interface Dialect<F extends WireFormat> {
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }
 
-/** The `keep` of a turn that keeps nothing of its answer. */
+/** The `keep` of a turn that keeps nothing of its answer: one promise, resolved, shared by every such turn. */
 export function keepNothing(): Promise<void> {
-  return Promise.resolve();
+  return KEPT;
 }
+
+const KEPT: Promise<void> = Promise.resolve();
 
 /** The `answerId` of a format whose answers nothing continues from by id. */
 export function noAnswerId(): undefined {
