@@ -7,6 +7,7 @@
  * seen within 1 s where watching is not to be had (some network and container filesystems). A corrupt or half-written file is reported with a
  * clear message and never silently replaced.
  */
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync, watch as fsWatch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
@@ -77,13 +78,17 @@ export class KeyStoreError extends Error {
   }
 }
 
-/** SHA-256 of a key: the only form in which keys are kept. */
-function digestKey(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
-}
+/**
+ * SHA-256 of a key as hex: the only form in which keys are kept. Every request hashes its key, so
+ * the one-shot `crypto.hash` (Node 20.12+; a quarter of the cost: no Hash object, no Buffer) is
+ * used where there is one; it is read from the module object because older Node 20s lack it.
+ */
+const sha256Hex: (secret: string) => string = typeof crypto.hash === 'function'
+  ? (secret) => crypto.hash('sha256', secret, 'hex')
+  : (secret) => createHash('sha256').update(secret).digest('hex');
 
 export function hashKey(secret: string): string {
-  return digestKey(secret).toString('hex');
+  return sha256Hex(secret);
 }
 
 export function generateKey(): string {
@@ -197,11 +202,11 @@ export function findKey(records: readonly KeyRecord[], idOrName: string): KeyRec
 export function createSecretIndex(records: readonly KeyRecord[]): (secret: string) => KeyRecord | undefined {
   const byHash = new Map(records.map((r) => [r.hash, { record: r, hash: Buffer.from(r.hash, 'hex') }]));
   return (secret) => {
-    const digest = digestKey(secret);
-    const entry = byHash.get(digest.toString('hex'));
+    const digest = hashKey(secret);
+    const entry = byHash.get(digest);
     if (entry === undefined) return undefined;
     // The map lookup narrows by hash; the final comparison is constant-time all the same.
-    return timingSafeEqual(entry.hash, digest) ? entry.record : undefined;
+    return timingSafeEqual(entry.hash, Buffer.from(digest, 'hex')) ? entry.record : undefined;
   };
 }
 

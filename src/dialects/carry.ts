@@ -46,10 +46,25 @@ export function promptCacheKeyFor(clientKey: unknown, carry: PassThroughCarry<'c
   return carry.turn?.cacheKey;
 }
 
-/** Seals and opens for `keyId`; `conversation` (its conversation key) gives the prompt cache key. */
-export function carryTurnOf(sealer: Sealer, keyId: string, conversation?: string): CarryTurn {
+/**
+ * Seals and opens for `keyId`; `conversation` (its conversation key) gives the prompt cache key.
+ * Given as a function (the request's facts: src/dialects/read.ts), the key is worked out when a
+ * translation first reads it, which only an OpenAI-family upstream does: other requests hash
+ * nothing for it.
+ */
+export function carryTurnOf(sealer: Sealer, keyId: string, conversation?: string | (() => string | undefined)): CarryTurn {
+  let conversationOf = typeof conversation === 'function' ? conversation : undefined;
+  let cacheKey = conversationOf === undefined ? { value: promptCacheKey(keyId, conversation as string | undefined) } : undefined;
   return {
-    cacheKey: promptCacheKey(keyId, conversation),
+    get cacheKey(): string | undefined {
+      cacheKey ??= { value: promptCacheKey(keyId, conversationOf?.()) };
+      conversationOf = undefined;
+      return cacheKey.value;
+    },
+    set cacheKey(value: string | undefined) {
+      cacheKey = { value };
+      conversationOf = undefined;
+    },
     seal: (issuer, item) => sealer.seal({ k: keyId, p: issuer.provider, f: issuer.family, i: item }),
     open(sealed): Unsealed {
       const value = asRecord(sealer.open(sealed));
@@ -72,6 +87,9 @@ export function chatCallIds(body: ChatRequest): string[] {
   return ids.length > MAX_RECALLED ? ids.slice(ids.length - MAX_RECALLED) : ids;
 }
 
+const NOTHING_PENDING: Promise<void> = Promise.resolve();
+const ignore = (): void => {};
+
 /** A chat turn and what finishing it waits for (the answer's state written to the store). */
 export interface ChatCarry {
   turn: ChatTurn;
@@ -79,9 +97,13 @@ export interface ChatCarry {
   settled(): Promise<void>;
 }
 
-/** The chat turn of `body` for `keyId`: its calls' state recalled from `store`. `texts`: those of a body read lazily (src/common/json-lazy.ts). */
-export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts): Promise<ChatCarry> {
-  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : chatConversationKey(body, texts);
+/**
+ * The chat turn of `body` for `keyId`: its calls' state recalled from `store`. `texts`: those of a
+ * body read lazily (src/common/json-lazy.ts); `conversationOf`: its conversation key when first
+ * asked (the request's facts), instead of working it out here.
+ */
+export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts, conversationOf?: () => string | undefined): Promise<ChatCarry> {
+  const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : (conversationOf ?? chatConversationKey(body, texts));
   const ids = chatCallIds(body);
   const found = ids.length === 0 ? new Map<string, string>() : await store.get(keyId, ids).catch(() => new Map<string, string>());
   const recalled = new Map<string, CarriedRecord>();
@@ -90,12 +112,13 @@ export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Seal
     if (record !== undefined) recalled.set(callId, record);
   }
   const writes: Array<Promise<unknown>> = [];
-  const turn: ChatTurn = {
-    ...carryTurnOf(sealer, keyId, conversation),
+  // Assigned onto the carry turn, not spread from it: its prompt cache key is read when asked.
+  const turn: ChatTurn = Object.assign(carryTurnOf(sealer, keyId, conversation), {
     recalled,
-    remember(callId, record) {
+    remember(callId: string, record: CarriedRecord) {
       writes.push(store.put(keyId, callId, recordJson(record)).catch(() => false));
     },
-  };
-  return { turn, settled: async () => { await Promise.all(writes); } };
+  });
+  // Most turns remember nothing: their end waits for nothing, and makes no promise to say so.
+  return { turn, settled: () => (writes.length === 0 ? NOTHING_PENDING : Promise.all(writes).then(ignore)) };
 }

@@ -43,7 +43,7 @@ export const chatDialect: Dialect<'chat'> = {
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
   async beginTurn(request, scope) {
     const sealer = await scope.services.responses.sealer();
-    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts);
+    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts, scope.conversation);
     return { request, translation: turn, keep: settled };
   },
   traits: chatTraits,

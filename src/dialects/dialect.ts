@@ -106,6 +106,12 @@ export interface TurnScope {
   passThrough: boolean;
   /** The id of the provider the request goes to, when it is known. */
   providerId?: string | undefined;
+  /**
+   * The request's conversation key (`conversationKey` of its body as it arrived), worked out when
+   * first asked and then kept (the request's facts): a turn that may need it asks this instead of
+   * hashing the conversation itself.
+   */
+  conversation?: (() => string | undefined) | undefined;
   /** Milliseconds since the epoch, like `Date.now`. */
   now(): number;
 }
@@ -223,10 +229,12 @@ export interface Dialect<F extends WireFormat> {
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }
 
-/** The `keep` of a turn that keeps nothing of its answer. */
+/** The `keep` of a turn that keeps nothing of its answer: one promise, resolved, shared by every such turn. */
 export function keepNothing(): Promise<void> {
-  return Promise.resolve();
+  return KEPT;
 }
+
+const KEPT: Promise<void> = Promise.resolve();
 
 /** The `answerId` of a format whose answers nothing continues from by id. */
 export function noAnswerId(): undefined {

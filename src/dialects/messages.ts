@@ -106,7 +106,7 @@ export const messagesDialect: Dialect<'messages'> = {
   wantsStreamUsage: () => true,
   async beginTurn(request, scope) {
     const sealer = await scope.services.responses.sealer();
-    return { request, translation: carryTurnOf(sealer, scope.keyId, messagesConversationKey(request.body, request.raw?.texts)), keep: keepNothing };
+    return { request, translation: carryTurnOf(sealer, scope.keyId, scope.conversation ?? messagesConversationKey(request.body, request.raw?.texts)), keep: keepNothing };
   },
   traits: messagesTraits,
   conversationKey: messagesConversationKey,

@@ -38,7 +38,7 @@ import { readClientRequest } from '../dialects/read.ts';
 import { boundUsage, totalTokens } from '../formats/usage.ts';
 import { costOf } from '../usage/cost.ts';
 import { BUDGET_REMAINING_HEADER, budgetExceededError, budgetRemainingHeader, currentBudgetStatus, worstCaseUsd } from '../usage/budget.ts';
-import type { BudgetHold, BudgetHolds } from '../usage/budget.ts';
+import type { BudgetHolds } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
 import { readJsonObject } from '../http/body.ts';
@@ -144,7 +144,9 @@ export async function handleModelRequest<F extends WireFormat>(
   const query = queryOf(req.url ?? '');
   const key = authenticate(req.headers, ctx.keys, ctx.now(), { sources: dialect.credentials, query });
   record.keyId = key.id;
-  await checkBudget(ctx, key, res);
+  // Awaited only when there is something to wait for: each await is a turn of the microtask queue.
+  const overBudget = checkBudget(ctx, key, res);
+  if (overBudget !== undefined) await overBudget;
   let admitted: Admitted<F> | undefined;
   try {
     admitted = await readAndAdmit(ctx, dialect, key, req, res, record, { params, query });
@@ -167,11 +169,10 @@ export async function handleModelRequest<F extends WireFormat>(
   const held: HeldRequest<F> = { request: admitted.request };
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
-  // Released exactly once, whatever happens: the limiter ignores later calls.
-  onClose(res, () => admission.release());
-
   const cancellation = createCancellation();
   onClose(res, () => {
+    // Released exactly once, whatever happens: the limiter ignores later calls.
+    admission.release();
     if (!res.writableFinished) cancellation.cancel();
   });
   const onWarning = (message: string): void => {
@@ -225,24 +226,32 @@ export async function handleModelRequest<F extends WireFormat>(
   if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
   if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
-  await keep(outcome.answer).catch((err: unknown) => onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`));
+  try {
+    await keep(outcome.answer);
+  } catch (err) {
+    onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /**
  * Refuses a key whose budget for the current UTC period is spent (403 budget_exceeded), and
  * otherwise tells the client what is left. Checked once, when the request arrives: a request in
- * flight when the budget runs out finishes (llmux.md section 7).
+ * flight when the budget runs out finishes (llmux.md section 7). Synchronous unless it refuses
+ * (the refusal's rate-limit headers may need the state server): the refusal is the promise returned.
  */
-async function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): Promise<void> {
+function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse): Promise<never> | undefined {
   const budget = budgetFor(key, ctx.config.tierBudgets);
-  if (budget === undefined) return;
+  if (budget === undefined) return undefined;
   const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
-  if (status.exceeded) {
+  if (!status.exceeded) {
+    res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
+    return undefined;
+  }
+  return (async () => {
     // A refusal of an authenticated request carries the rate-limit headers too (llmux.md section 3).
     setRateLimitHeaders(res, (await ctx.limiter.peek(key.id, limitsFor(key, ctx.config.tiers))).state);
     throw budgetExceededError(status);
-  }
-  res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
+  })();
 }
 
 /** A request read, validated and admitted, with what its admission counted. */
@@ -314,6 +323,7 @@ async function readAndAdmit<F extends WireFormat>(
       services: ctx.state,
       passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
       providerId: provider?.id,
+      conversation: facts.conversation,
       now: ctx.now,
     });
     const request = turn.request;
@@ -321,15 +331,21 @@ async function readAndAdmit<F extends WireFormat>(
     const estimate = request.body === arrived.body ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);
     if (estimate > model.context_length) throw contextTooLong(model, estimate);
     const reservedTokens = estimate + outputReservation(dialect.maxTokens(request.body), model);
-    // One round trip to the state server when the limits are shared; immediate otherwise.
-    const admission = await ctx.limiter.admit(key.id, limits, reservedTokens);
+    // One round trip to the state server when the limits are shared; immediate (and not awaited) otherwise.
+    const admitting = ctx.limiter.admit(key.id, limits, reservedTokens);
+    const admission = admitting instanceof Promise ? await admitting : admitting;
     if (!admission.ok) throw rateLimitError(admission);
     // Released by the usage recorder once the request's cost is in the ledger (src/usage/budget.ts).
-    record.budgetHold = await holdBudget(ctx, key, model, estimate, reservedTokens - estimate).catch((err: unknown) => {
-      admission.settle(0);
-      admission.release();
-      throw err;
-    });
+    const budget = budgetFor(key, ctx.config.tierBudgets);
+    if (budget !== undefined) {
+      try {
+        record.budgetHold = await ctx.budgets.reserve(key.id, budget, worstCaseUsd(model.pricing, estimate, reservedTokens - estimate));
+      } catch (err) {
+        admission.settle(0);
+        admission.release();
+        throw err;
+      }
+    }
     return { request, turn, model, resolution, estimate, admission, reservedTokens, conversation: facts, claim };
   } catch (err) {
     refused();
@@ -340,12 +356,6 @@ async function readAndAdmit<F extends WireFormat>(
 /** What admitting a request body needs (src/http/admission.ts), from the pipeline's context. */
 export function bodyAdmission(ctx: PipelineContext): BodyAdmission {
   return { limiter: ctx.limiter, bodies: ctx.bodies, maxBodyBytes: ctx.config.limits.maxBodyBytes, bodyTimeoutMs: ctx.config.limits.bodyTimeoutMs };
-}
-
-/** Holds the request's worst case against its key's budget, if it has one (llmux.md section 7); throws the refusal. */
-async function holdBudget(ctx: PipelineContext, key: KeyRecord, model: ModelEntry, inputTokens: number, outputTokens: number): Promise<BudgetHold | undefined> {
-  const budget = budgetFor(key, ctx.config.tierBudgets);
-  return budget === undefined ? undefined : ctx.budgets.reserve(key.id, budget, worstCaseUsd(model.pricing, inputTokens, outputTokens));
 }
 
 /** Usage held to what the request could have used of `model` (llmux.md section 7), with a warning when it was more. */

@@ -280,7 +280,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     };
 
     const route = router.match(method, url);
-    const run = async (): Promise<void> => {
+    // Not async: the route's own promise is what is waited on (an async wrapper would add two).
+    const run = (): Promise<void> | void => {
       // llmux serves no WebSockets. Refused at once with 426, Codex (and other Responses clients
       // that try a WebSocket first) fall back to HTTP at once; other statuses make them retry.
       if (isWebSocketUpgrade(req)) {
@@ -294,9 +295,15 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       }
       if (closing) res.setHeader('connection', 'close');
       record.route = route.match.pattern;
-      await route.match.handler(req, res, route.match.params, record);
+      return route.match.handler(req, res, route.match.params, record);
     };
-    run().then(handlerDone, (err: unknown) => {
+    let running: Promise<void> | void;
+    try {
+      running = run();
+    } catch (err) {
+      running = Promise.reject(err);
+    }
+    Promise.resolve(running).then(handlerDone, (err: unknown) => {
       if (err instanceof ClientClosedError) {
         record.errorCode = 'client_closed';
         handlerDone();

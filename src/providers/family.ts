@@ -20,6 +20,21 @@ const FAMILY_OF_HOST: ReadonlyMap<string, string> = new Map([
  * back to it only.
  */
 export function familyOf(provider: ProviderConfig): string {
+  let family = FAMILIES.get(provider);
+  if (family === undefined) {
+    family = familyOfConfig(provider);
+    FAMILIES.set(provider, family);
+  }
+  return family;
+}
+
+/**
+ * Each provider's family, worked out once: it is a function of the provider's config, which does
+ * not change while the object lives, and every request asks (parsing the base URL is most of it).
+ */
+const FAMILIES = new WeakMap<ProviderConfig, string>();
+
+function familyOfConfig(provider: ProviderConfig): string {
   if (provider.family !== undefined) return provider.family;
   if (provider.format === 'messages') return 'anthropic';
   if (provider.format === 'gemini') return 'gemini';

@@ -311,9 +311,10 @@ export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTi
     const chunks: Buffer[] = [];
     let size = 0;
     // One timer for the whole body, re-armed only when it fires: a chunk just notes the time,
-    // rather than clearing and setting a timer per chunk.
+    // rather than clearing and setting a timer per chunk. None when the whole answer has already
+    // arrived (a small answer comes in the packet of its headers): nothing is left to wait for.
     let lastData = Date.now();
-    let timer = setTimeout(onTimer, idleTimeoutMs);
+    let timer = res.complete ? undefined : setTimeout(onTimer, idleTimeoutMs);
     function onTimer(): void {
       const quietMs = Date.now() - lastData;
       if (quietMs < idleTimeoutMs) {

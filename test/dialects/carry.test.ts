@@ -29,6 +29,31 @@ describe('a turn\'s seals', () => {
   });
 });
 
+describe('a turn\'s prompt cache key', () => {
+  it('is asked of the request\'s conversation only when first read, once, and is the same as from the conversation given at once', () => {
+    let asked = 0;
+    const turn = carryTurnOf(TEST_SEALER, KEY_A, () => {
+      asked++;
+      return 'prompt:abc';
+    });
+    assert.equal(asked, 0);
+    assert.equal(turn.cacheKey, carryTurnOf(TEST_SEALER, KEY_A, 'prompt:abc').cacheKey);
+    assert.notEqual(turn.cacheKey, undefined);
+    assert.equal(asked, 1);
+  });
+
+  it('of a chat turn, is none when the client gave its own, and its conversation is then not asked', async () => {
+    const store = createMemoryCarriedStore({ now: () => 0 });
+    let asked = 0;
+    const { turn } = await chatCarryOf({ ...chat([]), prompt_cache_key: 'mine' }, KEY_A, TEST_SEALER, store, undefined, () => {
+      asked++;
+      return 'cache:mine';
+    });
+    assert.equal(turn.cacheKey, undefined);
+    assert.equal(asked, 0);
+  });
+});
+
 describe('a chat turn', () => {
   it('recalls the state of its assistant messages\' calls, its latest MAX_RECALLED', async () => {
     assert.deepEqual(chatCallIds(chat(['a', 'b'])), ['a', 'b']);
