@@ -19,10 +19,12 @@
  * argv[1], so `node dist/cli.js` still runs the CLI and an import of this file does not).
  * Errors and stack traces name dist/cli-bundle.js, at its own lines and columns.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { Script } from 'node:vm';
+// Built-ins through process.getBuiltinModule (Node >= 20.16), not `import`: an ESM import of a
+// built-in builds a facade of its every export, which for node:fs also loads its streams.
+const builtin = process.getBuiltinModule ?? (await import('node:module')).createRequire(import.meta.url);
+const { readFileSync } = builtin('node:fs');
+const { fileURLToPath } = builtin('node:url');
+const { Script } = builtin('node:vm');
 
 const bundlePath = fileURLToPath(new URL('cli-bundle.js', import.meta.url));
 const source = readFileSync(bundlePath, 'utf8');
@@ -36,7 +38,8 @@ const script = new Script(source, { filename: bundlePath, cachedData: cachedData
 export const codeCache = cachedData === undefined ? 'absent' : cachedData === null || script.cachedDataRejected === true ? 'rejected' : 'used';
 
 const bundle = { exports: {} };
-script.runInThisContext()(bundle.exports, createRequire(import.meta.url), bundle, import.meta.url);
+// The bundle requires node: built-ins only (scripts/bundle-cli.mjs checks).
+script.runInThisContext()(bundle.exports, builtin, bundle, import.meta.url);
 
 /** The CLI's `main(argv, io?)`, for scripts/start.mjs, which runs it in its own process. */
 export const { main } = bundle.exports;
