@@ -78,6 +78,22 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
     }
   });
 
+  test('serve answers its first /healthz without loading TLS or zlib, which only some configurations need', async () => {
+    const script = [
+      'const cli = await import(process.argv[1]);',
+      'let out = "";',
+      "void cli.main(['serve', '--host', '127.0.0.1', '--port', '0'], { stdout: (t) => { out += t; }, stderr: () => {}, env: { LLMUX_HOME: process.argv[2] }, stdin: process.stdin });",
+      'while (!out.includes("listening")) await new Promise((done) => setTimeout(done, 5));',
+      "const http = await import('node:http');",
+      'const status = await new Promise((done) => http.get(`${/(http:\\S+)/.exec(out)[1]}/healthz`, (res) => res.resume().on("end", () => done(res.statusCode))));',
+      'process.stdout.write(JSON.stringify({ status, loaded: process.moduleLoadList.filter((name) => /^NativeModule (tls|https|_tls_wrap|zlib)$/.test(name)) }));',
+      'process.exit(0);',
+    ].join('\n');
+    const result = await run(process.execPath, ['--input-type=module', '-e', script, pathToFileURL(join(built, 'cli.js')).href, join(root, 'home-modules')], { cwd: root });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(JSON.parse(result.stdout), { status: 200, loaded: [] });
+  });
+
   test('the cache holds no llmux key and no path but the bundle\'s own', () => {
     const cache = readFileSync(join(built, 'cli-bundle.cache')).toString('latin1');
     assert.doesNotMatch(cache, /sk-llmux-[A-Za-z0-9_-]{43}/);
