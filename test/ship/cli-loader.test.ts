@@ -62,6 +62,8 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
   test('the build writes the bin, the bundle and a cache the bin uses (V8 did not reject it)', async () => {
     const loaded = await load(built);
     assert.equal(loaded.codeCache, 'used');
+    // One character beyond ASCII would make V8 hold the whole source as a two-byte string.
+    assert.match(readFileSync(join(built, 'cli-bundle.js'), 'latin1'), /^[\0-\x7f]*$/);
     // Errors name the bundle's file, at its own place, from cached code as from compiled code.
     assert.match(loaded.stack, /^TypeError: /);
     assert.match(loaded.stack.split('\n')[1] ?? '', new RegExp(`\\(${escaped(join(built, 'cli-bundle.js'))}:\\d+:\\d+\\)$`));
