@@ -20,7 +20,7 @@ export const SYSTEM_DIRS = [
   'test/resilience', // faults, hostile clients and upstreams, fuzzing, shutdown, soak
   'test/state', // a real redis-server
   'test/browser', // headless Chromium
-  'test/ship', // the packed npm package and the single executable
+  'test/ship', // the packed npm package, the single executable, the bin and its code cache
   'test/bench', // the benchmark harness: its servers and fakes over loopback
 ];
 

@@ -19,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(ROOT, 'dist', 'cli.js');
 /** What dist/ is built from, besides src/. */
-const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json', join('scripts', 'bundle-cli.mjs')];
+const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json', ...['bundle-cli.mjs', 'cli-loader.mjs', 'code-cache.mjs'].map((file) => join('scripts', file))];
 
 /** The latest modification time of the files under `dir`, in ms. */
 function newestUnder(dir) {

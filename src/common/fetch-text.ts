@@ -9,7 +9,7 @@
  * as an option so tests can answer in its place.
  */
 import http from 'node:http';
-import https from 'node:https';
+import { loadHttps } from './builtins.ts';
 
 export interface TextRequest {
   method: 'GET' | 'PUT' | 'POST';
@@ -43,7 +43,7 @@ export const fetchText: FetchText = (request) =>
       reject(new Error('not a valid URL'));
       return;
     }
-    const client = url.protocol === 'https:' ? https : http;
+    const client = url.protocol === 'https:' ? loadHttps() : http;
     const maxBytes = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const headers: Record<string, string> = { ...request.headers };
     if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));

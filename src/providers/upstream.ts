@@ -15,13 +15,12 @@
  */
 import http from 'node:http';
 import type https from 'node:https';
-import { createRequire } from 'node:module';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Transform } from 'node:stream';
-import type zlib from 'node:zlib';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { UpstreamAnswer } from '../platforms/index.ts';
+import { loadHttps, loadZlib } from '../common/builtins.ts';
 import { ClientClosedError, upstreamFailed, upstreamTimeout } from '../common/errors.ts';
 import type { UpstreamError } from '../common/errors.ts';
 
@@ -112,24 +111,9 @@ export interface UpstreamClient extends Transport {
 /** Base URL scheme of providers answered in-process. */
 export const IN_PROCESS_SCHEME = 'llmux:';
 
-/**
- * `node:https` pulls in TLS and costs start-up time a local sidecar talking to a local model
- * never needs: it is loaded on the first https provider.
- */
-export function loadHttps(): typeof https {
-  // process.getBuiltinModule (Node >= 20.16) also works inside the single-file executable's
-  // bundle, where import.meta.url is no file; createRequire is the fallback for older 20.x.
-  const getBuiltin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
-  if (typeof getBuiltin === 'function') return getBuiltin('node:https') as typeof https;
-  return createRequire(import.meta.url)('node:https') as typeof https;
-}
-
-/** `node:zlib` is loaded on the first compressed answer (most upstreams honour `identity`). */
-function loadZlib(): typeof zlib {
-  const getBuiltin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
-  if (typeof getBuiltin === 'function') return getBuiltin('node:zlib') as typeof zlib;
-  return createRequire(import.meta.url)('node:zlib') as typeof zlib;
-}
+// `node:https` is loaded on the first https provider, `node:zlib` on the first compressed answer.
+// The doctor's provider checks load https through here too.
+export { loadHttps };
 
 /** A decoder for a `content-encoding`, undefined when there is nothing to decode, or `unknown`. */
 function decoderFor(encoding: string): Transform | 'unknown' | undefined {

@@ -5,7 +5,8 @@
  * pub/sub), following the failure policy written at its top.
  */
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
+import { loadTls } from '../common/builtins.ts';
 import { createRespParser, encodeCommand, RespError } from './resp-parser.ts';
 import type { Reply, RespArg } from './resp-parser.ts';
 import type { StateTarget } from './state-url.ts';
@@ -176,7 +177,7 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   function connect(): void {
     reconnectTimer = undefined;
     const current = target.tls
-      ? tls.connect({
+      ? loadTls().connect({
         host: target.host,
         port: target.port,
         // SNI carries host names only (RFC 6066); an IP address is checked against the certificate's IP SANs.

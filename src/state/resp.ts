@@ -15,8 +15,8 @@
  * - Pub/sub runs on a second connection of its own, which re-subscribes after a reconnect.
  * - Sockets always have an 'error' listener, and every promise handed out belongs to a caller.
  */
-import tls from 'node:tls';
 import { createHash } from 'node:crypto';
+import { loadTls } from '../common/builtins.ts';
 import { DEFAULT_MAX_REPLY_BYTES, RespError } from './resp-parser.ts';
 import type { Reply, RespArg } from './resp-parser.ts';
 import { parseStateUrl } from './state-url.ts';
@@ -136,7 +136,7 @@ export function createRespClient(options: RespClientOptions): RespClient {
   const healthCheckMs = options.healthCheckMs ?? DEFAULT_HEALTH_CHECK_MS;
   const settings: LinkSettings = {
     target,
-    secureContext: options.ca === undefined ? undefined : tls.createSecureContext({ ca: options.ca }),
+    secureContext: options.ca === undefined ? undefined : loadTls().createSecureContext({ ca: options.ca }),
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     maxReplyBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
     maxPendingCommands: options.maxPendingCommands ?? DEFAULT_MAX_PENDING,

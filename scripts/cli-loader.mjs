@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * dist/cli.js, the `llmux` bin (scripts/bundle-cli.mjs copies this file there): runs the bundled
+ * CLI, dist/cli-bundle.js, compiled from V8's code cache dist/cli-bundle.cache when that cache was
+ * made for this very bundle on this Node and platform.
+ *
+ * Why: compiling the 850 KB bundle, and then lazily each function `llmux serve` runs before its
+ * first answer, was most of what llmux's start-up costs beyond Node's own (bench/what-is-left.md,
+ * "Start-up"). The build runs serve once from the bundle and stores the code compiled by then
+ * (scripts/code-cache.mjs); here V8 deserialises it instead. Node 20 has no
+ * module.enableCompileCache, but vm.Script takes `cachedData`. Without a usable cache (none, one
+ * made for another bundle or Node, or one V8 refuses: other flags) the bundle is compiled like any
+ * script: slower, never wrong. A cache is matched to its bundle by the bundle's first line (a
+ * digest of the rest, written by the build; so a bundle edited by hand needs `npm run build`) and
+ * to the bundle's place (dist/ copied elsewhere compiles without it).
+ *
+ * The bundle is one CommonJS function expression, called here with what Node gives a CommonJS
+ * module and this file's URL for `import.meta.url` (the CLI's entry-point check compares it with
+ * argv[1], so `node dist/cli.js` still runs the CLI and an import of this file does not).
+ * Errors and stack traces name dist/cli-bundle.js, at its own lines and columns.
+ */
+// Built-ins through process.getBuiltinModule (Node >= 20.16), not `import`: an ESM import of a
+// built-in builds a facade of its every export, which for node:fs also loads its streams.
+const builtin = process.getBuiltinModule ?? (await import('node:module')).createRequire(import.meta.url);
+const { readFileSync } = builtin('node:fs');
+const { fileURLToPath } = builtin('node:url');
+const { Script } = builtin('node:vm');
+
+const bundlePath = fileURLToPath(new URL('cli-bundle.js', import.meta.url));
+const source = readFileSync(bundlePath, 'utf8');
+const cachedData = readCodeCache(fileURLToPath(new URL('cli-bundle.cache', import.meta.url)), cacheKey(source, bundlePath));
+const script = new Script(source, { filename: bundlePath, cachedData: cachedData === null ? undefined : cachedData });
+
+/**
+ * How the bundle was compiled: `used` (from the code cache), `rejected` (a cache is there, but
+ * for another bundle, Node or platform, or V8 refused it) or `absent` (no cache file).
+ */
+export const codeCache = cachedData === undefined ? 'absent' : cachedData === null || script.cachedDataRejected === true ? 'rejected' : 'used';
+
+const bundle = { exports: {} };
+// The bundle requires node: built-ins only (scripts/bundle-cli.mjs checks).
+script.runInThisContext()(bundle.exports, builtin, bundle, import.meta.url);
+
+/** The CLI's `main(argv, io?)`, for scripts/start.mjs, which runs it in its own process. */
+export const { main } = bundle.exports;
+
+/**
+ * The line a code cache starts with: the bundle's own first line (its digest), this Node's
+ * version and platform, and the bundle's path: V8 keeps the file name a script was compiled under
+ * in its cache, and stack traces show that name, so a cache is only good where it was made.
+ * scripts/code-cache.mjs writes the line the same way (and the build checks that this file then
+ * reports `used`).
+ */
+function cacheKey(bundleSource, path) {
+  return `${bundleSource.slice(0, bundleSource.indexOf('\n'))} ${process.version} ${process.platform}-${process.arch} ${path}\n`;
+}
+
+/** The cache's V8 data when its key line is `key`; null when it is another's; undefined when there is no file. */
+function readCodeCache(path, key) {
+  let file;
+  try {
+    file = readFileSync(path);
+  } catch {
+    return undefined;
+  }
+  const keyBytes = Buffer.byteLength(key);
+  return file.length > keyBytes && file.toString('utf8', 0, keyBytes) === key ? file.subarray(keyBytes) : null;
+}
