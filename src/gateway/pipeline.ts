@@ -167,11 +167,11 @@ export async function handleModelRequest<F extends WireFormat>(
   const held: HeldRequest<F> = { request: admitted.request };
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
-  // Released exactly once, whatever happens: the limiter ignores later calls.
-  onClose(res, () => admission.release());
-
   const cancellation = createCancellation();
+  // One listener, held as long as the response is open. The admission is released exactly once,
+  // whatever happens: the limiter ignores later calls.
   onClose(res, () => {
+    admission.release();
     if (!res.writableFinished) cancellation.cancel();
   });
   const onWarning = (message: string): void => {
