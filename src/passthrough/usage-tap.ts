@@ -77,7 +77,9 @@ export interface UsageTapOptions {
  * written to the client now; `end` returns what was still held when the upstream finished.
  */
 export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}): UsageTap {
-  const modelJson = options.model === undefined ? undefined : Buffer.from(JSON.stringify(options.model));
+  // Its own small allocation, not a slice of Node's shared 8 KB pool: the stream keeps it as long
+  // as it is open, and a pooled slice would keep its whole slab.
+  const modelJson = options.model === undefined ? undefined : ownBytes(JSON.stringify(options.model));
   const chatModels = modelJson !== undefined && format === 'chat';
   const reader = chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
   // Only chat streams have a usage-only chunk for the reader to report.
@@ -270,6 +272,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       position = afterLineEnd(chunk, lineEnd);
       if (isBlank) boundary = position;
     }
+    lines.release();
     return boundary;
   }
 
@@ -343,6 +346,13 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** `text` as UTF-8 in a buffer of its own (Buffer.from slices small ones out of a shared pool). */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
 
 /*
  * A Responses event's `sequence_number` key. Inside a JSON string every quote is escaped, so text
