@@ -119,20 +119,29 @@ export function createTranslatedRelay(upstreamFormat: UpstreamFormat, translator
     translator.fail(message);
   }
 
-  return {
-    feed: (chunk) => parser.feed(chunk),
+  // The translator's state copied after each call, as plain properties (see createPassThroughRelay).
+  const relay: Relay & { finished: boolean; error: string | undefined } = {
+    feed(chunk) {
+      parser.feed(chunk);
+      settle();
+    },
     end() {
       parser.end();
       translator.end();
+      settle();
     },
-    fail,
-    get finished() {
-      return translator.finished;
+    fail(message) {
+      fail(message);
+      settle();
     },
-    get error() {
-      return translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
-    },
+    finished: false,
+    error: undefined,
     usage: () => translator.usage(),
     answer: () => translator.answer?.(),
   };
+  function settle(): void {
+    relay.finished = translator.finished;
+    relay.error = translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
+  }
+  return relay;
 }
