@@ -2,22 +2,11 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { ServerResponse } from 'node:http';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { fixture } from '../helpers/fake-upstream.ts';
 import type { Responder } from '../helpers/fake-upstream.ts';
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-
-/** Bytes of Buffers and other ArrayBuffers alive after a full collection. */
-function arrayBuffersAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().arrayBuffers;
-}
+import { arrayBuffersAfterGc } from '../helpers/memory.ts';
 
 /** The size of each request body: big enough that keeping them would stand out from any noise. */
 const BODY_BYTES = 2 * 1024 * 1024;
