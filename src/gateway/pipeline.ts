@@ -170,8 +170,9 @@ export async function handleModelRequest<F extends WireFormat>(
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   const cancellation = createCancellation();
+  // One listener, held as long as the response is open. The admission is released exactly once,
+  // whatever happens: the limiter ignores later calls.
   onClose(res, () => {
-    // Released exactly once, whatever happens: the limiter ignores later calls.
     admission.release();
     if (!res.writableFinished) cancellation.cancel();
   });

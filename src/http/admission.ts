@@ -67,7 +67,7 @@ export async function readKeyedBody(
   const early = limiter.check(key.id, key.limits, kind === 'model' ? 'model' : 'unadmitted');
   if (early !== undefined) throw rateLimitError(early);
   const claim = admission.bodies.claim(key.id);
-  onClose(res, () => claim.release());
+  releaseOnClose(res, claim);
   let bytes: Buffer;
   try {
     bytes = await readBody(req, admission.maxBodyBytes, { idleTimeoutMs: admission.bodyTimeoutMs, claim });
@@ -75,14 +75,26 @@ export async function readKeyedBody(
     claim.release();
     throw err;
   }
+  // Only the size: a closure that named `bytes` here would keep the body for as long as the
+  // response is open (V8 gives this function's closures one shared context; see releaseOnClose).
+  const size = bytes.length;
   let charged = false;
   const refused = (): void => {
     if (charged) return;
     charged = true;
-    limiter.chargeUnadmitted(key.id, key.limits, bytes.length);
+    limiter.chargeUnadmitted(key.id, key.limits, size);
   };
   if (kind === 'counted') refused();
   return { bytes, claim, refused };
+}
+
+/**
+ * The claim released when the response closes, from a function of its own: the listener lives as
+ * long as the response (minutes, for a stream), and a closure written inside readKeyedBody would
+ * share that function's context, and with it whatever its other closures name.
+ */
+function releaseOnClose(res: ServerResponse, claim: BodyClaim): void {
+  onClose(res, () => claim.release());
 }
 
 /** Reads a small route's body: at most {@link SMALL_BODY_BYTES}, all of it within a few seconds. */

@@ -77,7 +77,9 @@ export interface UsageTapOptions {
  * written to the client now; `end` returns what was still held when the upstream finished.
  */
 export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}): UsageTap {
-  const modelJson = options.model === undefined ? undefined : Buffer.from(JSON.stringify(options.model));
+  // Its own small allocation, not a slice of Node's shared 8 KB pool: the stream keeps it as long
+  // as it is open, and a pooled slice would keep its whole slab.
+  const modelJson = options.model === undefined ? undefined : ownBytes(JSON.stringify(options.model));
   const chatModels = modelJson !== undefined && format === 'chat';
   const reader = chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
   // Only chat streams have a usage-only chunk for the reader to report.
@@ -270,6 +272,7 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       position = afterLineEnd(chunk, lineEnd);
       if (isBlank) boundary = position;
     }
+    lines.release();
     return boundary;
   }
 
@@ -314,28 +317,42 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     return inspect(out, true);
   }
 
-  return {
-    feed,
-    end,
-    usage: () => (state.reported === undefined ? undefined : { ...state.reported }),
-    get completed() {
-      return state.completed;
+  // What the caller reads of the tap is copied onto it after each feed and end, as plain
+  // properties: V8 keeps an object literal with accessors in dictionary mode (~500 B more), and
+  // every open stream holds its tap.
+  const tap = {
+    feed(chunk: Buffer): Buffer | undefined {
+      return settled(feed(chunk));
     },
-    get upstreamError() {
-      return state.upstreamError;
+    end(): Buffer | undefined {
+      return settled(end());
     },
-    get stopped() {
-      return stopped;
-    },
-    get overflowed() {
-      return overflowed;
-    },
-    answer: () => state.answer,
-    nextSequenceNumber: () => nextSequence,
+    usage: (): TokenUsage | undefined => (state.reported === undefined ? undefined : { ...state.reported }),
+    completed: false,
+    upstreamError: undefined as string | undefined,
+    stopped: false,
+    overflowed: false,
+    answer: (): unknown => state.answer,
+    nextSequenceNumber: (): number => nextSequence,
   };
+  function settled(out: Buffer | undefined): Buffer | undefined {
+    tap.completed = state.completed;
+    tap.upstreamError = state.upstreamError;
+    tap.stopped = stopped;
+    tap.overflowed = overflowed;
+    return out;
+  }
+  return tap;
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** `text` as UTF-8 in a buffer of its own (Buffer.from slices small ones out of a shared pool). */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
 
 /*
  * A Responses event's `sequence_number` key. Inside a JSON string every quote is escaped, so text

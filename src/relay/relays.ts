@@ -49,19 +49,19 @@ export function createPassThroughRelay(
   const tap = createUsageTap(format, options);
   const observer = observe === undefined ? undefined : createSseParser({ onEvent: observe.push, eventNames: dialects[format].eventNames });
   const { errorFrame } = dialects[format];
-  let finished = false;
-  let error: string | undefined;
 
   function fail(message: string): void {
-    if (finished) return;
-    error = message;
+    if (relay.finished) return;
+    relay.error = message;
     write(errorFrame({ message, type: 'api_error', answer: tap.answer(), sequenceNumber: tap.nextSequenceNumber() }));
-    finished = true;
+    relay.finished = true;
   }
 
-  return {
+  // `finished` and `error` are plain properties, not getters: V8 keeps an object literal with an
+  // accessor in dictionary mode (~500 B more), and every open stream holds its relay.
+  const relay: Relay & { finished: boolean; error: string | undefined } = {
     feed(chunk) {
-      if (finished) return;
+      if (relay.finished) return;
       observer?.feed(chunk);
       const out = tap.feed(chunk);
       if (out !== undefined && out.length > 0) write(out);
@@ -71,32 +71,29 @@ export function createPassThroughRelay(
         return;
       }
       // The upstream's error reached the client; nothing after it is forwarded.
-      error = tap.upstreamError === undefined ? undefined : redact(tap.upstreamError);
-      finished = true;
+      relay.error = tap.upstreamError === undefined ? undefined : redact(tap.upstreamError);
+      relay.finished = true;
     },
     end() {
-      if (finished) return;
+      if (relay.finished) return;
       observer?.end();
       observe?.end();
       const rest = tap.end();
       if (rest !== undefined && rest.length > 0) write(rest);
-      if (tap.upstreamError !== undefined) error = redact(tap.upstreamError);
+      if (tap.upstreamError !== undefined) relay.error = redact(tap.upstreamError);
       else if (!tap.completed) {
         fail('The provider ended the stream before it was complete');
         return;
       }
-      finished = true;
+      relay.finished = true;
     },
     fail,
-    get finished() {
-      return finished;
-    },
-    get error() {
-      return error;
-    },
+    finished: false,
+    error: undefined,
     usage: () => tap.usage(),
     answer: () => tap.answer(),
   };
+  return relay;
 }
 
 /** Whether an upstream event carries an error: `event: error`, or a chat chunk with an `"error"` key. */
@@ -122,20 +119,29 @@ export function createTranslatedRelay(upstreamFormat: UpstreamFormat, translator
     translator.fail(message);
   }
 
-  return {
-    feed: (chunk) => parser.feed(chunk),
+  // The translator's state copied after each call, as plain properties (see createPassThroughRelay).
+  const relay: Relay & { finished: boolean; error: string | undefined } = {
+    feed(chunk) {
+      parser.feed(chunk);
+      settle();
+    },
     end() {
       parser.end();
       translator.end();
+      settle();
     },
-    fail,
-    get finished() {
-      return translator.finished;
+    fail(message) {
+      fail(message);
+      settle();
     },
-    get error() {
-      return translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
-    },
+    finished: false,
+    error: undefined,
     usage: () => translator.usage(),
     answer: () => translator.answer?.(),
   };
+  function settle(): void {
+    relay.finished = translator.finished;
+    relay.error = translator.failed ? (failure ?? 'the provider reported an error mid-stream') : undefined;
+  }
+  return relay;
 }

@@ -145,9 +145,11 @@ export function relayStream(
 
     unregister = options.register?.(fail);
     upstream.on('data', onData);
-    upstream.once('end', onEnd);
-    upstream.once('error', () => fail('The connection to the provider was lost mid-stream'));
-    upstream.once('aborted', () => fail('The connection to the provider was lost mid-stream'));
+    // `on`, not `once` (each once is a wrapper the open stream holds): both handlers run once anyway.
+    const lost = (): void => fail('The connection to the provider was lost mid-stream');
+    upstream.on('end', onEnd);
+    upstream.on('error', lost);
+    upstream.on('aborted', lost);
     onClose(res, () => {
       if (done) return;
       // The client went away: stop the generation at once.

@@ -15,10 +15,17 @@ export interface LineScanner {
   start(bytes: Uint8Array, from: number): void;
   /** Index of the first LF or CR at or after `from` in the current chunk, or -1. */
   next(from: number): number;
+  /**
+   * Lets the current chunk go. A stream's scanner lives as long as the stream, and an idle stream
+   * would otherwise keep its last chunk (and the socket read it is a slice of) until the next one.
+   */
+  release(): void;
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
 export function createLineScanner(): LineScanner {
-  let buffer: Buffer = Buffer.alloc(0);
+  let buffer: Buffer = NO_BYTES;
   let nextCr = -1;
   return {
     start(bytes, from) {
@@ -29,6 +36,10 @@ export function createLineScanner(): LineScanner {
       const nextLf = buffer.indexOf(LF, from);
       if (nextCr !== -1 && nextCr < from) nextCr = buffer.indexOf(CR, from);
       return nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextLf, nextCr);
+    },
+    release() {
+      buffer = NO_BYTES;
+      nextCr = -1;
     },
   };
 }

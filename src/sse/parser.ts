@@ -224,6 +224,7 @@ export function createSseParser(options: SseParserOptions): SseParser {
       if (buffer[lineEnd] === CR && lineEnd + 1 === length) pendingCr = true;
       position = afterLineEnd(buffer, lineEnd);
     }
+    lines.release();
   }
 
   function end(): void {

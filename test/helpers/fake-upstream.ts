@@ -124,6 +124,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
+      // An answer held open keeps this closure: its request's bytes go now (test/resilience/idle-streams.test.ts measures what stays).
+      chunks.length = 0;
       let body: Record<string, unknown> = {};
       try {
         body = JSON.parse(raw) as Record<string, unknown>;

@@ -1,20 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Readable } from 'node:stream';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { ECHO_MAX_WORDS, ECHO_MAX_TEXT_CHARS, ECHO_PROVIDER, createEchoTransport, measureWords, wordsOf } from '../../src/providers/echo.ts';
 import { createCancellation } from '../../src/providers/upstream.ts';
 import type { ClientRequest, ClientRequestOf, WireFormat } from '../../src/formats/wire.ts';
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+import { heapAfterGc } from '../helpers/memory.ts';
 
 /** A request as a test writes it: its dialect would read the model and the stream flag from its body. */
 type Asked = { [F in WireFormat]: Pick<ClientRequestOf<F>, 'format' | 'body'> }[WireFormat];

@@ -1,21 +1,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { fixture, respond } from '../helpers/fake-upstream.ts';
 import { waitUntil } from '../helpers/wait.ts';
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+import { heapAfterGc } from '../helpers/memory.ts';
 
 /**
  * A bounded soak: 20,000 mixed requests (JSON and streams, both formats, same-format and
