@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_SCANNED_BYTES, createTextScanner, textScanModule } from '../../src/common/text-scan.ts';
 import { stringUnits, wordsOf } from '../../src/common/json-lazy.ts';
+import { seededRandom as random } from '../helpers/split.ts';
 
 const scanner = createTextScanner();
 
@@ -25,18 +26,6 @@ function jsUnits(bytes: Buffer, start: number, end: number): number {
 
 function wasmUnits(bytes: Buffer, start: number, end: number): number {
   return scanner?.units(bytes, [start, end])?.[0] ?? -1;
-}
-
-/** A small deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Pieces of JSON string text: plain, escapes (good and bad), two- to four-byte characters, control characters. */
