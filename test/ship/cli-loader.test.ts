@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { VERSION } from '../../src/common/version.ts';
 import { cleanEnv, run, startServer } from './process.ts';
-import { assertEchoInBothFormats, assertHealthy } from './echo-requests.ts';
+import { assertHealthy, assertServesThenStops } from './echo-requests.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -72,12 +72,7 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
   test('started from its cache, the bin prints its version and serves health and llmux-echo', async () => {
     assert.deepEqual(await run(process.execPath, [join(built, 'cli.js'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' });
     const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-cached') }), leading: [join(built, 'cli.js')] });
-    try {
-      await assertHealthy(server.url, VERSION);
-      await assertEchoInBothFormats(server.url, server.adminKey);
-    } finally {
-      assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null }, server.stderr());
-    }
+    await assertServesThenStops(server, VERSION);
   });
 
   test('serve answers its first /healthz without loading TLS or zlib, which only some configurations need', async () => {

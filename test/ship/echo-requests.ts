@@ -3,6 +3,7 @@
  * whole and streamed, over a real socket.
  */
 import assert from 'node:assert/strict';
+import type { RunningServer } from './process.ts';
 
 /** Asserts /healthz answers ok with the given version. */
 export async function assertHealthy(url: string, version: string): Promise<void> {
@@ -60,4 +61,14 @@ export async function assertEchoInBothFormats(url: string, key: string): Promise
     .map((e) => (JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)) as { delta: { text: string } }).delta.text)
     .join('');
   assert.equal(streamed, 'ship it');
+}
+
+/** Asserts a started llmux serves {@link assertHealthy} and {@link assertEchoInBothFormats}, then exits 0 on SIGTERM. */
+export async function assertServesThenStops(server: RunningServer, version: string): Promise<void> {
+  try {
+    await assertHealthy(server.url, version);
+    await assertEchoInBothFormats(server.url, server.adminKey);
+  } finally {
+    assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null }, server.stderr());
+  }
 }

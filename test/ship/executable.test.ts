@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from '../../src/common/version.ts';
 import { cleanEnv, run, startServer } from './process.ts';
-import { assertEchoInBothFormats, assertHealthy } from './echo-requests.ts';
+import { assertServesThenStops } from './echo-requests.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -53,13 +53,7 @@ describe('the single-file executable', { timeout: 180_000 }, () => {
 
   test('serves health and llmux-echo in both formats, streamed too, then exits 0 on SIGTERM', async () => {
     const server = await startServer(exe, [], { cwd: dir, env: bareEnv({ LLMUX_HOME: join(dir, 'serve-home') }) });
-    try {
-      await assertHealthy(server.url, VERSION);
-      await assertEchoInBothFormats(server.url, server.adminKey);
-    } finally {
-      const ended = await server.stop('SIGTERM');
-      assert.deepEqual(ended, { code: 0, signal: null }, server.stderr());
-    }
+    await assertServesThenStops(server, VERSION);
     assert.match(server.stderr(), /"path":"\/v1\/messages","model":"llmux-echo","provider":"llmux","status":200/);
   });
 

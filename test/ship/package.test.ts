@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from '../../src/common/version.ts';
 import { cleanEnv, run, startServer } from './process.ts';
-import { assertEchoInBothFormats, assertHealthy } from './echo-requests.ts';
+import { assertHealthy, assertServesThenStops } from './echo-requests.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -95,12 +95,7 @@ describe('the npm package', { timeout: 180_000 }, () => {
     assert.deepEqual(await run(bin, ['--version'], { cwd: dir }), { code: 0, stdout: `${VERSION}\n`, stderr: '' });
 
     const server = await startServer(bin, [], { cwd: dir, env: cleanEnv({ LLMUX_HOME: join(dir, 'global-home') }) });
-    try {
-      await assertHealthy(server.url, VERSION);
-      await assertEchoInBothFormats(server.url, server.adminKey);
-    } finally {
-      assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null }, server.stderr());
-    }
+    await assertServesThenStops(server, VERSION);
   });
 
   test('runs with npx straight from the tarball', async () => {
