@@ -53,17 +53,17 @@ export function promptCacheKeyFor(clientKey: unknown, carry: PassThroughCarry<'c
  * nothing for it.
  */
 export function carryTurnOf(sealer: Sealer, keyId: string, conversation?: string | (() => string | undefined)): CarryTurn {
-  let conversationOf = typeof conversation === 'function' ? conversation : undefined;
-  let cacheKey = conversationOf === undefined ? { value: promptCacheKey(keyId, conversation as string | undefined) } : undefined;
+  let known = typeof conversation !== 'function';
+  let cacheKey = known ? promptCacheKey(keyId, conversation as string | undefined) : undefined;
   return {
     get cacheKey(): string | undefined {
-      cacheKey ??= { value: promptCacheKey(keyId, conversationOf?.()) };
-      conversationOf = undefined;
-      return cacheKey.value;
+      if (!known) cacheKey = promptCacheKey(keyId, (conversation as () => string | undefined)());
+      known = true;
+      return cacheKey;
     },
     set cacheKey(value: string | undefined) {
-      cacheKey = { value };
-      conversationOf = undefined;
+      cacheKey = value;
+      known = true;
     },
     seal: (issuer, item) => sealer.seal({ k: keyId, p: issuer.provider, f: issuer.family, i: item }),
     open(sealed): Unsealed {
