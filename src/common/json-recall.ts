@@ -16,7 +16,8 @@
  * Values are shared between the turns that recall them, so they are frozen when remembered: a rule
  * that changed a request's body in place would throw rather than change the next request's.
  * Bounded: at most {@link RecallOptions.maxBytes} of remembered bodies across scopes (least
- * recently used go first), none older than {@link RecallOptions.maxAgeMs}.
+ * recently used go first), none longer than {@link RecallOptions.maxBodyBytes}, none compared with
+ * when older than {@link RecallOptions.maxAgeMs}. Held in memory only.
  */
 import { isUtf8 } from 'node:buffer';
 import type { JsonObjectBytes, LazyMembers, MemberSpan } from './json-bytes.ts';
@@ -25,8 +26,10 @@ import type { LazyTexts } from './json-lazy.ts';
 import { hasEscapedNul, lazyTexts, skeletonText } from './json-lazy.ts';
 
 export interface RecallOptions {
-  /** Bytes of remembered bodies across scopes (32 MB). */
+  /** Bytes of remembered bodies across scopes (16 MB: their parsed values weigh a few times more). */
   maxBytes?: number;
+  /** A longer body is not remembered (4 MB: a coding agent's turn is 100 KB to 1 MB). */
+  maxBodyBytes?: number;
   /** A remembered body older than this is not compared with (10 minutes). */
   maxAgeMs?: number;
   now?: () => number;
@@ -107,7 +110,8 @@ function firstTextFrom(order: readonly number[], spans: readonly number[], posit
 const SPARE_REFERENCES = 256;
 
 export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
-  const maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
+  const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+  const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const maxAgeMs = options.maxAgeMs ?? 10 * 60_000;
   const now = options.now ?? Date.now;
   /** Least recently used first. */
@@ -115,12 +119,8 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
   let bytes = 0;
 
   function keep(scope: string, entry: Remembered): void {
-    const previous = remembered.get(scope);
-    if (previous !== undefined) {
-      bytes -= previous.read.bytes.length;
-      remembered.delete(scope);
-    }
-    if (entry.read.bytes.length > maxBytes) return;
+    forget(scope);
+    if (entry.read.bytes.length > Math.min(maxBytes, maxBodyBytes)) return;
     remembered.set(scope, entry);
     bytes += entry.read.bytes.length;
     for (const [oldest, old] of remembered) {
@@ -130,7 +130,15 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     }
   }
 
+  function forget(scope: string): void {
+    const entry = remembered.get(scope);
+    if (entry === undefined) return;
+    remembered.delete(scope);
+    bytes -= entry.read.bytes.length;
+  }
+
   function recall(scope: string, body: Buffer, lazy: LazyMembers, maxDepth: number): JsonObjectBytes | undefined {
+    if (body.length > maxBodyBytes) return undefined;
     const last = remembered.get(scope);
     if (last === undefined || last.lazy !== lazy || now() - last.at > maxAgeMs || last.read.marked === true) return undefined;
     const old = last.read.bytes;
@@ -269,7 +277,9 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
   return {
     recall,
     remember(scope, read, inner, lazy) {
-      if (read.texts === undefined || read.duplicateKeys) return;
+      // A body holding a seal is read whole next time (the walk of the changed items alone cannot tell what the rest holds).
+      if (read.marked === true) forget(scope);
+      if (read.texts === undefined || read.duplicateKeys || read.marked === true || read.bytes.length > maxBodyBytes) return;
       const values = read.members.map((member) => read.value[member.key]);
       for (const value of values) deepFreeze(value);
       const order = Array.from({ length: read.texts.units.length }, (_, i) => i);

@@ -96,6 +96,10 @@ describe('the last long body of a key, remembered', () => {
     now += 1_001;
     readChecked(memory, json, 'c');
     assert.equal(served(), 1, 'too old to be compared with');
+    const small = counting({ maxBodyBytes: size - 1 });
+    readChecked(small.memory, json);
+    readChecked(small.memory, json);
+    assert.deepEqual([small.memory.size().bodies, small.served()], [0, 0], 'a body over maxBodyBytes is not remembered');
   });
 
   it('agrees with the whole parse on seeded random edits of a turn: bytes changed, items added, left out or broken', () => {
