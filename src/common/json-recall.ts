@@ -58,32 +58,37 @@ export interface JsonRecall {
   size(): { bodies: number; bytes: number };
 }
 
-/** Where two buffers first differ, comparing natively in steps; `limit` when they agree that far. */
+/**
+ * Where two buffers first differ, `limit` when they agree that far: one native comparison of it
+ * all, then halving the range where they differ (each comparison stops at the first difference).
+ */
 function commonStart(a: Buffer, b: Buffer, limit: number): number {
-  let at = 0;
-  for (let step = 4096; at < limit; step = 4096) {
-    const end = Math.min(limit, at + step);
-    if (a.compare(b, at, end, at, end) !== 0) {
-      while (a[at] === b[at]) at++;
-      return at;
-    }
-    at = end;
+  if (a.compare(b, 0, limit, 0, limit) === 0) return limit;
+  // They agree on [0, low) and differ somewhere in [low, high).
+  let low = 0;
+  let high = limit;
+  while (high - low > 64) {
+    const middle = (low + high) >>> 1;
+    if (a.compare(b, low, middle, low, middle) === 0) low = middle;
+    else high = middle;
   }
-  return limit;
+  while (a[low] === b[low]) low++;
+  return low;
 }
 
 /** How many bytes at the ends of two buffers agree, at most `limit`. */
 function commonEnd(a: Buffer, b: Buffer, limit: number): number {
-  let length = 0;
-  while (length < limit) {
-    const step = Math.min(4096, limit - length);
-    if (a.compare(b, b.length - length - step, b.length - length, a.length - length - step, a.length - length) !== 0) {
-      while (a[a.length - 1 - length] === b[b.length - 1 - length]) length++;
-      return length;
-    }
-    length += step;
+  // Lengths from the end: [0, low) known to agree, a difference within [low, high).
+  let low = 0;
+  let high = limit;
+  if (a.compare(b, b.length - limit, b.length, a.length - limit, a.length) === 0) return limit;
+  while (high - low > 64) {
+    const middle = (low + high) >>> 1;
+    if (a.compare(b, b.length - middle, b.length - low, a.length - middle, a.length - low) === 0) low = middle;
+    else high = middle;
   }
-  return limit;
+  while (low < limit && a[a.length - 1 - low] === b[b.length - 1 - low]) low++;
+  return low;
 }
 
 /** Freezes a parsed JSON value and everything in it. */
