@@ -46,6 +46,7 @@ interface Remembered {
   values: unknown[];
   /** The top-level arrays' item separators (json-bytes.ts `Layout.inner`): opening position -> commas, then the closing bracket. */
   inner: Map<number, number[]>;
+  /** When it was last read or recalled. */
   at: number;
 }
 
@@ -150,7 +151,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     const shorter = Math.min(old.length, body.length);
     const start = commonStart(old, body, shorter);
     const delta = body.length - old.length;
-    if (start === shorter && delta === 0) return same(scope, last, body);
+    if (start === shorter && delta === 0) return same(scope, last);
     const end = commonEnd(old, body, shorter - start);
     // Everything that differs, in the old body's positions, must lie inside one top-level array.
     const oldChangeEnd = old.length - end;
@@ -174,11 +175,17 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     return changed(scope, last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
   }
 
-  /** The same bytes again: the same values, a new top-level object. */
-  function same(scope: string, last: Remembered, body: Buffer): JsonObjectBytes {
-    const texts: LazyTexts = { bytes: body, spans: last.texts.spans, units: last.texts.units };
-    const read: JsonObjectBytes = { bytes: body, value: objectOf(last.read.members, last.values), members: last.read.members, duplicateKeys: false, texts, marked: last.read.marked };
-    keep(scope, { ...last, read, texts, at: now() });
+  /**
+   * The same bytes again: the same values in a new top-level object, and the remembered bytes and
+   * texts, which are the body's own. The body just read is not kept: it dies young, where keeping
+   * each request's 200 KB until the next request had the collector promote them all and sweep the
+   * old generation for them several times a second under load.
+   */
+  function same(scope: string, last: Remembered): JsonObjectBytes {
+    const read: JsonObjectBytes = { bytes: last.read.bytes, value: objectOf(last.read.members, last.values), members: last.read.members, duplicateKeys: false, texts: last.texts, marked: last.read.marked };
+    remembered.delete(scope);
+    remembered.set(scope, last);
+    last.at = now();
     return read;
   }
 
