@@ -250,8 +250,25 @@ function sessionSamples(): Sample[] {
     { name: 'after the seal', format: 'messages', json: last },
     ...turns.map((json, i) => ({ name: `turn ${i} in Claude Code's order`, format: 'messages' as const, json: claudeOrder(json) })),
     ...turns.map((json, i) => ({ name: `turn ${i} as chat`, format: 'chat' as const, json: asChat(json) })),
+    ...responsesTurns().map((json, i) => ({ name: `Codex turn ${i}`, format: 'responses' as const, json })),
     { name: 'refused as chat: a trailing comma after the new items', format: 'chat', json: withTrailingComma(asChat(last)) },
   ];
+}
+
+/** A Codex session: its recorded first turn, then each turn with a shell call and its long output more. */
+function responsesTurns(): string[] {
+  const first = recordedSamples().filter((sample) => sample.format === 'responses').sort((a, b) => b.json.length - a.json.length)[0];
+  assert.ok(first !== undefined);
+  const body = JSON.parse(first.json) as { input: unknown[] };
+  const turns: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    body.input.push(
+      { type: 'function_call', call_id: `call_${i}`, name: 'shell', arguments: JSON.stringify({ command: ['ls', `dir-${i}`] }) },
+      { type: 'function_call_output', call_id: `call_${i}`, output: `${LONG} ${i}` },
+    );
+    turns.push(JSON.stringify(body));
+  }
+  return turns;
 }
 
 /** A chat body with one more item and a comma after it before its messages' closing bracket: not JSON. */
@@ -278,7 +295,7 @@ describe('a model request read as the next turn of the last one (src/common/json
     const samples = sessionSamples();
     for (const sample of samples) checkAgreement(sample, { memory: counting.memory, scope: `key\u0000${sample.format}` });
     // All but the first turn of each format and order, and the bodies that change more than one array, are read from the last.
-    assert.ok(counting.recalled() >= samples.length - 10, `${counting.recalled()} of ${samples.length} recalled`);
+    assert.ok(counting.recalled() >= samples.length - 11, `${counting.recalled()} of ${samples.length} recalled`);
   });
 });
 
