@@ -185,3 +185,20 @@ function makeAgentBody(model: string, stream: boolean, bytes: number): string {
   last.content.push({ type: 'text', text: 'Continue.', cache_control: { type: 'ephemeral' } });
   return JSON.stringify({ ...head, messages, stream });
 }
+
+/**
+ * A session's next turns after {@link agentMessagesBody}'s: `count` bodies, each its last with one
+ * more exchange (an assistant turn with its tool call, the tool's result) and the cache breakpoint
+ * moved to the newest message, as Claude Code sends them.
+ */
+export function agentTurns(model: string, count = 8, stream = false): string[] {
+  const turns: string[] = [];
+  let last = agentMessagesBody(model, stream);
+  for (let bytes = AGENT_BODY_BYTES + 512; turns.length < count; bytes += 512) {
+    const body = agentMessagesBody(model, stream, bytes);
+    if (body === last) continue;
+    turns.push(body);
+    last = body;
+  }
+  return turns;
+}

@@ -2,7 +2,7 @@
  * The benchmark's pure parts: the scenarios, reading `/proc`, the wrk script and its summary, the
  * targets of issues 7 and 15 and the RESULTS.md text. bench/run.ts does the processes and the waiting.
  */
-import { agentMessagesBody } from './agent-body.ts';
+import { agentMessagesBody, agentTurns } from './agent-body.ts';
 
 /** `peer`: another gateway run beside them (bench/peers.ts, `--peers`). */
 export type ProxyKind = 'bare' | 'llmux' | 'peer';
@@ -18,6 +18,8 @@ export interface LoadScenario {
   headers: Record<string, string>;
   /** The request body sent to llmux. */
   body: string;
+  /** Bodies sent after `body`, in turn, then `body` again (a session's next turns): to both proxies. */
+  turns?: readonly string[];
   /**
    * The scenario whose request the bare proxy is given alongside this one: itself for
    * pass-through; for a translated stream, the pass-through of the same upstream stream.
@@ -116,6 +118,10 @@ export function loadScenarios(): LoadScenario[] {
     // measured is the request's (read, check, forward), the answer being a 1 KB JSON.
     { id: 'agent-messages', label: '200 KB agent turn, same format (messages → messages upstream)', kind: 'agent', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-messages', false), baseline: 'agent-messages' },
     { id: 'agent-translated', label: '200 KB agent turn, translated (messages → chat upstream)', kind: 'agent-translated', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-chat', false), baseline: 'agent-messages' },
+    // The same key sending a session's turns, each its last with one exchange more (llmux reads a
+    // turn from the key's last: src/common/json-recall.ts), the ninth going back to the first.
+    { id: 'agent-turns', label: '200 KB agent turns of one session, same format (each its last and one exchange)', kind: 'agent', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-messages', false), turns: agentTurns('bench-messages'), baseline: 'agent-turns' },
+    { id: 'agent-turns-translated', label: '200 KB agent turns of one session, translated (messages → chat upstream)', kind: 'agent-translated', path: '/v1/messages', headers: messagesHeaders(), body: agentMessagesBody('bench-chat', false), turns: agentTurns('bench-chat'), baseline: 'agent-turns' },
   ];
 }
 
@@ -163,7 +169,7 @@ export const WRK_MARK = 'BENCH_JSON ';
  * The wrk Lua script for a POST with these headers and body. Its `done` prints one JSON line
  * (prefixed {@link WRK_MARK}) with the counts and latency percentiles, in microseconds.
  */
-export function wrkScript(request: { headers: Record<string, string>; body: string }): string {
+export function wrkScript(request: { headers: Record<string, string>; body: string; turns?: readonly string[] | undefined }): string {
   // Long brackets need no escaping; pick a level that the text itself doesn't close.
   const quote = (text: string): string => {
     let level = 0;
@@ -173,6 +179,11 @@ export function wrkScript(request: { headers: Record<string, string>; body: stri
   };
   const lines = ['wrk.method = "POST"', `wrk.body = ${quote(request.body)}`];
   for (const [name, value] of Object.entries(request.headers)) lines.push(`wrk.headers[ ${quote(name)} ] = ${quote(value)}`);
+  if (request.turns !== undefined && request.turns.length > 0) {
+    // One wrk thread: its connections take the bodies in turn, in the order the requests are made.
+    lines.push(`bodies = { ${[request.body, ...request.turns].map(quote).join(', ')} }`, 'turn = 0');
+    lines.push('request = function()', '  turn = turn % #bodies + 1', '  return wrk.format(nil, nil, nil, bodies[turn])', 'end');
+  }
   lines.push(
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',

@@ -31,7 +31,8 @@ import { createCarriers } from '../src/platforms/index.ts';
 import { readClientRequest } from '../src/dialects/read.ts';
 import { readJsonObject } from '../src/http/body.ts';
 import { buildUpstreamBody, formatHeadersFor, upstreamFormatFor } from '../src/providers/upstream-body.ts';
-import { agentMessagesBody } from './agent-body.ts';
+import { agentMessagesBody, agentTurns } from './agent-body.ts';
+import { createJsonRecall } from '../src/common/json-recall.ts';
 import { benchConfig } from './llmux-server.ts';
 import { chatBody, messagesBody } from './measure.ts';
 import { isEntryPoint } from './entry.ts';
@@ -43,7 +44,11 @@ export interface PathScenario {
   /** The llmux model asked for (bench/llmux-server.ts's config). */
   model: string;
   body: string;
+  /** Further bodies sent in turn with `body` (an agent's turns, each its last with a little more). */
+  turns?: readonly string[];
   headers: Record<string, string>;
+  /** Read every body whole, as before the gateway remembered each key's last turn (src/common/json-recall.ts). */
+  whole?: boolean;
 }
 
 export function pathScenarios(): PathScenario[] {
@@ -51,6 +56,10 @@ export function pathScenarios(): PathScenario[] {
   return [
     { id: 'agent-messages', format: 'messages', model: 'bench-messages', body: agentMessagesBody('bench-messages', false), headers: messagesHeaders },
     { id: 'agent-translated', format: 'messages', model: 'bench-chat', body: agentMessagesBody('bench-chat', false), headers: messagesHeaders },
+    // The same turns read with nothing remembered, and a session's next turns (each its last with an exchange more).
+    { id: 'agent-messages-whole', format: 'messages', model: 'bench-messages', body: agentMessagesBody('bench-messages', false), headers: messagesHeaders, whole: true },
+    { id: 'agent-translated-whole', format: 'messages', model: 'bench-chat', body: agentMessagesBody('bench-chat', false), headers: messagesHeaders, whole: true },
+    { id: 'agent-next-turns', format: 'messages', model: 'bench-messages', body: agentMessagesBody('bench-messages', false), turns: agentTurns('bench-messages'), headers: messagesHeaders },
     { id: 'chat-json', format: 'chat', model: 'bench-chat', body: chatBody('bench-chat', false), headers: {} },
     { id: 'messages-json', format: 'messages', model: 'bench-messages', body: messagesBody('bench-messages', false), headers: messagesHeaders },
   ];
@@ -67,14 +76,20 @@ export function createPath(scenario: PathScenario): () => number {
   const catalog = createCatalog({ providers: config.providers, models: config.models, builtinCatalog: false, env: {}, platformUsable: () => true });
   const carriers = createCarriers({ secret: () => undefined, env: {}, now: Date.now });
   const dialect = dialects[scenario.format];
-  const whole = Buffer.from(scenario.body);
-  const chunks: Buffer[] = [];
-  for (let at = 0; at < whole.length; at += READ_BYTES) chunks.push(Buffer.from(whole.subarray(at, at + READ_BYTES)));
+  const bodies = [scenario.body, ...(scenario.turns ?? [])].map((text) => {
+    const whole = Buffer.from(text);
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < whole.length; at += READ_BYTES) chunks.push(Buffer.from(whole.subarray(at, at + READ_BYTES)));
+    return { chunks, length: whole.length };
+  });
+  let turn = 0;
   const forwarded = dialect.readHeaders(scenario.headers);
   const onWarning = (): void => {};
+  const recall = scenario.whole === true ? undefined : { memory: createJsonRecall(), scope: 'bench-key' };
   return () => {
-    const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, whole.length);
-    const { request, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy), { forwarded, strict: false, params: {}, query: '' });
+    const { chunks, length } = bodies[turn++ % bodies.length] as { chunks: Buffer[]; length: number };
+    const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length);
+    const { request, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy, recall), { forwarded, strict: false, params: {}, query: '' });
     const model = catalog.get(request.model) as ModelEntry;
     const provider = catalog.provider(model.provider) as ProviderConfig;
     const estimate = facts.inputTokens();
@@ -161,7 +176,7 @@ function runCpu(ids: readonly string[], n: number): void {
   process.stdout.write('scenario            µs per request (median of 7 interleaved rounds)\n');
   for (const path of paths) {
     const sorted = [...path.samples].sort((a, b) => a - b);
-    process.stdout.write(`${path.id.padEnd(20)}${(sorted[3] as number).toFixed(1)}\n`);
+    process.stdout.write(`${path.id.padEnd(24)}${(sorted[3] as number).toFixed(1)}\n`);
   }
 }
 

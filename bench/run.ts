@@ -343,7 +343,7 @@ async function runWrk(port: number, path: string, script: string, seconds: numbe
 
 function scriptFor(scenario: LoadScenario, key: string): string {
   const file = join(runDir, `${scenario.id}-${Math.random().toString(36).slice(2)}.lua`);
-  writeFileSync(file, wrkScript({ headers: withKey(scenario.headers, key), body: scenario.body }));
+  writeFileSync(file, wrkScript({ headers: withKey(scenario.headers, key), body: scenario.body, turns: scenario.turns }));
   return file;
 }
 

@@ -130,8 +130,8 @@ export function walkJson(bytes: Buffer, maxDepth: number, lazy?: LazyMembers): J
   let malformed = false;
   const separators: number[] = [];
   const inner = new Map<number, number[]>();
-  // Items are only looked for in a body long enough to be parsed in pieces.
-  const items = length > PIECE_BYTES;
+  // Items are looked for in a body long enough to be parsed in pieces, and in one read lazily (./json-recall.ts compares by item).
+  const items = length > PIECE_BYTES || lazy !== undefined;
   let current: number[] | undefined;
   // For `lazy`: which open containers are objects, whether a key comes next, the last key's
   // bytes, and the depth of the opaque object the walk is in (0: none).

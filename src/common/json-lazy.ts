@@ -258,7 +258,7 @@ const ESCAPED_NUL_BYTES = Buffer.from(ESCAPED_NUL);
  * is there, by {@link stringUnits} where it is not.
  */
 export function lazyTexts(bytes: Buffer, spans: readonly number[]): LazyTexts | undefined {
-  if (bytes.includes(ESCAPED_NUL_BYTES)) return undefined;
+  if (hasEscapedNul(bytes)) return undefined;
   if (bytes.length <= MAX_SCANNED_BYTES) {
     scanner ??= createTextScanner() ?? null;
     if (scanner !== null) {
@@ -276,14 +276,23 @@ export function lazyTexts(bytes: Buffer, spans: readonly number[]): LazyTexts | 
   return { bytes, spans, units };
 }
 
-/** The JSON text of the body with each of its texts replaced by a reference: what is parsed of it. */
-export function skeletonText(texts: LazyTexts): string {
+/** Whether JSON bytes hold U+0000 written as an escape (such a body is not read lazily: see the header). */
+export function hasEscapedNul(bytes: Buffer): boolean {
+  return bytes.includes(ESCAPED_NUL_BYTES);
+}
+
+/**
+ * The JSON text of the body with each of its texts replaced by a reference: what is parsed of it.
+ * Text k's reference names index k, or `indexOf(k)` (./json-recall.ts numbers a body's changed
+ * items' texts after those it kept).
+ */
+export function skeletonText(texts: LazyTexts, indexOf?: (k: number) => number): string {
   const { bytes, spans } = texts;
   const references: string[] = [];
   let size = bytes.length;
   for (let k = 0; k < spans.length; k += 2) {
     // Between the text's own quotes, written as JSON: \u0000, the index, \u0000.
-    const reference = `${ESCAPED_NUL}${k / 2}${ESCAPED_NUL}`;
+    const reference = `${ESCAPED_NUL}${indexOf === undefined ? k / 2 : indexOf(k / 2)}${ESCAPED_NUL}`;
     references.push(reference);
     size += reference.length - ((spans[k + 1] as number) - (spans[k] as number));
   }

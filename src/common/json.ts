@@ -36,3 +36,22 @@ export function parseJsonObject(text: string): Record<string, unknown> | undefin
     return undefined;
   }
 }
+
+/** The JSON text of frozen values, by value (see {@link frozenJson}). */
+const frozenTexts = new WeakMap<object, string>();
+
+/**
+ * `JSON.stringify(value)` of an object, kept for the object when it is frozen: a key's next turn is
+ * read from its last (src/common/json-recall.ts) and its history's objects are the same frozen
+ * ones, so a translation that writes a tool call's input as `arguments` turn after turn writes it
+ * once. An object that may change is serialised every time.
+ */
+export function frozenJson(value: Record<string, unknown>): string {
+  if (!Object.isFrozen(value)) return JSON.stringify(value);
+  let text = frozenTexts.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    frozenTexts.set(value, text);
+  }
+  return text;
+}

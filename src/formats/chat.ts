@@ -23,6 +23,7 @@ import {
   checkOneOf,
   checkString,
   checkToolName,
+  createValidMemo,
   fail,
   field,
   given,
@@ -121,10 +122,18 @@ export function validateChatRequest(body: unknown): ChatRequest {
   return withoutNulls(request, NULLABLE_PARAMETERS) as ChatRequest;
 }
 
+/** Messages and tool lists found valid before (a chat message's rules do not depend on its place). */
+const validBefore = createValidMemo();
+
 function checkMessages(value: unknown): void {
   const messages = checkArray(value, 'messages', 'a non-empty array of messages');
   if (messages.length === 0) fail('messages', 'must have at least 1 item');
-  for (let i = 0; i < messages.length; i++) checkMessage(messages[i], at('messages', i));
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i];
+    if (validBefore.has(message)) continue;
+    checkMessage(message, at('messages', i));
+    validBefore.note(message);
+  }
 }
 
 function checkMessage(value: unknown, path: string): void {
@@ -239,6 +248,7 @@ function checkFunctionCall(value: unknown, path: string): void {
 }
 
 function checkTools(value: unknown): void {
+  if (validBefore.has(value)) return;
   const tools = checkArray(value, 'tools');
   for (let i = 0; i < tools.length; i++) {
     const path = at('tools', i);
@@ -254,6 +264,7 @@ function checkTools(value: unknown): void {
     const strict = field(fn, 'strict');
     if (strict !== undefined && strict !== null) checkBoolean(strict, at(functionPath, 'strict'));
   }
+  validBefore.note(tools);
 }
 
 function checkToolChoice(value: unknown): void {

@@ -51,7 +51,9 @@ interface Tally {
 export function estimateTokens(parts: readonly unknown[], texts?: LazyTexts): number {
   const tally: Tally = { chars: 0, flatPriced: 0, binaryChars: 0 };
   for (const part of parts) {
-    if (part !== undefined) addJsonSize(part, tally, texts);
+    if (part === undefined) continue;
+    if (Array.isArray(part) && Object.isFrozen(part)) addItemsSize(part, tally, texts);
+    else addJsonSize(part, tally, texts);
   }
   return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.flatPriced * IMAGE_TOKENS + Math.ceil(tally.binaryChars / BASE64_CHARS_PER_TOKEN);
 }
@@ -63,6 +65,33 @@ export function estimateTokens(parts: readonly unknown[], texts?: LazyTexts): nu
  */
 export function estimateRequestTokens(body: { messages?: unknown; system?: unknown; tools?: unknown; input?: unknown; instructions?: unknown }): number {
   return estimateTokens([body.system, body.instructions, body.messages, body.input, body.tools]);
+}
+
+/**
+ * What each frozen item counted, by item. A body read again from a key's last turn
+ * (src/common/json-recall.ts) shares the items that did not change, frozen, and their references
+ * keep their texts' lengths: an item counts what it counted before.
+ */
+const itemTallies = new WeakMap<object, Tally>();
+
+/** {@link addJsonSize} of a frozen array, item by item, each frozen item's tally kept. */
+function addItemsSize(items: readonly unknown[], tally: Tally, texts: LazyTexts | undefined): void {
+  tally.chars += 1 + Math.max(1, items.length);
+  for (const item of items) {
+    if (typeof item !== 'object' || item === null || !Object.isFrozen(item)) {
+      addJsonSize(item, tally, texts);
+      continue;
+    }
+    let own = itemTallies.get(item);
+    if (own === undefined) {
+      own = { chars: 0, flatPriced: 0, binaryChars: 0 };
+      addJsonSize(item, own, texts);
+      itemTallies.set(item, own);
+    }
+    tally.chars += own.chars;
+    tally.flatPriced += own.flatPriced;
+    tally.binaryChars += own.binaryChars;
+  }
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   checkString,
   checkStringArray,
   checkToolName,
+  createValidMemo,
   fail,
   field,
   oneOf,
@@ -118,17 +119,23 @@ export function validateMessagesRequest(body: unknown, options: MessagesValidati
   return request as MessagesRequest;
 }
 
+/** Messages (after the first) and tool lists found valid before (outside `strict`, where a message's place decides). */
+const validBefore = createValidMemo();
+
 function checkMessages(value: unknown, strict: boolean): void {
   const messages = checkArray(value, 'messages', 'a non-empty array of messages');
   if (messages.length === 0) fail('messages', 'must have at least 1 item');
   let previousRole = '';
   for (let i = 0; i < messages.length; i++) {
+    // The first message's rules are its own (its role); any later one's are the same at every place.
+    if (i > 0 && !strict && validBefore.has(messages[i])) continue;
     const path = at('messages', i);
     const message = checkObject(messages[i], path);
     // Claude Code (its mid-conversation-system beta) sends `system` turns between the others:
     // text only, and outside the user/assistant alternation.
     if (i > 0 && field(message, 'role') === 'system') {
       checkSystemTurn(field(message, 'content'), at(path, 'content'));
+      if (!strict) validBefore.note(message);
       continue;
     }
     const role = checkOneOf(field(message, 'role'), at(path, 'role'), ROLES);
@@ -139,6 +146,7 @@ function checkMessages(value: unknown, strict: boolean): void {
     }
     previousRole = role;
     checkMessageContent(field(message, 'content'), at(path, 'content'), role, strict && i === 0, strict);
+    if (i > 0 && !strict) validBefore.note(message);
   }
 }
 
@@ -301,6 +309,7 @@ function checkSystem(value: unknown): void {
 }
 
 function checkTools(value: unknown): void {
+  if (validBefore.has(value)) return;
   const tools = checkArray(value, 'tools');
   const names = new Set<string>();
   for (let i = 0; i < tools.length; i++) {
@@ -326,6 +335,7 @@ function checkTools(value: unknown): void {
     if (required !== undefined) checkStringArray(required, at(schemaPath, 'required'));
     checkOptionalCacheControl(tool, path);
   }
+  validBefore.note(tools);
 }
 
 function checkToolChoice(value: unknown): void {

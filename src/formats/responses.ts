@@ -27,6 +27,7 @@ import {
   checkString,
   checkStringArray,
   checkToolName,
+  createValidMemo,
   fail,
   field,
   given,
@@ -177,9 +178,17 @@ function optionalString(owner: JsonObject, key: string, ownerPath: string): void
 
 // ---------- input ----------
 
+/** Input items and tool lists found valid before (an item's rules do not depend on its place). */
+const validBefore = createValidMemo();
+
 function checkInput(value: unknown): void {
   const items = checkArray(value, 'input', 'a string or an array of input items');
-  for (let i = 0; i < items.length; i++) checkItem(items[i], at('input', i));
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (validBefore.has(item)) continue;
+    checkItem(item, at('input', i));
+    validBefore.note(item);
+  }
 }
 
 function checkItem(value: unknown, path: string): void {
@@ -301,6 +310,7 @@ function checkLocalShellCall(item: JsonObject, path: string): void {
 // ---------- tools ----------
 
 function checkTools(value: unknown): void {
+  if (validBefore.has(value)) return;
   const tools = checkArray(value, 'tools');
   for (let i = 0; i < tools.length; i++) {
     const path = at('tools', i);
@@ -310,6 +320,7 @@ function checkTools(value: unknown): void {
     else if (type === 'namespace') checkNamespace(tool, path);
     // Hosted tools and newer types are kept; a translation drops them with a warning.
   }
+  validBefore.note(tools);
 }
 
 function checkCallableTool(tool: JsonObject, type: string, path: string, strictName: boolean): void {

@@ -142,3 +142,26 @@ export function checkToolName(value: unknown, path: string): string {
   }
   return value;
 }
+
+/** Objects one rule found valid before (see {@link createValidMemo}). */
+export interface ValidMemo {
+  has(value: unknown): boolean;
+  /** Notes `value` as valid, when it is an object that cannot change. */
+  note(value: unknown): void;
+}
+
+/**
+ * Objects a rule found valid before, by object: a key's next turn is read from its last
+ * (src/common/json-recall.ts), and the messages, items and tools it kept are the same objects,
+ * frozen, so what was valid is valid still. Only frozen objects are noted; a rule whose verdict on
+ * an object depends on where the object is (the first message, strict alternation) must not ask.
+ */
+export function createValidMemo(): ValidMemo {
+  const valid = new WeakSet<object>();
+  return {
+    has: (value) => typeof value === 'object' && value !== null && valid.has(value),
+    note(value) {
+      if (typeof value === 'object' && value !== null && Object.isFrozen(value)) valid.add(value);
+    },
+  };
+}

@@ -42,6 +42,7 @@ import type { BudgetHolds } from '../usage/budget.ts';
 import type { UsageLedger } from '../usage/ledger.ts';
 import { GatewayError, modelNotFound, upstreamFailed } from '../common/errors.ts';
 import { readJsonObject } from '../http/body.ts';
+import type { JsonRecall } from '../common/json-recall.ts';
 import { readKeyedBody } from '../http/admission.ts';
 import type { BodyAdmission } from '../http/admission.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
@@ -82,6 +83,8 @@ export interface PipelineContext {
   budgets: BudgetHolds;
   /** What formats keep between requests (stored responses, the reasoning seal). */
   state: DialectServices;
+  /** Each key's last long body per format, so its next turn reads only what changed (src/common/json-recall.ts). */
+  recall: JsonRecall;
   now(): number;
 }
 
@@ -298,7 +301,7 @@ async function readAndAdmit<F extends WireFormat>(
   const { bytes, claim, refused } = await readKeyedBody(req, res, bodyAdmission(ctx), { id: key.id, limits }, 'model');
   try {
     // Its long texts stay bytes; what routing and admission read of it are its facts (src/dialects/read.ts).
-    const { request: arrived, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy), {
+    const { request: arrived, facts } = readClientRequest(dialect, (lazy) => readJsonObject(bytes, lazy, { memory: ctx.recall, scope: `${key.id}\u0000${dialect.format}` }), {
       forwarded,
       strict: ctx.config.validation === 'strict',
       params: target.params,

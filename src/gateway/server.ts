@@ -32,6 +32,7 @@ import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
 import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/errors.ts';
 import { pickRequestId, sendError } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
+import { createJsonRecall } from '../common/json-recall.ts';
 import { mountCoreRoutes } from './routes.ts';
 import { createGatewayRouting } from './routing.ts';
 import type { GatewayRouting } from './routing.ts';
@@ -191,6 +192,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     bodies,
     state: { responses, carried: shared?.carried ?? createMemoryCarriedStore({ now }) },
     resolver: routing.resolver,
+    recall: createJsonRecall({ now }),
     now,
     ...(shared === undefined ? {} : { deviceFlow: (flowOptions: DeviceFlowOptions) => shared.deviceFlow(flowOptions) }),
     registerStream(cut) {

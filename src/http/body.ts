@@ -12,6 +12,7 @@ import { GatewayError, invalidParameters, tooLarge } from '../common/errors.ts';
 import { parseJsonLazily, walkJson } from '../common/json-bytes.ts';
 import type { JsonObjectBytes, LazyMembers } from '../common/json-bytes.ts';
 import type { LazyTexts } from '../common/json-lazy.ts';
+import type { JsonRecall } from '../common/json-recall.ts';
 import type { BodyClaim } from './body-budget.ts';
 import { realTimers } from '../common/timers.ts';
 import type { TimerHandle, Timers } from '../common/timers.ts';
@@ -214,6 +215,13 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
   return readJsonObject(body).value;
 }
 
+/** Where a body read lazily is remembered, so that the next one under `scope` reads only what changed (src/common/json-recall.ts). */
+export interface RecallScope {
+  memory: JsonRecall;
+  /** The key and the format: a key's bodies are compared only with its own. */
+  scope: string;
+}
+
 /**
  * {@link parseJsonBody}, keeping the bytes and where the top-level members are in them, so that
  * a same-format upstream can be sent the client's bytes with a member or two spliced in (one walk
@@ -221,9 +229,14 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
  * the long values of its text members are left as bytes and the value holds references to them
  * (`texts`: src/common/json-lazy.ts), when the body may be read so.
  */
-export function readJsonObject(body: Buffer, lazy?: LazyMembers): JsonObjectBytes {
+export function readJsonObject(body: Buffer, lazy?: LazyMembers, recall?: RecallScope): JsonObjectBytes {
   if (body.length === 0) throw invalidParameters('the request body is empty; send a JSON object');
-  const walk = walkJson(body, MAX_JSON_DEPTH, lazy !== undefined && body.length >= lazy.minBodyBytes ? lazy : undefined);
+  const lazily = lazy !== undefined && body.length >= lazy.minBodyBytes;
+  if (lazily && recall !== undefined) {
+    const recalled = recall.memory.recall(recall.scope, body, lazy, MAX_JSON_DEPTH);
+    if (recalled !== undefined) return recalled;
+  }
+  const walk = walkJson(body, MAX_JSON_DEPTH, lazily ? lazy : undefined);
   if (walk.tooDeep) {
     throw invalidParameters(`the request body nests too deeply (more than ${MAX_JSON_DEPTH} levels of arrays and objects); flatten the request`);
   }
@@ -243,6 +256,7 @@ export function readJsonObject(body: Buffer, lazy?: LazyMembers): JsonObjectByte
   const read: JsonObjectBytes = { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
   if (texts !== undefined) read.texts = texts;
   if (walk.marked !== undefined) read.marked = walk.marked;
+  if (texts !== undefined && recall !== undefined && walk.layout !== undefined) recall.memory.remember(recall.scope, read, walk.layout.inner, lazy as LazyMembers);
   return read;
 }
 

@@ -61,7 +61,7 @@ import { isServerTool, serverToolRefused } from './server-tools.ts';
 import { isLlmuxSeal } from '../formats/responses.ts';
 import { checkThread } from './message-threads.ts';
 import { chatUserId } from './chat-user.ts';
-import { asRecord, records } from '../common/json.ts';
+import { asRecord, frozenJson, records } from '../common/json.ts';
 import { type CarriedItem, type CarryReader, type Issuer, createCarryReader } from './carried.ts';
 import { carryIntoChatMessage, fillChatGaps } from './carry-chat.ts';
 
@@ -338,7 +338,7 @@ function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryRea
 
 function toolCall(block: Record<string, unknown>): ChatToolCall {
   const input = asRecord(block['input']) ?? {};
-  return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: JSON.stringify(input) } };
+  return { id: text(block['id']), type: 'function', function: { name: text(block['name']), arguments: frozenJson(input) } };
 }
 
 /** A custom tool as a chat function; a server tool is a 400, another Anthropic-defined one dropped with a warning. */

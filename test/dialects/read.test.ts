@@ -14,7 +14,11 @@ import { dialects } from '../../src/dialects/index.ts';
 import { readClientRequest } from '../../src/dialects/read.ts';
 import type { Arrival, Dialect } from '../../src/dialects/index.ts';
 import { LAZY_REQUEST_MEMBERS } from '../../src/formats/text-members.ts';
+import type { LazyMembers } from '../../src/common/json-bytes.ts';
 import { readJsonObject } from '../../src/http/body.ts';
+import type { RecallScope } from '../../src/http/body.ts';
+import { createJsonRecall } from '../../src/common/json-recall.ts';
+import type { JsonRecall } from '../../src/common/json-recall.ts';
 import { realValue } from '../../src/common/json-lazy.ts';
 import { buildUpstreamBody } from '../../src/providers/upstream-body.ts';
 import { messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
@@ -22,7 +26,7 @@ import { translationFor } from '../../src/translate/index.ts';
 import type { TurnOf } from '../../src/translate/index.ts';
 import type { ClientRequestOf, MessagesRequest, UpstreamFormat, WireFormat } from '../../src/formats/wire.ts';
 import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
-import { agentMessagesBody } from '../../bench/agent-body.ts';
+import { agentMessagesBody, agentTurns } from '../../bench/agent-body.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'clients');
 
@@ -141,16 +145,22 @@ function upstreamBytes(request: ClientRequestOf<WireFormat>, upstream: UpstreamF
 
 /** The dialect with its lazy members taken for a body of any size, so that every sample of the corpus is read lazily. */
 function everyBodyLazily<F extends WireFormat>(dialect: Dialect<F>): Dialect<F> {
-  return dialect.lazyMembers === undefined ? dialect : { ...dialect, lazyMembers: { ...dialect.lazyMembers, minBodyBytes: 0 } };
+  if (dialect.lazyMembers === undefined) return dialect;
+  // One set of members for every body: a key's last turn is recalled only under the members it was read with.
+  const lazyMembers = (EVERY_BODY[dialect.format] ??= { ...dialect.lazyMembers, minBodyBytes: 0 });
+  return { ...dialect, lazyMembers };
 }
 
-function checkAgreement(sample: Sample): void {
+const EVERY_BODY: Partial<Record<WireFormat, LazyMembers>> = {};
+
+/** Given `recall`, the body is read as the next turn of the one read before under the same scope (src/common/json-recall.ts). */
+function checkAgreement(sample: Sample, recall?: RecallScope): void {
   const dialect = dialects[sample.format];
   const whole = wholeRead(sample);
   let lazy: ReturnType<typeof readClientRequest<WireFormat>> | undefined;
   let lazyError: string | undefined;
   try {
-    lazy = readClientRequest(everyBodyLazily(dialect), (members) => readJsonObject(Buffer.from(sample.json), members), arrivalFor(sample.format));
+    lazy = readClientRequest(everyBodyLazily(dialect), (members) => readJsonObject(Buffer.from(sample.json), members, recall), arrivalFor(sample.format));
   } catch (err) {
     lazyError = (err as Error).message;
   }
@@ -203,6 +213,89 @@ describe('a model request read lazily, against the whole parse', () => {
     assert.equal(read(agentMessagesBody('corpus-model', false, 40 * 1024)).raw?.texts, undefined);
     assert.equal(LAZY_REQUEST_MEMBERS.minBodyBytes, 64 * 1024);
     assert.equal(dialects.gemini.lazyMembers, undefined);
+  });
+});
+
+/** A key's turns one after another, each as Claude Code and the chat translator write them, then edited every way a client may. */
+function sessionSamples(): Sample[] {
+  const asChat = (json: string): string => JSON.stringify(messagesRequestToChat(JSON.parse(json) as MessagesRequest, { upstreamId: 'corpus-model', reasoning: true, maxTokensParam: 'max_tokens', replayReasoning: true, maxOutputTokens: 64_000 }));
+  // Claude Code sends `messages` before `system` and `tools`; the bench turn after them.
+  const claudeOrder = (json: string): string => {
+    const { model, messages, ...rest } = JSON.parse(json) as Record<string, unknown>;
+    return JSON.stringify({ model, messages, ...rest });
+  };
+  const turns = [agentMessagesBody('corpus-model', true), ...agentTurns('corpus-model', 4, true)];
+  const edited = (json: string, edit: (body: { messages: Array<Record<string, unknown>>; system: unknown }) => void): string => {
+    const body = JSON.parse(json) as { messages: Array<Record<string, unknown>>; system: unknown };
+    edit(body);
+    return JSON.stringify(body);
+  };
+  const last = turns[turns.length - 1] as string;
+  return [
+    ...turns.map((json, i) => ({ name: `turn ${i}`, format: 'messages' as const, json })),
+    // Older turns again: the history shrinks.
+    { name: 'turn 1 again', format: 'messages', json: turns[1] as string },
+    { name: 'turn 4 again', format: 'messages', json: last },
+    { name: 'turn 4 again, the same bytes', format: 'messages', json: last },
+    { name: 'an item in the middle of the history edited', format: 'messages', json: edited(last, (body) => { body.messages[7] = { role: 'user', content: `${LONG} edited` }; }) },
+    { name: 'an item in the middle of the history left out', format: 'messages', json: edited(last, (body) => { body.messages.splice(9, 1); }) },
+    { name: 'the first item edited', format: 'messages', json: edited(last, (body) => { body.messages[0] = { role: 'user', content: LONG }; }) },
+    { name: 'every item left out', format: 'messages', json: edited(last, (body) => { body.messages = [{ role: 'user', content: 'hi' }]; }) },
+    { name: 'the history back', format: 'messages', json: last },
+    { name: 'the system prompt changed', format: 'messages', json: edited(last, (body) => { body.system = LONG; }) },
+    { name: 'the history back again', format: 'messages', json: last },
+    { name: 'refused, a new item whose role is a long text', format: 'messages', json: edited(last, (body) => { body.messages.push({ role: LONG, content: LONG }); }) },
+    { name: 'a new item holding U+0000', format: 'messages', json: edited(last, (body) => { body.messages.push({ role: 'user', content: `${LONG}\u0000` }); }) },
+    { name: 'a new item holding a llmux seal', format: 'messages', json: edited(last, (body) => { body.messages.push({ role: 'assistant', content: [{ type: 'thinking', thinking: LONG, signature: `llmux.v2.${'A'.repeat(300)}` }] }, { role: 'user', content: LONG }); }) },
+    { name: 'after the seal', format: 'messages', json: last },
+    ...turns.map((json, i) => ({ name: `turn ${i} in Claude Code's order`, format: 'messages' as const, json: claudeOrder(json) })),
+    ...turns.map((json, i) => ({ name: `turn ${i} as chat`, format: 'chat' as const, json: asChat(json) })),
+    ...responsesTurns().map((json, i) => ({ name: `Codex turn ${i}`, format: 'responses' as const, json })),
+    { name: 'refused as chat: a trailing comma after the new items', format: 'chat', json: withTrailingComma(asChat(last)) },
+  ];
+}
+
+/** A Codex session: its recorded first turn, then each turn with a shell call and its long output more. */
+function responsesTurns(): string[] {
+  const first = recordedSamples().filter((sample) => sample.format === 'responses').sort((a, b) => b.json.length - a.json.length)[0];
+  assert.ok(first !== undefined);
+  const body = JSON.parse(first.json) as { input: unknown[] };
+  const turns: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    body.input.push(
+      { type: 'function_call', call_id: `call_${i}`, name: 'shell', arguments: JSON.stringify({ command: ['ls', `dir-${i}`] }) },
+      { type: 'function_call_output', call_id: `call_${i}`, output: `${LONG} ${i}` },
+    );
+    turns.push(JSON.stringify(body));
+  }
+  return turns;
+}
+
+/** A chat body with one more item and a comma after it before its messages' closing bracket: not JSON. */
+function withTrailingComma(json: string): string {
+  const messages = JSON.stringify((JSON.parse(json) as { messages: unknown }).messages);
+  const end = json.indexOf(messages) + messages.length - 1;
+  assert.ok(end > 0);
+  return `${json.slice(0, end)},{"role":"user","content":"x"},${json.slice(end)}`;
+}
+
+/** Counts the reads served from the last turn. */
+function countingRecall(): { memory: JsonRecall; recalled(): number } {
+  const memory = createJsonRecall();
+  let recalled = 0;
+  return {
+    memory: { ...memory, recall: (...args) => { const read = memory.recall(...args); if (read !== undefined) recalled++; return read; } },
+    recalled: () => recalled,
+  };
+}
+
+describe('a model request read as the next turn of the last one (src/common/json-recall.ts)', () => {
+  it('agrees with the whole parse on every turn of a session, edited every way, refusals in the same words', () => {
+    const counting = countingRecall();
+    const samples = sessionSamples();
+    for (const sample of samples) checkAgreement(sample, { memory: counting.memory, scope: `key\u0000${sample.format}` });
+    // All but the first turn of each format and order, and the bodies that change more than one array, are read from the last.
+    assert.ok(counting.recalled() >= samples.length - 11, `${counting.recalled()} of ${samples.length} recalled`);
   });
 });
 

@@ -458,3 +458,14 @@ const mutate = createMutator({
   shapes: [{ type: 'function', function: {} }, { type: 'image_url', image_url: {} }],
   keys: ['content', 'type', 'role', 'function', 'tool_calls', 'image_url', 'name'],
 });
+
+describe('messages and tools found valid before', () => {
+  it('are checked again when they may have changed (not frozen), and a frozen list is accepted again', () => {
+    const message = { role: 'user', content: 'hi' };
+    const tools = Object.freeze([Object.freeze({ type: 'function', function: Object.freeze({ name: 'Bash' }) })]);
+    validateChatRequest({ model: 'm', messages: [message], tools });
+    validateChatRequest({ model: 'm', messages: [message], tools });
+    message.role = 'robot';
+    assert.throws(() => validateChatRequest({ model: 'm', messages: [message], tools }), /messages\.0\.role/);
+  });
+});

@@ -667,3 +667,35 @@ describe('Claude Code mid-conversation system turns', () => {
     assert.doesNotThrow(() => validateMessagesRequest(twice));
   });
 });
+
+describe('messages and tools found valid before (a key\'s turn read from its last, frozen)', () => {
+  const frozen = <T>(value: T): T => {
+    if (typeof value === 'object' && value !== null) {
+      for (const item of Object.values(value)) frozen(item);
+      Object.freeze(value);
+    }
+    return value;
+  };
+  const user = frozen({ role: 'user', content: [{ type: 'text', text: 'hi' }] });
+  const assistant = frozen({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: {} }] });
+  const tools = frozen([{ name: 'Bash', input_schema: { type: 'object', properties: {} } }]);
+  const body = (messages: unknown[], extra: Record<string, unknown> = {}): unknown => ({ model: 'm', max_tokens: 10, messages, tools, ...extra });
+
+  it('are accepted again, and a message valid after the first is still held to the first message\'s rules when it comes first', () => {
+    validateMessagesRequest(body([user, assistant, user]));
+    validateMessagesRequest(body([user, assistant, user]));
+    assert.throws(() => validateMessagesRequest(body([assistant, user])), /messages\.0\.role: the first message must have role "user"/);
+  });
+
+  it('are checked again under strict rules, where a message\'s place decides (roles alternate)', () => {
+    validateMessagesRequest(body([user, assistant, user]));
+    assert.throws(() => validateMessagesRequest(body([user, assistant, assistant]), { strict: true }), /messages\.2\.role/);
+  });
+
+  it('are only the frozen ones: an object that may change is checked every time', () => {
+    const open = { role: 'assistant', content: [{ type: 'text', text: 'ok' }] };
+    validateMessagesRequest(body([user, open]));
+    (open.content[0] as { type: string }).type = 'tool_result';
+    assert.throws(() => validateMessagesRequest(body([user, open])), /tool_result blocks may only appear in user messages/);
+  });
+});

@@ -191,3 +191,14 @@ const mutate = createMutator({
   shapes: [{ type: 'input_image', image_url: 'https://x/y.png' }, { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' }, { type: 'namespace', name: 'n', tools: [] }, { role: 'user', content: 'x' }],
   keys: ['type', 'role', 'content', 'call_id', 'name', 'arguments', 'output', 'tools', 'namespace', 'format', 'id', 'encrypted_content'],
 });
+
+describe('input items and tools found valid before', () => {
+  it('are checked again when they may have changed (not frozen), and a frozen item is accepted again', () => {
+    const item: Record<string, unknown> = { type: 'function_call_output', call_id: 'c1', output: 'ok' };
+    const kept = Object.freeze({ type: 'message', role: 'user', content: 'hi' });
+    validateResponsesRequest({ model: 'm', input: [kept, item] });
+    validateResponsesRequest({ model: 'm', input: [kept, item] });
+    item['type'] = 7;
+    assert.throws(() => validateResponsesRequest({ model: 'm', input: [kept, item] }), /input\.1\.type/);
+  });
+});

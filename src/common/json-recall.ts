@@ -1,0 +1,313 @@
+/**
+ * The last body read lazily, remembered per scope (issue 26): a coding agent's next turn is its
+ * last turn with a few messages added, the same system, tools and history byte for byte but for
+ * where a cache breakpoint moved. So a body is first compared with the one remembered for its key
+ * and format (`Buffer.compare` over the common start and the common end, native and cheap), and
+ * when everything that differs lies inside one top-level array (the `messages`, the `input`), only
+ * the items that differ are walked, counted and parsed; the other members and the unchanged items
+ * are the values parsed last time, and their texts keep their references.
+ *
+ * What comes out is what {@link ../http/body.ts readJsonObject} of the whole body gives, but for
+ * which index each text reference carries (a reference names a text of the new body's table either
+ * way, so what the references resolve to is the same). Anything else, or anything unexpected, and
+ * the body is read whole, as before: a remembered body holding an llmux seal, a middle that is not
+ * well-formed array items, U+0000, too many unused references in the table.
+ *
+ * Values are shared between the turns that recall them, so they are frozen when remembered: a rule
+ * that changed a request's body in place would throw rather than change the next request's.
+ * Bounded: at most {@link RecallOptions.maxBytes} of remembered bodies across scopes (least
+ * recently used go first), none longer than {@link RecallOptions.maxBodyBytes}, none compared with
+ * when older than {@link RecallOptions.maxAgeMs}. Held in memory only.
+ */
+import { isUtf8 } from 'node:buffer';
+import type { JsonObjectBytes, LazyMembers, MemberSpan } from './json-bytes.ts';
+import { walkJson } from './json-bytes.ts';
+import type { LazyTexts } from './json-lazy.ts';
+import { hasEscapedNul, lazyTexts, skeletonText } from './json-lazy.ts';
+
+export interface RecallOptions {
+  /** Bytes of remembered bodies across scopes (16 MB: their parsed values weigh a few times more). */
+  maxBytes?: number;
+  /** A longer body is not remembered (4 MB: a coding agent's turn is 100 KB to 1 MB). */
+  maxBodyBytes?: number;
+  /** A remembered body older than this is not compared with (10 minutes). */
+  maxAgeMs?: number;
+  now?: () => number;
+}
+
+/** What {@link createJsonRecall} remembers of one body. */
+interface Remembered {
+  lazy: LazyMembers;
+  read: JsonObjectBytes;
+  texts: LazyTexts;
+  /** The texts' indices in the order of the bytes (after a recall the table is not in that order). */
+  order: number[];
+  /** The top-level members' values, frozen, by member (same order as `read.members`). */
+  values: unknown[];
+  /** The top-level arrays' item separators (json-bytes.ts `Layout.inner`): opening position -> commas, then the closing bracket. */
+  inner: Map<number, number[]>;
+  /** When it was last read or recalled. */
+  at: number;
+}
+
+export interface JsonRecall {
+  /** The read of `body` built from the body last remembered under `scope`; undefined when it cannot be. */
+  recall(scope: string, body: Buffer, lazy: LazyMembers, maxDepth: number): JsonObjectBytes | undefined;
+  /** Remembers a body read lazily and whole (`inner`: its walk's layout); freezes its members' values. */
+  remember(scope: string, read: JsonObjectBytes, inner: Map<number, number[]>, lazy: LazyMembers): void;
+  /** Bodies remembered now, and their bytes. */
+  size(): { bodies: number; bytes: number };
+}
+
+/**
+ * Where two buffers first differ, `limit` when they agree that far: one native comparison of it
+ * all, then halving the range where they differ (each comparison stops at the first difference).
+ */
+function commonStart(a: Buffer, b: Buffer, limit: number): number {
+  if (a.compare(b, 0, limit, 0, limit) === 0) return limit;
+  // They agree on [0, low) and differ somewhere in [low, high).
+  let low = 0;
+  let high = limit;
+  while (high - low > 64) {
+    const middle = (low + high) >>> 1;
+    if (a.compare(b, low, middle, low, middle) === 0) low = middle;
+    else high = middle;
+  }
+  while (a[low] === b[low]) low++;
+  return low;
+}
+
+/** How many bytes at the ends of two buffers agree, at most `limit`. */
+function commonEnd(a: Buffer, b: Buffer, limit: number): number {
+  // Lengths from the end: [0, low) known to agree, a difference within [low, high).
+  let low = 0;
+  let high = limit;
+  if (a.compare(b, b.length - limit, b.length, a.length - limit, a.length) === 0) return limit;
+  while (high - low > 64) {
+    const middle = (low + high) >>> 1;
+    if (a.compare(b, b.length - middle, b.length - low, a.length - middle, a.length - low) === 0) low = middle;
+    else high = middle;
+  }
+  while (low < limit && a[a.length - 1 - low] === b[b.length - 1 - low]) low++;
+  return low;
+}
+
+/** Freezes a parsed JSON value and everything in it. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  if (Array.isArray(value)) for (const item of value) deepFreeze(item);
+  else for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+}
+
+/** The first position in `order` whose text starts at or after `position`. */
+function firstTextFrom(order: readonly number[], spans: readonly number[], position: number): number {
+  let low = 0;
+  let high = order.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((spans[2 * (order[middle] as number)] as number) < position) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** A table may hold this many unused references beyond the texts in use before a body is read whole again. */
+const SPARE_REFERENCES = 256;
+
+export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
+  const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+  const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const maxAgeMs = options.maxAgeMs ?? 10 * 60_000;
+  const now = options.now ?? Date.now;
+  /** Least recently used first. */
+  const remembered = new Map<string, Remembered>();
+  let bytes = 0;
+
+  function keep(scope: string, entry: Remembered): void {
+    forget(scope);
+    if (entry.read.bytes.length > Math.min(maxBytes, maxBodyBytes)) return;
+    remembered.set(scope, entry);
+    bytes += entry.read.bytes.length;
+    for (const [oldest, old] of remembered) {
+      if (bytes <= maxBytes && now() - old.at <= maxAgeMs) break;
+      remembered.delete(oldest);
+      bytes -= old.read.bytes.length;
+    }
+  }
+
+  function forget(scope: string): void {
+    const entry = remembered.get(scope);
+    if (entry === undefined) return;
+    remembered.delete(scope);
+    bytes -= entry.read.bytes.length;
+  }
+
+  function recall(scope: string, body: Buffer, lazy: LazyMembers, maxDepth: number): JsonObjectBytes | undefined {
+    if (body.length > maxBodyBytes) return undefined;
+    const last = remembered.get(scope);
+    if (last === undefined || last.lazy !== lazy || now() - last.at > maxAgeMs || last.read.marked === true) return undefined;
+    const old = last.read.bytes;
+    const shorter = Math.min(old.length, body.length);
+    const start = commonStart(old, body, shorter);
+    const delta = body.length - old.length;
+    if (start === shorter && delta === 0) return same(scope, last);
+    const end = commonEnd(old, body, shorter - start);
+    // Everything that differs, in the old body's positions, must lie inside one top-level array.
+    const oldChangeEnd = old.length - end;
+    const index = last.read.members.findIndex((member) => member.valueStart < start && start < member.valueEnd);
+    const member = last.read.members[index];
+    if (member === undefined || oldChangeEnd > member.valueEnd - 1) return undefined;
+    const marks = last.inner.get(member.valueStart);
+    const items = last.values[index];
+    if (marks === undefined || !Array.isArray(items) || old[member.valueStart] !== 0x5b) return undefined;
+    const count = marks.length;
+    if (items.length !== count && !(items.length === 0 && count === 1)) return undefined;
+    // Items kept from the start: those whose comma is in the common start; from the end: those whose comma before is in the common end.
+    let kept = 0;
+    while (kept < count && (marks[kept] as number) < start) kept++;
+    let from = count;
+    while (from - 1 >= Math.max(kept, 1) && (marks[from - 2] as number) >= oldChangeEnd) from--;
+    const middleStart = kept === 0 ? member.valueStart + 1 : (marks[kept - 1] as number) + 1;
+    const oldMiddleEnd = from < count ? (marks[from - 1] as number) : member.valueEnd - 1;
+    const middleEnd = oldMiddleEnd + delta;
+    if (middleEnd < middleStart) return undefined;
+    return changed(scope, last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
+  }
+
+  /**
+   * The same bytes again: the same values in a new top-level object, and the remembered bytes and
+   * texts, which are the body's own. The body just read is not kept: it dies young, where keeping
+   * each request's 200 KB until the next request had the collector promote them all and sweep the
+   * old generation for them several times a second under load.
+   */
+  function same(scope: string, last: Remembered): JsonObjectBytes {
+    const read: JsonObjectBytes = { bytes: last.read.bytes, value: objectOf(last.read.members, last.values), members: last.read.members, duplicateKeys: false, texts: last.texts, marked: last.read.marked };
+    remembered.delete(scope);
+    remembered.set(scope, last);
+    last.at = now();
+    return read;
+  }
+
+  interface Change {
+    index: number;
+    member: MemberSpan;
+    marks: readonly number[];
+    items: readonly unknown[];
+    /** Items kept from the start ([0, kept)) and from the end ([from, count)). */
+    kept: number;
+    from: number;
+    /** The changed items' bytes: `[middleStart, middleEnd)` of the new body, `[middleStart, oldMiddleEnd)` of the old. */
+    middleStart: number;
+    oldMiddleEnd: number;
+    middleEnd: number;
+    delta: number;
+    maxDepth: number;
+  }
+
+  function changed(scope: string, last: Remembered, body: Buffer, change: Change): JsonObjectBytes | undefined {
+    const { member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta } = change;
+    const middle = body.subarray(middleStart, middleEnd);
+    if (!isUtf8(middle)) return undefined;
+    // The changed items alone, under their member's key, at the depth they have in the body.
+    const head = Buffer.concat([Buffer.from('{'), body.subarray(member.start, member.valueStart), Buffer.from('[')]);
+    const wrapper = Buffer.concat([head, middle, Buffer.from(']}')]);
+    if (hasEscapedNul(wrapper)) return undefined;
+    const walk = walkJson(wrapper, change.maxDepth, last.lazy);
+    const wrapperMarks = walk.layout?.inner.get(head.length - 1);
+    if (walk.tooDeep || walk.layout === undefined || walk.layout.members.length !== 1 || wrapperMarks === undefined) return undefined;
+    const spans = walk.texts ?? [];
+    const counted = lazyTexts(wrapper, spans);
+    if (counted === undefined) return undefined;
+
+    // The new table: texts before and after the change keep their indices (their references are in
+    // the kept values), the changed items' texts take the indices the old ones had, then new ones.
+    const oldTexts = last.texts;
+    const order = last.order;
+    const firstChanged = firstTextFrom(order, oldTexts.spans, middleStart);
+    const firstAfter = firstTextFrom(order, oldTexts.spans, oldMiddleEnd);
+    const freed = order.slice(firstChanged, firstAfter);
+    const newSpans = oldTexts.spans.slice();
+    const newUnits = oldTexts.units.slice();
+    for (let k = firstAfter; k < order.length; k++) {
+      const i = order[k] as number;
+      newSpans[2 * i] = (newSpans[2 * i] as number) + delta;
+      newSpans[2 * i + 1] = (newSpans[2 * i + 1] as number) + delta;
+    }
+    const middleIndices: number[] = [];
+    const shift = middleStart - head.length;
+    for (let k = 0; k < spans.length / 2; k++) {
+      const i = k < freed.length ? (freed[k] as number) : newUnits.length;
+      middleIndices.push(i);
+      newSpans[2 * i] = (spans[2 * k] as number) + shift;
+      newSpans[2 * i + 1] = (spans[2 * k + 1] as number) + shift;
+      newUnits[i] = counted.units[k] as number;
+    }
+    for (let k = middleIndices.length; k < freed.length; k++) {
+      const i = freed[k] as number;
+      newSpans[2 * i] = 0;
+      newSpans[2 * i + 1] = 0;
+      newUnits[i] = 0;
+    }
+    const newOrder = [...order.slice(0, firstChanged), ...middleIndices, ...order.slice(firstAfter)];
+    if (newUnits.length > 2 * newOrder.length + SPARE_REFERENCES) return undefined;
+
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(skeletonText(counted, (k) => middleIndices[k] as number));
+    } catch {
+      return undefined;
+    }
+    const middleItems = (parsed as Record<string, unknown>)[member.key];
+    if (!Array.isArray(middleItems) || Object.keys(parsed as object).length !== 1) return undefined;
+    // Between a kept item and the next, or before the closing bracket after one, there must be an item.
+    if (middleItems.length === 0 && (kept > 0 || from < marks.length)) return undefined;
+    deepFreeze(middleItems);
+    const newItems: unknown[] = [...items.slice(0, kept), ...middleItems, ...items.slice(from)];
+    Object.freeze(newItems);
+
+    const members = last.read.members.map((m) => (m.valueStart < middleStart ? (m === member ? { ...m, valueEnd: m.valueEnd + delta } : m) : { ...m, start: m.start + delta, valueStart: m.valueStart + delta, valueEnd: m.valueEnd + delta }));
+    const values = last.values.slice();
+    values[change.index] = newItems;
+    const inner = new Map<number, number[]>();
+    for (const [open, positions] of last.inner) {
+      if (open === member.valueStart) {
+        const newMarks = [...marks.slice(0, kept), ...wrapperMarks.map((position) => position + shift), ...marks.slice(from).map((position) => position + delta)];
+        inner.set(open, newMarks);
+      } else if (open < middleStart) {
+        inner.set(open, positions);
+      } else {
+        inner.set(open + delta, positions.map((position) => position + delta));
+      }
+    }
+    const texts: LazyTexts = { bytes: body, spans: newSpans, units: newUnits };
+    const read: JsonObjectBytes = { bytes: body, value: objectOf(members, values), members, duplicateKeys: false, texts, marked: walk.marked };
+    keep(scope, { lazy: last.lazy, read, texts, order: newOrder, values, inner, at: now() });
+    return read;
+  }
+
+  return {
+    recall,
+    remember(scope, read, inner, lazy) {
+      // A body holding a seal is read whole next time (the walk of the changed items alone cannot tell what the rest holds).
+      if (read.marked === true) forget(scope);
+      if (read.texts === undefined || read.duplicateKeys || read.marked === true || read.bytes.length > maxBodyBytes) return;
+      const values = read.members.map((member) => read.value[member.key]);
+      for (const value of values) deepFreeze(value);
+      const order = Array.from({ length: read.texts.units.length }, (_, i) => i);
+      keep(scope, { lazy, read, texts: read.texts, order, values, inner, at: now() });
+    },
+    size: () => ({ bodies: remembered.size, bytes }),
+  };
+}
+
+/** A new top-level object of these members' values, made as JSON.parse makes one. */
+function objectOf(members: readonly MemberSpan[], values: readonly unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < members.length; i++) {
+    const key = (members[i] as MemberSpan).key;
+    if (key === '__proto__') Object.defineProperty(out, key, { value: values[i], writable: true, enumerable: true, configurable: true });
+    else out[key] = values[i];
+  }
+  return out;
+}
