@@ -45,7 +45,7 @@ import { readJsonObject } from '../http/body.ts';
 import { readKeyedBody } from '../http/admission.ts';
 import type { BodyAdmission } from '../http/admission.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
-import { onClose } from '../http/respond.ts';
+import { onClose, setHeadHeader } from '../http/respond.ts';
 import { queryOf } from '../http/router.ts';
 import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
 import { createCancellation } from '../providers/upstream.ts';
@@ -245,7 +245,7 @@ function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse):
   if (budget === undefined) return undefined;
   const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
   if (!status.exceeded) {
-    res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
+    setHeadHeader(res, BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
     return undefined;
   }
   return (async () => {
