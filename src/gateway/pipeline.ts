@@ -129,9 +129,9 @@ interface Outcome {
 /**
  * Handles a model operation of the client format `format` (one of its dialect's routes:
  * `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`; `params`: the route's).
- * Throws GatewayError for anything refused before the answer starts.
+ * Rejects with a GatewayError for anything refused before the answer starts.
  */
-export async function handleModelRequest<F extends WireFormat>(
+export function handleModelRequest<F extends WireFormat>(
   ctx: PipelineContext,
   format: F,
   req: IncomingMessage,
@@ -139,6 +139,30 @@ export async function handleModelRequest<F extends WireFormat>(
   record: RequestRecord,
   params: Readonly<Record<string, string>> = {},
 ): Promise<void> {
+  // Two frames: the first returns once the provider has answered, so what admission and the
+  // attempts named (the request's facts, its turn, the route's params) is not held by a frame
+  // suspended for as long as a stream stays open; the second holds only what the answer needs.
+  return admitAndSend(ctx, format, req, res, record, params).then(answerAndSettle);
+}
+
+/** A request the provider has answered: what answering it and settling its usage need, and nothing more. */
+interface Sent<F extends WireFormat> extends Exchange<F> {
+  ctx: PipelineContext;
+  record: RequestRecord;
+  admission: Admission;
+  /** Keeps the answer as the client got it, for a later request (see Turn.keep). */
+  keep: Turn<F>['keep'];
+}
+
+/** Reads, admits and sends the request; resolves once a provider has answered it. */
+async function admitAndSend<F extends WireFormat>(
+  ctx: PipelineContext,
+  format: F,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RequestRecord,
+  params: Readonly<Record<string, string>>,
+): Promise<Sent<F>> {
   record.format = format;
   const dialect = dialects[format];
   const query = queryOf(req.url ?? '');
@@ -170,18 +194,11 @@ export async function handleModelRequest<F extends WireFormat>(
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   const cancellation = createCancellation();
-  // One listener, held as long as the response is open. The admission is released exactly once,
-  // whatever happens: the limiter ignores later calls.
-  onClose(res, () => {
-    admission.release();
-    if (!res.writableFinished) cancellation.cancel();
-  });
+  releaseOnClose(res, admission, cancellation);
   const onWarning = (message: string): void => {
     (record.warnings ??= []).push(message);
   };
-  let outcome: Outcome | undefined;
   let answered: Answered<F> | undefined;
-  let answeredBy = model;
   try {
     const startedMs = ctx.now();
     answered = await sendWithFallbacks(ctx.attempts, held, model, {
@@ -199,25 +216,50 @@ export async function handleModelRequest<F extends WireFormat>(
     claim.release();
     held.request = undefined;
     conversation.drop();
-    answeredBy = answered.model;
     record.provider = answered.provider.id;
     record.model = answered.model.id;
     record.deployment = answered.deployment.id;
     if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
     const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
-    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning, carry });
+    return { ctx, record, admission, keep, asked, answered, res, cancellation, estimate, startedMs, onWarning, carry };
+  } catch (err) {
+    // Refused before any upstream work: nothing was consumed.
+    answered?.end(undefined);
+    if (!res.headersSent) admission.settle(0);
+    throw err;
+  }
+}
+
+/**
+ * One listener, held as long as the response is open (made here, so its closure holds these three
+ * and nothing else of the request). The admission is released exactly once, whatever happens: the
+ * limiter ignores later calls.
+ */
+function releaseOnClose(res: ServerResponse, admission: Admission, cancellation: Cancellation): void {
+  onClose(res, () => {
+    admission.release();
+    if (!res.writableFinished) cancellation.cancel();
+  });
+}
+
+/** Answers the client, then ends the answering attempt, settles the usage and keeps the answer. */
+async function answerAndSettle<F extends WireFormat>(sent: Sent<F>): Promise<void> {
+  const { res, record, admission, asked, answered, keep } = sent;
+  let outcome: Outcome | undefined;
+  try {
+    outcome = await answer(sent.ctx, sent);
   } finally {
     // Once, however the answer ended: the deployment's lease goes, what it used replaces its reservation.
-    answered?.end(outcome === undefined ? undefined : {
+    answered.end(outcome === undefined ? undefined : {
       ...(outcome.usage === undefined ? {} : { tokens: totalTokens(outcome.usage) }),
-      ...responseIdOf(dialect.answerId(outcome.answer)),
+      ...responseIdOf(dialects[asked.format].answerId(outcome.answer)),
     });
     if (outcome?.usage !== undefined) {
-      outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
+      outcome.usage = usageWithin(outcome.usage, answered.model, asked.maxTokens, sent.onWarning);
       admission.settle(totalTokens(outcome.usage));
       record.usage = outcome.usage;
-      record.costUsd = costOf(outcome.usage, answeredBy.pricing);
+      record.costUsd = costOf(outcome.usage, answered.model.pricing);
       record.budgetHold?.settle(record.costUsd);
     } else if (!res.headersSent) {
       // Refused before any upstream work: nothing was consumed.
@@ -230,7 +272,7 @@ export async function handleModelRequest<F extends WireFormat>(
   try {
     await keep(outcome.answer);
   } catch (err) {
-    onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
+    sent.onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
