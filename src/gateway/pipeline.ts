@@ -194,7 +194,7 @@ async function admitAndSend<F extends WireFormat>(
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   const cancellation = createCancellation();
-  releaseOnClose(res, admission, cancellation);
+  releaseAdmissionOnClose(res, admission, cancellation);
   const onWarning = (message: string): void => {
     (record.warnings ??= []).push(message);
   };
@@ -236,7 +236,7 @@ async function admitAndSend<F extends WireFormat>(
  * and nothing else of the request). The admission is released exactly once, whatever happens: the
  * limiter ignores later calls.
  */
-function releaseOnClose(res: ServerResponse, admission: Admission, cancellation: Cancellation): void {
+function releaseAdmissionOnClose(res: ServerResponse, admission: Admission, cancellation: Cancellation): void {
   onClose(res, () => {
     admission.release();
     if (!res.writableFinished) cancellation.cancel();

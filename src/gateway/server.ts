@@ -276,12 +276,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // whichever order those happen ('close' can come before the handler's last await resumes).
     let closed = false;
     let handled = false;
-    res.once('close', () => {
+    // `on`, not `once`: a response emits each once, and a once-wrapper is held as long as it is open.
+    res.on('close', () => {
       closed = true;
       if (handled) writeLog();
     });
     // Whatever the answer, a body left unread is discarded only up to a bound.
-    res.once('finish', () => limitUnreadBody(req));
+    res.on('finish', () => limitUnreadBody(req));
     const handlerDone = (): void => {
       handled = true;
       if (closed) writeLog();

@@ -119,9 +119,10 @@ export function startFramedStream(res: ServerResponse, contentType: string): voi
 /**
  * Runs `fn` once when the response closes, or at once when it already has: a listener added after
  * the client went away would never run, and a concurrency slot or an upstream request would be
- * held for good.
+ * held for good. With `on`, not `once`: a response emits 'close' once (Node guards it), and each
+ * `once` is a wrapper (a bound function, its arguments and state) an open stream holds.
  */
 export function onClose(res: ServerResponse, fn: () => void): void {
   if (res.destroyed) fn();
-  else res.once('close', fn);
+  else res.on('close', fn);
 }
