@@ -111,17 +111,18 @@ interface Exchange<F extends WireFormat> {
   estimate: number;
   /** When the request went upstream, for the time to first byte. */
   startedMs: number;
+  /** The time to the answer's first byte, once it has come. */
+  ttfbMs: number | undefined;
   onWarning(message: string): void;
   /** A chat client's passed-through answer: its carried state read for the next turn (src/relay/carry.ts). */
   carry: PassThroughCarry | undefined;
 }
 
-/** What answering taught us, for the log record. */
+/** What answering taught us, for the log record: a relay's result as it is (src/relay/). */
 interface Outcome {
   usage: TokenUsage | undefined;
-  ttfbMs: number | undefined;
   /** Why a stream did not complete. */
-  streamError: string | undefined;
+  error?: string | undefined;
   /** The answer as the client got it, when it was assembled (see Turn.keep). */
   answer: unknown;
 }
@@ -222,7 +223,7 @@ async function admitAndSend<F extends WireFormat>(
     if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
     const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
-    return { ctx, record, admission, keep, asked, answered, res, cancellation, estimate, startedMs, onWarning, carry };
+    return { ctx, record, admission, keep, asked, answered, res, cancellation, estimate, startedMs, ttfbMs: undefined, onWarning, carry };
   } catch (err) {
     // Refused before any upstream work: nothing was consumed.
     answered?.end(undefined);
@@ -266,8 +267,8 @@ async function answerAndSettle<F extends WireFormat>(sent: Sent<F>): Promise<voi
       admission.settle(0);
     }
   }
-  if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
-  if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
+  if (sent.ttfbMs !== undefined) record.ttfbMs = sent.ttfbMs;
+  if (outcome.error !== undefined) record.streamError = outcome.error;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
   try {
     await keep(outcome.answer);
@@ -426,19 +427,21 @@ function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
   );
 }
 
-/** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
-async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
+/**
+ * Answers the client from the provider's answer: an error, a whole answer, or a stream. Not async:
+ * its promise is the relay's own, so a stream's life holds no suspended frame of it.
+ */
+function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
   const { asked, answered, res } = exchange;
   const { response: upstream, provider, carrier } = answered;
   const { limits } = ctx.config;
   const { redact } = ctx.attempts;
-  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, carrier, limits.streamIdleTimeoutMs, redact);
-  let ttfbMs: number | undefined;
+  if ((upstream.statusCode ?? 500) >= 400) return upstreamErrorOf(upstream, carrier, limits.streamIdleTimeoutMs, redact).then(thrown);
   const onFirstByte = (): void => {
-    ttfbMs = ctx.now() - exchange.startedMs;
+    exchange.ttfbMs = ctx.now() - exchange.startedMs;
   };
   if (!asked.stream) {
-    const whole = await relayWhole(res, {
+    return relayWhole(res, {
       upstream,
       provider,
       clientFormat: asked.format,
@@ -453,7 +456,6 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       redact,
       carry: exchange.carry,
     });
-    return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
 
   // The platform's framing as server-sent events (identity on http).
@@ -466,7 +468,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const client = dialects[asked.format];
   const { includeUsage } = asked;
   const { translated } = answered;
-  const result = await relayStream(events, res, (write) => (translated === undefined
+  return relayStream(events, res, (write) => (translated === undefined
     ? createPassThroughRelay(asked.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
@@ -478,5 +480,9 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     redact,
     framing: asked.framing === 'json-array' ? jsonArrayFraming() : undefined,
   });
-  return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
+}
+
+/** Throws what it is given: an upstream's error answer, once read, as the request's error. */
+function thrown(error: unknown): never {
+  throw error;
 }

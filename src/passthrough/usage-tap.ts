@@ -121,7 +121,7 @@ class Tap implements UsageTap {
   private pendingCrEndedBlank = false;
   private readonly state: TapState;
   // Per inspected chunk, as start/end pairs in order: model values to replace, events to drop. The
-  // arrays are made on first use and then reused; the counts say how much of them is this chunk's
+  // arrays are made on first use, room for one pair (most chunks have one), and then reused; the counts say how much of them is this chunk's
   // (setting an array's length is a runtime call, measured at 3% of a rewritten stream).
   private replaced: number[] | undefined = undefined;
   private dropped: number[] | undefined = undefined;
@@ -200,7 +200,7 @@ class Tap implements UsageTap {
     let position = 0;
     while (match !== -1) {
       if (this.chatModels && modelJson !== undefined && bytes[match + 1] === MODEL_KEY[1]) {
-        if (chatModelValue(bytes, match, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [], this.replacedCount, span);
+        if (chatModelValue(bytes, match, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
         match = reader.findCandidate(bytes, match + MODEL_KEY.length);
         continue;
       }
@@ -222,7 +222,7 @@ class Tap implements UsageTap {
         (this.swaps ??= [])[this.swappedCount >> 1] = state.replacement;
         span.start = start;
         span.end = end;
-        this.swappedCount = note(this.swapped ??= [], this.swappedCount, span);
+        this.swappedCount = note(this.swapped ??= [0, 0], this.swappedCount, span);
       }
       if (state.sawError) {
         this.stopped = true;
@@ -234,11 +234,11 @@ class Tap implements UsageTap {
         while (replaced !== undefined && this.replacedCount > 0 && (replaced[this.replacedCount - 2] as number) >= start) this.replacedCount -= 2;
         span.start = start;
         span.end = end;
-        this.droppedCount = note(this.dropped ??= [], this.droppedCount, span);
+        this.droppedCount = note(this.dropped ??= [0, 0], this.droppedCount, span);
       } else if (state.sawMessageStart && modelJson !== undefined) {
-        if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [], this.replacedCount, span);
+        if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
       } else if (state.sawModelVersion && modelJson !== undefined) {
-        if (modelVersionValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [], this.replacedCount, span);
+        if (modelVersionValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
       }
       match = reader.findCandidate(bytes, end);
     }
