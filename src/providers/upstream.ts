@@ -216,7 +216,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           hostname: target.hostname,
           port: target.port,
           path: target.basePath + req.path,
-          headers,
+          headers: headerList(headers),
           agent: target.agent,
         });
         const firstByteTimer = setTimeout(() => {
@@ -276,6 +276,18 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       httpsAgent?.destroy();
     },
   };
+}
+
+/**
+ * The headers as a flat name, value list: given an object, Node sets each with `setHeader` and the
+ * request keeps them (a dictionary and a [name, value] array per header) for as long as it is open,
+ * a whole stream; given a list, it writes them into the head and keeps none. The list has `host`
+ * already (Node adds it only to an object).
+ */
+function headerList(headers: Record<string, string | number>): string[] {
+  const list: string[] = [];
+  for (const name in headers) list.push(name, String(headers[name]));
+  return list;
 }
 
 function bodyLength(body: UpstreamRequest['body']): number {
