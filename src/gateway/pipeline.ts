@@ -205,7 +205,12 @@ async function admitAndSend<F extends WireFormat>(
     answered = await sendWithFallbacks(ctx.attempts, held, model, {
       turn: translation,
       cancellation,
-      onAttempt: (attempt) => record.attempts.push(attempt),
+      // The first attempt in an array of its own size: a push into the empty one (or a spread) gives
+      // it room for 16 (~150 B), held by the record as long as the stream is open.
+      onAttempt: (attempt) => {
+        if (record.attempts.length === 0) record.attempts = [attempt];
+        else record.attempts.push(attempt);
+      },
       onWarning,
       keyId: key.id,
       answerAs: resolution.answerAs,

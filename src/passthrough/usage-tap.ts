@@ -102,7 +102,7 @@ class Tap implements UsageTap {
   upstreamError: string | undefined = undefined;
   stopped = false;
   overflowed = false;
-  /** The model id as JSON, in its own small allocation, not a slice of Node's shared 8 KB pool (which would keep its slab). */
+  /** The model id as JSON (shared by the streams naming it: see modelBytes). */
   private readonly modelJson: Buffer | undefined;
   /** Chat chunks' `model` values are looked for in the same search as the candidates. */
   private readonly chatModels: boolean;
@@ -135,7 +135,7 @@ class Tap implements UsageTap {
   private parser: SseParser | undefined = undefined;
 
   constructor(format: WireFormat, options: UsageTapOptions) {
-    this.modelJson = options.model === undefined ? undefined : ownBytes(JSON.stringify(options.model));
+    this.modelJson = options.model === undefined ? undefined : modelBytes(options.model);
     this.chatModels = this.modelJson !== undefined && format === 'chat';
     this.reader = this.chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
     this.dropUsageChunk = options.dropUsageChunk === true;
@@ -390,6 +390,26 @@ class Tap implements UsageTap {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The JSON of the model ids streams name, one buffer per id for every stream naming it (read only). */
+const MODEL_BYTES = new Map<string, Buffer>();
+/** Model ids are the catalog's and the config's; the bound only keeps a strange config from growing it. */
+const MODEL_BYTES_MAX = 256;
+
+/**
+ * A model id's JSON as bytes, shared rather than allocated per stream (a Buffer, its ArrayBuffer and
+ * its store, ~250 B an open stream held), each in its own small allocation: a slice of Node's shared
+ * 8 KB pool would keep its whole slab.
+ */
+function modelBytes(model: string): Buffer {
+  let bytes = MODEL_BYTES.get(model);
+  if (bytes === undefined) {
+    if (MODEL_BYTES.size >= MODEL_BYTES_MAX) MODEL_BYTES.clear();
+    bytes = ownBytes(JSON.stringify(model));
+    MODEL_BYTES.set(model, bytes);
+  }
+  return bytes;
+}
 
 /** `text` as UTF-8 in a buffer of its own (Buffer.from slices small ones out of a shared pool). */
 function ownBytes(text: string): Buffer {
