@@ -46,7 +46,7 @@ import type { JsonRecall } from '../common/json-recall.ts';
 import { readKeyedBody } from '../http/admission.ts';
 import type { BodyAdmission } from '../http/admission.ts';
 import type { BodyBudget, BodyClaim } from '../http/body-budget.ts';
-import { onClose } from '../http/respond.ts';
+import { onClose, setHeadHeader } from '../http/respond.ts';
 import { queryOf } from '../http/router.ts';
 import { rateLimitError, setRateLimitHeaders } from '../http/rate-limit.ts';
 import { createCancellation } from '../providers/upstream.ts';
@@ -114,17 +114,18 @@ interface Exchange<F extends WireFormat> {
   estimate: number;
   /** When the request went upstream, for the time to first byte. */
   startedMs: number;
+  /** The time to the answer's first byte, once it has come. */
+  ttfbMs: number | undefined;
   onWarning(message: string): void;
   /** A chat client's passed-through answer: its carried state read for the next turn (src/relay/carry.ts). */
   carry: PassThroughCarry | undefined;
 }
 
-/** What answering taught us, for the log record. */
+/** What answering taught us, for the log record: a relay's result as it is (src/relay/). */
 interface Outcome {
   usage: TokenUsage | undefined;
-  ttfbMs: number | undefined;
   /** Why a stream did not complete. */
-  streamError: string | undefined;
+  error?: string | undefined;
   /** The answer as the client got it, when it was assembled (see Turn.keep). */
   answer: unknown;
 }
@@ -132,9 +133,9 @@ interface Outcome {
 /**
  * Handles a model operation of the client format `format` (one of its dialect's routes:
  * `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`; `params`: the route's).
- * Throws GatewayError for anything refused before the answer starts.
+ * Rejects with a GatewayError for anything refused before the answer starts.
  */
-export async function handleModelRequest<F extends WireFormat>(
+export function handleModelRequest<F extends WireFormat>(
   ctx: PipelineContext,
   format: F,
   req: IncomingMessage,
@@ -142,6 +143,30 @@ export async function handleModelRequest<F extends WireFormat>(
   record: RequestRecord,
   params: Readonly<Record<string, string>> = {},
 ): Promise<void> {
+  // Two frames: the first returns once the provider has answered, so what admission and the
+  // attempts named (the request's facts, its turn, the route's params) is not held by a frame
+  // suspended for as long as a stream stays open; the second holds only what the answer needs.
+  return admitAndSend(ctx, format, req, res, record, params).then(answerAndSettle);
+}
+
+/** A request the provider has answered: what answering it and settling its usage need, and nothing more. */
+interface Sent<F extends WireFormat> extends Exchange<F> {
+  ctx: PipelineContext;
+  record: RequestRecord;
+  admission: Admission;
+  /** Keeps the answer as the client got it, for a later request (see Turn.keep). */
+  keep: Turn<F>['keep'];
+}
+
+/** Reads, admits and sends the request; resolves once a provider has answered it. */
+async function admitAndSend<F extends WireFormat>(
+  ctx: PipelineContext,
+  format: F,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RequestRecord,
+  params: Readonly<Record<string, string>>,
+): Promise<Sent<F>> {
   record.format = format;
   const dialect = dialects[format];
   const query = queryOf(req.url ?? '');
@@ -173,24 +198,22 @@ export async function handleModelRequest<F extends WireFormat>(
   admitted = undefined;
   setRateLimitHeaders(res, admission.state);
   const cancellation = createCancellation();
-  // One listener, held as long as the response is open. The admission is released exactly once,
-  // whatever happens: the limiter ignores later calls.
-  onClose(res, () => {
-    admission.release();
-    if (!res.writableFinished) cancellation.cancel();
-  });
+  releaseAdmissionOnClose(res, admission, cancellation);
   const onWarning = (message: string): void => {
     (record.warnings ??= []).push(message);
   };
-  let outcome: Outcome | undefined;
   let answered: Answered<F> | undefined;
-  let answeredBy = model;
   try {
     const startedMs = ctx.now();
     answered = await sendWithFallbacks(ctx.attempts, held, model, {
       turn: translation,
       cancellation,
-      onAttempt: (attempt) => record.attempts.push(attempt),
+      // The first attempt in an array of its own size: a push into the empty one (or a spread) gives
+      // it room for 16 (~150 B), held by the record as long as the stream is open.
+      onAttempt: (attempt) => {
+        if (record.attempts.length === 0) record.attempts = [attempt];
+        else record.attempts.push(attempt);
+      },
       onWarning,
       keyId: key.id,
       answerAs: resolution.answerAs,
@@ -202,38 +225,63 @@ export async function handleModelRequest<F extends WireFormat>(
     claim.release();
     held.request = undefined;
     conversation.drop();
-    answeredBy = answered.model;
     record.provider = answered.provider.id;
     record.model = answered.model.id;
     record.deployment = answered.deployment.id;
     if (answered.key !== undefined) record.providerKey = answered.key.label;
     record.translated = answered.format !== format;
     const carry = answered.translated === undefined ? passThroughCarry(format, answered.format, translation, answered.provider, answered.model) : undefined;
-    outcome = await answer(ctx, { asked, answered, res, cancellation, estimate, startedMs, onWarning, carry });
+    return { ctx, record, admission, keep, asked, answered, res, cancellation, estimate, startedMs, ttfbMs: undefined, onWarning, carry };
+  } catch (err) {
+    // Refused before any upstream work: nothing was consumed.
+    answered?.end(undefined);
+    if (!res.headersSent) admission.settle(0);
+    throw err;
+  }
+}
+
+/**
+ * One listener, held as long as the response is open (made here, so its closure holds these three
+ * and nothing else of the request). The admission is released exactly once, whatever happens: the
+ * limiter ignores later calls.
+ */
+function releaseAdmissionOnClose(res: ServerResponse, admission: Admission, cancellation: Cancellation): void {
+  onClose(res, () => {
+    admission.release();
+    if (!res.writableFinished) cancellation.cancel();
+  });
+}
+
+/** Answers the client, then ends the answering attempt, settles the usage and keeps the answer. */
+async function answerAndSettle<F extends WireFormat>(sent: Sent<F>): Promise<void> {
+  const { res, record, admission, asked, answered, keep } = sent;
+  let outcome: Outcome | undefined;
+  try {
+    outcome = await answer(sent.ctx, sent);
   } finally {
     // Once, however the answer ended: the deployment's lease goes, what it used replaces its reservation.
-    answered?.end(outcome === undefined ? undefined : {
+    answered.end(outcome === undefined ? undefined : {
       ...(outcome.usage === undefined ? {} : { tokens: totalTokens(outcome.usage) }),
-      ...responseIdOf(dialect.answerId(outcome.answer)),
+      ...responseIdOf(dialects[asked.format].answerId(outcome.answer)),
     });
     if (outcome?.usage !== undefined) {
-      outcome.usage = usageWithin(outcome.usage, answeredBy, asked.maxTokens, onWarning);
+      outcome.usage = usageWithin(outcome.usage, answered.model, asked.maxTokens, sent.onWarning);
       admission.settle(totalTokens(outcome.usage));
       record.usage = outcome.usage;
-      record.costUsd = costOf(outcome.usage, answeredBy.pricing);
+      record.costUsd = costOf(outcome.usage, answered.model.pricing);
       record.budgetHold?.settle(record.costUsd);
     } else if (!res.headersSent) {
       // Refused before any upstream work: nothing was consumed.
       admission.settle(0);
     }
   }
-  if (outcome.ttfbMs !== undefined) record.ttfbMs = outcome.ttfbMs;
-  if (outcome.streamError !== undefined) record.streamError = outcome.streamError;
+  if (sent.ttfbMs !== undefined) record.ttfbMs = sent.ttfbMs;
+  if (outcome.error !== undefined) record.streamError = outcome.error;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
   try {
     await keep(outcome.answer);
   } catch (err) {
-    onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
+    sent.onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
@@ -248,7 +296,7 @@ function checkBudget(ctx: PipelineContext, key: KeyRecord, res: ServerResponse):
   if (budget === undefined) return undefined;
   const status = currentBudgetStatus(budget, key.id, ctx.usage, ctx.now());
   if (!status.exceeded) {
-    res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
+    setHeadHeader(res, BUDGET_REMAINING_HEADER, budgetRemainingHeader(status));
     return undefined;
   }
   return (async () => {
@@ -387,19 +435,21 @@ function contextTooLong(model: ModelEntry, estimate: number): GatewayError {
   );
 }
 
-/** Answers the client from the provider's answer: an error, a whole answer, or a stream. */
-async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
+/**
+ * Answers the client from the provider's answer: an error, a whole answer, or a stream. Not async:
+ * its promise is the relay's own, so a stream's life holds no suspended frame of it.
+ */
+function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exchange<F>): Promise<Outcome> {
   const { asked, answered, res } = exchange;
   const { response: upstream, provider, carrier } = answered;
   const { limits } = ctx.config;
   const { redact } = ctx.attempts;
-  if ((upstream.statusCode ?? 500) >= 400) throw await upstreamErrorOf(upstream, carrier, limits.streamIdleTimeoutMs, redact);
-  let ttfbMs: number | undefined;
+  if ((upstream.statusCode ?? 500) >= 400) return upstreamErrorOf(upstream, carrier, limits.streamIdleTimeoutMs, redact).then(thrown);
   const onFirstByte = (): void => {
-    ttfbMs = ctx.now() - exchange.startedMs;
+    exchange.ttfbMs = ctx.now() - exchange.startedMs;
   };
   if (!asked.stream) {
-    const whole = await relayWhole(res, {
+    return relayWhole(res, {
       upstream,
       provider,
       clientFormat: asked.format,
@@ -414,7 +464,6 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
       redact,
       carry: exchange.carry,
     });
-    return { usage: whole.usage, ttfbMs, streamError: undefined, answer: whole.answer };
   }
 
   // The platform's framing as server-sent events (identity on http).
@@ -427,7 +476,7 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
   const client = dialects[asked.format];
   const { includeUsage } = asked;
   const { translated } = answered;
-  const result = await relayStream(events, res, (write) => (translated === undefined
+  return relayStream(events, res, (write) => (translated === undefined
     ? createPassThroughRelay(asked.format, write, { dropUsageChunk: !includeUsage, model: answered.answerAs, redact, observe: exchange.carry?.stream() })
     : createTranslatedRelay(answered.format, translated.stream({ write, estimatedInputTokens: exchange.estimate, includeUsage, onWarning: exchange.onWarning }), redact)), {
     pingFrame: client.pingFrame,
@@ -439,5 +488,9 @@ async function answer<F extends WireFormat>(ctx: PipelineContext, exchange: Exch
     redact,
     framing: asked.framing === 'json-array' ? jsonArrayFraming() : undefined,
   });
-  return { usage: result.usage, ttfbMs, streamError: result.error, answer: result.answer };
+}
+
+/** Throws what it is given: an upstream's error answer, once read, as the request's error. */
+function thrown(error: unknown): never {
+  throw error;
 }

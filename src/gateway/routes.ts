@@ -30,7 +30,7 @@ import type { StoredResponse } from '../responses/store.ts';
 import { isRecord } from '../common/json.ts';
 import { parseJsonBody } from '../http/body.ts';
 import { readKeyedBody } from '../http/admission.ts';
-import { sendJson } from '../http/respond.ts';
+import { sendJson, setHeadHeader, writeHead } from '../http/respond.ts';
 import { pathOf } from '../http/router.ts';
 import { setRateLimitHeaders } from '../http/rate-limit.ts';
 import type { Metrics } from './metrics.ts';
@@ -71,7 +71,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
   const peekHeaders = async (res: ServerResponse, key: KeyRecord): Promise<void> => {
     setRateLimitHeaders(res, (await limiter.peek(key.id, limitsFor(key, config.tiers))).state);
     const budget = budgetFor(key, config.tierBudgets);
-    if (budget !== undefined) res.setHeader(BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
+    if (budget !== undefined) setHeadHeader(res, BUDGET_REMAINING_HEADER, budgetRemainingHeader(currentBudgetStatus(budget, key.id, ctx.usage, ctx.now())));
   };
 
   /** A counting route's body (count_tokens, input_tokens): never admitted, charged as unadmitted work (src/http/admission.ts). */
@@ -245,7 +245,7 @@ export function mountCoreRoutes(routes: RouteRegistry, ctx: CoreRoutesContext): 
     const key = authed(req, record);
     await peekHeaders(res, key);
     requireAdmin(key, req.headers);
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+    writeHead(res, 200, { 'content-type': 'text/plain; version=0.0.4' });
     res.end(ctx.metrics.render({ openStreams: ctx.openRequests(), keysTracked: limiter.size(), stateDegraded: ctx.stateDegraded(), deployments: ctx.deployments() }));
   });
 }

@@ -30,7 +30,7 @@ import { createRouter, pathOf } from '../http/router.ts';
 import { createBodyBudget } from '../http/body-budget.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
 import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/errors.ts';
-import { pickRequestId, sendError } from '../http/respond.ts';
+import { pickRequestId, sendError, setHeadHeader, setHeadOnResponse } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { createJsonRecall } from '../common/json-recall.ts';
 import { mountCoreRoutes } from './routes.ts';
@@ -240,15 +240,23 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   });
   // The health checks are loaded when an admin runs them: most gateways never do.
   const health = async () => (await import('../doctor/doctor.ts')).diagnose({ load: () => config, running: true });
-  const internals: GatewayInternals = { ctx: { ...ctx, health, deployments: () => routing.router.snapshot() }, metrics, log, routes };
+  // A feature may write its answer with `res.writeHead` or `res.end` itself: the head's headers (request
+  // ids, src/http/respond.ts) are set on the response before its handler runs, so none is lost.
+  const featureRoutes = { add: (method: string, path: string, handler: RouteHandler, options?: RouteOptions) => {
+    routes.add(method, path, (req, res, params, record) => {
+      setHeadOnResponse(res);
+      return handler(req, res, params, record);
+    }, options);
+  } };
+  const internals: GatewayInternals = { ctx: { ...ctx, health, deployments: () => routing.router.snapshot() }, metrics, log, routes: featureRoutes };
   for (const mount of options.features ?? []) mount(internals);
 
   function handler(req: IncomingMessage, res: ServerResponse): void {
     const startedMs = now();
     const requestId = pickRequestId(req.headers);
-    res.setHeader('x-request-id', requestId);
+    setHeadHeader(res, 'x-request-id', requestId);
     // The Anthropic SDKs read `request-id` (llmux.md section 3).
-    res.setHeader('request-id', requestId);
+    setHeadHeader(res, 'request-id', requestId);
     const record: RequestRecord = { attempts: [] };
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
@@ -270,12 +278,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // whichever order those happen ('close' can come before the handler's last await resumes).
     let closed = false;
     let handled = false;
-    res.once('close', () => {
+    // `on`, not `once`: a response emits each once, and a once-wrapper is held as long as it is open.
+    res.on('close', () => {
       closed = true;
       if (handled) writeLog();
     });
     // Whatever the answer, a body left unread is discarded only up to a bound.
-    res.once('finish', () => limitUnreadBody(req));
+    res.on('finish', () => limitUnreadBody(req));
     const handlerDone = (): void => {
       handled = true;
       if (closed) writeLog();
@@ -295,7 +304,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (route.kind === 'method_not_allowed') {
         throw new GatewayError(405, 'invalid_request_error', 'method_not_allowed', `${method} is not allowed here; allowed: ${route.allow}`, { headers: { allow: route.allow } });
       }
-      if (closing) res.setHeader('connection', 'close');
+      if (closing) setHeadHeader(res, 'connection', 'close');
       record.route = route.match.pattern;
       return route.match.handler(req, res, route.match.params, record);
     };
@@ -316,7 +325,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       handlerDone();
       // Refused before its body was read (401, 404, 413, 429, ...): when the rest may be more than
       // is discarded (see limitUnreadBody), the client is told the connection ends with this answer.
-      if (mayOutgrowDiscard(req) && !res.headersSent) res.setHeader('connection', 'close');
+      if (mayOutgrowDiscard(req) && !res.headersSent) setHeadHeader(res, 'connection', 'close');
       sendError(res, err, (bug) => {
         log(logMessage('error', `request ${requestId} failed: ${bug instanceof Error ? (bug.stack ?? bug.message) : String(bug)}`));
       }, route.kind === 'not_found' ? undefined : errorShapes.get(route.kind === 'found' ? route.match.pattern : route.pattern));

@@ -6,6 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { RateLimitState, Refusal } from '../limits/limiter.ts';
 import { rateLimited } from '../common/errors.ts';
+import { setHeadHeader } from './respond.ts';
 import type { GatewayError } from '../common/errors.ts';
 
 /** The headers of a state, in a new object (refusals and tests; answers use {@link setRateLimitHeaders}). */
@@ -24,17 +25,17 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
   return headers;
 }
 
-/** Sets a state's headers on an answer. */
+/** Adds a state's headers to an answer's head (src/http/respond.ts: written with its status). */
 export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState): void {
   if (state.requestLimit !== Infinity) {
-    res.setHeader('x-ratelimit-limit-requests', String(state.requestLimit));
-    res.setHeader('x-ratelimit-remaining-requests', String(state.requestsRemaining));
-    res.setHeader('x-ratelimit-reset-requests', String(state.requestsResetSeconds));
+    setHeadHeader(res, 'x-ratelimit-limit-requests', String(state.requestLimit));
+    setHeadHeader(res, 'x-ratelimit-remaining-requests', String(state.requestsRemaining));
+    setHeadHeader(res, 'x-ratelimit-reset-requests', String(state.requestsResetSeconds));
   }
   if (state.tokenLimit !== Infinity) {
-    res.setHeader('x-ratelimit-limit-tokens', String(state.tokenLimit));
-    res.setHeader('x-ratelimit-remaining-tokens', String(state.tokensRemaining));
-    res.setHeader('x-ratelimit-reset-tokens', String(state.tokensResetSeconds));
+    setHeadHeader(res, 'x-ratelimit-limit-tokens', String(state.tokenLimit));
+    setHeadHeader(res, 'x-ratelimit-remaining-tokens', String(state.tokensRemaining));
+    setHeadHeader(res, 'x-ratelimit-reset-tokens', String(state.tokensResetSeconds));
   }
 }
 

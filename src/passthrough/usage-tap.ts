@@ -17,13 +17,16 @@
  * The chat search then looks for `"model"` keys in the same pass; each costs two or three native
  * byte searches (its line's start, the brackets before it) and, when replaced, one copy of the chunk:
  * about 300 ns a chunk in bench/micro-stream.ts.
+ *
+ * Longer than ~400 lines: one tap's state (line boundaries, held bytes, candidates, rewrites) is read
+ * and written by every step of its hot path, which reads best as one class in one file.
  */
 import type { TokenUsage, WireFormat } from '../formats/wire.ts';
 import { createSseParser, type SseEvent, type SseParser } from '../sse/parser.ts';
 import { CR, LF, afterLineEnd, createLineScanner, eventStartBefore, nextEventEnd } from '../sse/lines.ts';
 import { MODEL_KEY, chatModelValue, copyRange, messageStartModelValue, modelVersionValue, replaceOne, sameBytes, type ValueSpan } from './model-field.ts';
 import { CHAT_READER_WITH_MODEL, READERS } from './usage-readers.ts';
-import type { TapState } from './usage-readers.ts';
+import type { TapReader, TapState } from './usage-readers.ts';
 
 export interface UsageTap {
   /** Returns the bytes that may be forwarded now: everything up to the last complete event boundary
@@ -77,53 +80,106 @@ export interface UsageTapOptions {
  * written to the client now; `end` returns what was still held when the upstream finished.
  */
 export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}): UsageTap {
-  // Its own small allocation, not a slice of Node's shared 8 KB pool: the stream keeps it as long
-  // as it is open, and a pooled slice would keep its whole slab.
-  const modelJson = options.model === undefined ? undefined : ownBytes(JSON.stringify(options.model));
-  const chatModels = modelJson !== undefined && format === 'chat';
-  const reader = chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
-  // Only chat streams have a usage-only chunk for the reader to report.
-  const dropUsageChunk = options.dropUsageChunk === true;
-  const maxEventBytes = options.maxEventBytes ?? 16 * 1024 * 1024;
-  let stopped = false;
-  let overflowed = false;
-  const numbered = format === 'responses';
-  let nextSequence = 0;
-  let held: Buffer[] = [];
-  let heldBytes = 0;
-  // Line state carried across chunks, for boundaries split between reads.
-  let lineHasBytes = false;
-  let pendingCr = false;
-  let pendingCrEndedBlank = false;
-  const lines = createLineScanner();
-  const state: TapState = {
-    reported: undefined,
-    completed: false,
-    upstreamError: undefined,
-    sawUsageOnlyChunk: false,
-    sawError: false,
-    sawMessageStart: false,
-    sawModelVersion: false,
-    replacement: undefined,
-    answer: undefined,
-    clientModel: options.model,
-  };
-  // Per inspected chunk, as start/end pairs in order: model values to replace, events to drop. The
-  // arrays are reused; the counts say how much of them is this chunk's (setting an array's length
-  // is a runtime call, measured at 3% of a rewritten stream).
-  const replaced: number[] = [];
-  const dropped: number[] = [];
-  // Responses events rewritten whole (the few that carry the response object): their spans and new text.
-  const swapped: number[] = [];
-  const swaps: string[] = [];
-  let swappedCount = 0;
-  let replacedCount = 0;
-  let droppedCount = 0;
-  const span: ValueSpan = { start: 0, end: 0 };
+  return new Tap(format, options);
+}
 
-  // Made on the first candidate: most chunks of most streams never need one.
-  let parser: SseParser | undefined;
-  const onEvent = (event: SseEvent): void => reader.readEvent(event, state);
+/**
+ * Line scanning state lives only within one call of `lastBoundary` (started and released in it),
+ * so every tap shares one scanner rather than each open stream holding its own.
+ */
+const LINES = createLineScanner();
+/** Scratch for one value's span, only used within one call of `inspect`. */
+const SPAN: ValueSpan = { start: 0, end: 0 };
+
+/**
+ * A tap is an object with its methods on the prototype, not closures over a shared context: every
+ * open stream holds its tap, and a dozen closures with their context cost about three times what
+ * one object's fields do. What the caller reads of it (`completed`, `upstreamError`, `stopped`,
+ * `overflowed`) are plain fields, brought up to date after each feed and end.
+ */
+class Tap implements UsageTap {
+  completed = false;
+  upstreamError: string | undefined = undefined;
+  stopped = false;
+  overflowed = false;
+  /** The model id as JSON (shared by the streams naming it: see modelBytes). */
+  private readonly modelJson: Buffer | undefined;
+  /** Chat chunks' `model` values are looked for in the same search as the candidates. */
+  private readonly chatModels: boolean;
+  private readonly reader: TapReader;
+  /** Only chat streams have a usage-only chunk for the reader to report. */
+  private readonly dropUsageChunk: boolean;
+  private readonly maxEventBytes: number;
+  /** A Responses stream: its events' `sequence_number`s are followed. */
+  private readonly numbered: boolean;
+  private nextSequence = 0;
+  private held: Buffer[] = [];
+  private heldBytes = 0;
+  // Line state carried across chunks, for boundaries split between reads.
+  private lineHasBytes = false;
+  private pendingCr = false;
+  private pendingCrEndedBlank = false;
+  private readonly state: TapState;
+  // Per inspected chunk, as start/end pairs in order: model values to replace, events to drop. The
+  // arrays are made on first use, room for one pair (most chunks have one), and then reused; the counts say how much of them is this chunk's
+  // (setting an array's length is a runtime call, measured at 3% of a rewritten stream).
+  private replaced: number[] | undefined = undefined;
+  private dropped: number[] | undefined = undefined;
+  // Responses events rewritten whole (the few that carry the response object): their spans and new text.
+  private swapped: number[] | undefined = undefined;
+  private swaps: string[] | undefined = undefined;
+  private swappedCount = 0;
+  private replacedCount = 0;
+  private droppedCount = 0;
+  /** Made on the first candidate: most chunks of most streams never need one. */
+  private parser: SseParser | undefined = undefined;
+
+  constructor(format: WireFormat, options: UsageTapOptions) {
+    this.modelJson = options.model === undefined ? undefined : modelBytes(options.model);
+    this.chatModels = this.modelJson !== undefined && format === 'chat';
+    this.reader = this.chatModels ? CHAT_READER_WITH_MODEL : READERS[format];
+    this.dropUsageChunk = options.dropUsageChunk === true;
+    this.maxEventBytes = options.maxEventBytes ?? 16 * 1024 * 1024;
+    this.numbered = format === 'responses';
+    this.state = {
+      reported: undefined,
+      completed: false,
+      upstreamError: undefined,
+      sawUsageOnlyChunk: false,
+      sawError: false,
+      sawMessageStart: false,
+      sawModelVersion: false,
+      replacement: undefined,
+      answer: undefined,
+      clientModel: options.model,
+    };
+  }
+
+  feed(chunk: Buffer): Buffer | undefined {
+    return this.settled(this.feedChunk(chunk));
+  }
+
+  end(): Buffer | undefined {
+    return this.settled(this.endHeld());
+  }
+
+  usage(): TokenUsage | undefined {
+    return this.state.reported === undefined ? undefined : { ...this.state.reported };
+  }
+
+  answer(): unknown {
+    return this.state.answer;
+  }
+
+  nextSequenceNumber(): number {
+    return this.nextSequence;
+  }
+
+  private settled(out: Buffer | undefined): Buffer | undefined {
+    this.completed = this.state.completed;
+    this.upstreamError = this.state.upstreamError;
+    return out;
+  }
 
   /**
    * Reads the events in `bytes` (which start at an event boundary) that hold a candidate, and
@@ -131,22 +187,24 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
    * chunk the client did not ask for, anything after an upstream error). Events before a candidate
    * are passed over unparsed: under load one read can carry 20 events, and only one of them matters.
    */
-  function inspect(bytes: Buffer, last: boolean): Buffer {
-    if (stopped) return EMPTY;
-    if (numbered) nextSequence = sequenceAfter(bytes, nextSequence);
+  private inspect(bytes: Buffer, last: boolean): Buffer {
+    if (this.stopped) return EMPTY;
+    if (this.numbered) this.nextSequence = sequenceAfter(bytes, this.nextSequence);
+    const { reader, state, modelJson } = this;
     let match = reader.findCandidate(bytes, 0);
     if (match === -1) return bytes;
-    replacedCount = 0;
-    droppedCount = 0;
-    swappedCount = 0;
+    this.replacedCount = 0;
+    this.droppedCount = 0;
+    this.swappedCount = 0;
+    const span = SPAN;
     let position = 0;
     while (match !== -1) {
-      if (chatModels && bytes[match + 1] === MODEL_KEY[1]) {
-        if (chatModelValue(bytes, match, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+      if (this.chatModels && modelJson !== undefined && bytes[match + 1] === MODEL_KEY[1]) {
+        if (chatModelValue(bytes, match, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
         match = reader.findCandidate(bytes, match + MODEL_KEY.length);
         continue;
       }
-      parser ??= createSseParser(reader.eventNames === undefined ? { onEvent } : { onEvent, eventNames: reader.eventNames });
+      const parser = this.parser ??= this.newParser();
       const start = eventStartBefore(bytes, position, match);
       const end = nextEventEnd(bytes, start);
       state.sawUsageOnlyChunk = false;
@@ -161,40 +219,49 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
       position = end;
       if (state.replacement !== undefined) {
         // A Responses event naming the model, failures included: forwarded with the llmux id.
-        swaps[swappedCount >> 1] = state.replacement;
+        (this.swaps ??= [])[this.swappedCount >> 1] = state.replacement;
         span.start = start;
         span.end = end;
-        swappedCount = note(swapped, swappedCount, span);
+        this.swappedCount = note(this.swapped ??= [0, 0], this.swappedCount, span);
       }
       if (state.sawError) {
-        stopped = true;
+        this.stopped = true;
         break;
       }
-      if (dropUsageChunk && state.sawUsageOnlyChunk) {
+      if (this.dropUsageChunk && state.sawUsageOnlyChunk) {
         // The event's own model value goes with it.
-        while (replacedCount > 0 && (replaced[replacedCount - 2] as number) >= start) replacedCount -= 2;
+        const replaced = this.replaced;
+        while (replaced !== undefined && this.replacedCount > 0 && (replaced[this.replacedCount - 2] as number) >= start) this.replacedCount -= 2;
         span.start = start;
         span.end = end;
-        droppedCount = note(dropped, droppedCount, span);
+        this.droppedCount = note(this.dropped ??= [0, 0], this.droppedCount, span);
       } else if (state.sawMessageStart && modelJson !== undefined) {
-        if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+        if (messageStartModelValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
       } else if (state.sawModelVersion && modelJson !== undefined) {
-        if (modelVersionValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) replacedCount = note(replaced, replacedCount, span);
+        if (modelVersionValue(bytes, start, end, span) && !sameBytes(bytes, span.start, span.end, modelJson)) this.replacedCount = note(this.replaced ??= [0, 0], this.replacedCount, span);
       }
       match = reader.findCandidate(bytes, end);
     }
     // After an upstream error nothing more is forwarded, in this chunk or later.
-    const keptTo = stopped ? position : bytes.length;
-    if (replacedCount === 0 && droppedCount === 0 && swappedCount === 0 && keptTo === bytes.length) return bytes;
+    const keptTo = this.stopped ? position : bytes.length;
+    if (this.replacedCount === 0 && this.droppedCount === 0 && this.swappedCount === 0 && keptTo === bytes.length) return bytes;
     // Only a Responses stream swaps events, and it neither drops events nor replaces model values.
-    return swappedCount > 0 ? rebuildSwapped(bytes, keptTo) : rebuild(bytes, keptTo);
+    return this.swappedCount > 0 ? this.rebuildSwapped(bytes, keptTo) : this.rebuild(bytes, keptTo);
+  }
+
+  private newParser(): SseParser {
+    const { reader, state } = this;
+    const onEvent = (event: SseEvent): void => reader.readEvent(event, state);
+    return createSseParser(reader.eventNames === undefined ? { onEvent } : { onEvent, eventNames: reader.eventNames });
   }
 
   /** The bytes up to `keptTo` with the swapped events written anew. */
-  function rebuildSwapped(bytes: Buffer, keptTo: number): Buffer {
+  private rebuildSwapped(bytes: Buffer, keptTo: number): Buffer {
+    const swapped = this.swapped ?? [];
+    const swaps = this.swaps ?? [];
     const pieces: Array<Buffer> = [];
     let from = 0;
-    for (let w = 0; w < swappedCount && (swapped[w] as number) < keptTo; w += 2) {
+    for (let w = 0; w < this.swappedCount && (swapped[w] as number) < keptTo; w += 2) {
       if ((swapped[w] as number) > from) pieces.push(bytes.subarray(from, swapped[w]));
       pieces.push(Buffer.from(swaps[w >> 1] as string));
       from = swapped[w + 1] as number;
@@ -207,8 +274,11 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
    * The bytes up to `keptTo` with the dropped events left out and the model values replaced (both in
    * order), copied once into one new buffer.
    */
-  function rebuild(bytes: Buffer, keptTo: number): Buffer {
-    const model = modelJson ?? EMPTY;
+  private rebuild(bytes: Buffer, keptTo: number): Buffer {
+    const model = this.modelJson ?? EMPTY;
+    const replaced = this.replaced ?? [];
+    const dropped = this.dropped ?? [];
+    const { replacedCount, droppedCount } = this;
     if (replacedCount === 2 && droppedCount === 0 && keptTo === bytes.length) return replaceOne(bytes, replaced[0] as number, replaced[1] as number, model);
     let size = keptTo;
     for (let r = 0; r < replacedCount; r += 2) if ((replaced[r] as number) < keptTo) size += model.length - ((replaced[r + 1] as number) - (replaced[r] as number));
@@ -238,36 +308,37 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
   }
 
   /** End of the last blank line (event boundary) in `chunk`, or -1; advances the line state. */
-  function lastBoundary(chunk: Buffer): number {
+  private lastBoundary(chunk: Buffer): number {
     const length = chunk.length;
     // Fast path: a chunk ending in a blank line ends on a boundary, whatever came before.
     if (length >= 2 && chunk[length - 1] === LF && (chunk[length - 2] === LF || (length >= 4 && chunk[length - 2] === CR && chunk[length - 3] === LF && chunk[length - 4] === CR))) {
-      pendingCr = false;
-      lineHasBytes = false;
+      this.pendingCr = false;
+      this.lineHasBytes = false;
       return length;
     }
     let boundary = -1;
     let position = 0;
-    if (pendingCr) {
-      pendingCr = false;
+    if (this.pendingCr) {
+      this.pendingCr = false;
       if (length > 0 && chunk[0] === LF) {
         position = 1;
         // The LF completes a CRLF whose CR ended a blank line: keep it with what is forwarded now.
-        if (pendingCrEndedBlank) boundary = 1;
+        if (this.pendingCrEndedBlank) boundary = 1;
       }
     }
+    const lines = LINES;
     lines.start(chunk, position);
     while (position < length) {
       const lineEnd = lines.next(position);
       if (lineEnd === -1) {
-        lineHasBytes = true;
+        this.lineHasBytes = true;
         break;
       }
-      const isBlank = lineEnd === position && !lineHasBytes;
-      lineHasBytes = false;
+      const isBlank = lineEnd === position && !this.lineHasBytes;
+      this.lineHasBytes = false;
       if (chunk[lineEnd] === CR && lineEnd + 1 === length) {
-        pendingCr = true;
-        pendingCrEndedBlank = isBlank;
+        this.pendingCr = true;
+        this.pendingCrEndedBlank = isBlank;
       }
       position = afterLineEnd(chunk, lineEnd);
       if (isBlank) boundary = position;
@@ -276,76 +347,69 @@ export function createUsageTap(format: WireFormat, options: UsageTapOptions = {}
     return boundary;
   }
 
-  function feed(chunk: Buffer): Buffer | undefined {
+  private feedChunk(chunk: Buffer): Buffer | undefined {
     if (chunk.length === 0) return undefined;
-    const boundary = lastBoundary(chunk);
-    if (stopped) return undefined;
+    const boundary = this.lastBoundary(chunk);
+    if (this.stopped) return undefined;
     if (boundary === -1) {
-      held.push(chunk);
-      heldBytes += chunk.length;
-      if (heldBytes > maxEventBytes) {
+      this.held.push(chunk);
+      this.heldBytes += chunk.length;
+      if (this.heldBytes > this.maxEventBytes) {
         // A partial event this large is not an answer llmux can pass on whole.
-        overflowed = true;
-        stopped = true;
-        state.upstreamError = `an event of the provider's stream is larger than ${maxEventBytes} bytes`;
-        held = [];
-        heldBytes = 0;
+        this.overflowed = true;
+        this.stopped = true;
+        this.state.upstreamError = `an event of the provider's stream is larger than ${this.maxEventBytes} bytes`;
+        this.held = [];
+        this.heldBytes = 0;
       }
       return undefined;
     }
     let out: Buffer;
-    if (held.length === 0) {
+    if (this.held.length === 0) {
       out = boundary === chunk.length ? chunk : chunk.subarray(0, boundary);
     } else {
-      held.push(chunk.subarray(0, boundary));
-      out = Buffer.concat(held, heldBytes + boundary);
-      held = [];
-      heldBytes = 0;
+      this.held.push(chunk.subarray(0, boundary));
+      out = Buffer.concat(this.held, this.heldBytes + boundary);
+      this.held = [];
+      this.heldBytes = 0;
     }
     if (boundary < chunk.length) {
-      held.push(chunk.subarray(boundary));
-      heldBytes = chunk.length - boundary;
+      this.held.push(chunk.subarray(boundary));
+      this.heldBytes = chunk.length - boundary;
     }
-    return inspect(out, false);
+    return this.inspect(out, false);
   }
 
-  function end(): Buffer | undefined {
-    if (held.length === 0) return undefined;
-    const out = held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held, heldBytes);
-    held = [];
-    heldBytes = 0;
-    return inspect(out, true);
+  private endHeld(): Buffer | undefined {
+    if (this.held.length === 0) return undefined;
+    const out = this.held.length === 1 ? (this.held[0] as Buffer) : Buffer.concat(this.held, this.heldBytes);
+    this.held = [];
+    this.heldBytes = 0;
+    return this.inspect(out, true);
   }
-
-  // What the caller reads of the tap is copied onto it after each feed and end, as plain
-  // properties: V8 keeps an object literal with accessors in dictionary mode (~500 B more), and
-  // every open stream holds its tap.
-  const tap = {
-    feed(chunk: Buffer): Buffer | undefined {
-      return settled(feed(chunk));
-    },
-    end(): Buffer | undefined {
-      return settled(end());
-    },
-    usage: (): TokenUsage | undefined => (state.reported === undefined ? undefined : { ...state.reported }),
-    completed: false,
-    upstreamError: undefined as string | undefined,
-    stopped: false,
-    overflowed: false,
-    answer: (): unknown => state.answer,
-    nextSequenceNumber: (): number => nextSequence,
-  };
-  function settled(out: Buffer | undefined): Buffer | undefined {
-    tap.completed = state.completed;
-    tap.upstreamError = state.upstreamError;
-    tap.stopped = stopped;
-    tap.overflowed = overflowed;
-    return out;
-  }
-  return tap;
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The JSON of the model ids streams name, one buffer per id for every stream naming it (read only). */
+const MODEL_BYTES = new Map<string, Buffer>();
+/** Model ids are the catalog's and the config's; the bound only keeps a strange config from growing it. */
+const MODEL_BYTES_MAX = 256;
+
+/**
+ * A model id's JSON as bytes, shared rather than allocated per stream (a Buffer, its ArrayBuffer and
+ * its store, ~250 B an open stream held), each in its own small allocation: a slice of Node's shared
+ * 8 KB pool would keep its whole slab.
+ */
+function modelBytes(model: string): Buffer {
+  let bytes = MODEL_BYTES.get(model);
+  if (bytes === undefined) {
+    if (MODEL_BYTES.size >= MODEL_BYTES_MAX) MODEL_BYTES.clear();
+    bytes = ownBytes(JSON.stringify(model));
+    MODEL_BYTES.set(model, bytes);
+  }
+  return bytes;
+}
 
 /** `text` as UTF-8 in a buffer of its own (Buffer.from slices small ones out of a shared pool). */
 function ownBytes(text: string): Buffer {

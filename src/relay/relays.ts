@@ -9,9 +9,11 @@
  */
 import type { TokenUsage, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import { dialects } from '../dialects/index.ts';
+import type { Dialect } from '../dialects/index.ts';
 import { createSseParser } from '../sse/parser.ts';
+import type { SseParser } from '../sse/parser.ts';
 import { createUsageTap } from '../passthrough/usage-tap.ts';
-import type { UsageTapOptions } from '../passthrough/usage-tap.ts';
+import type { UsageTap, UsageTapOptions } from '../passthrough/usage-tap.ts';
 import { decoderFor } from '../translate/index.ts';
 import type { AnsweringStreamTranslator } from '../translate/index.ts';
 import type { StreamDecoder } from '../translate/answer-events.ts';
@@ -45,55 +47,79 @@ export function createPassThroughRelay(
   write: (bytes: Buffer | string) => void,
   options: UsageTapOptions & { redact: Redact; observe?: StreamDecoder | undefined },
 ): Relay {
-  const { redact, observe } = options;
-  const tap = createUsageTap(format, options);
-  const observer = observe === undefined ? undefined : createSseParser({ onEvent: observe.push, eventNames: dialects[format].eventNames });
-  const { errorFrame } = dialects[format];
+  return new PassThroughRelay(format, write, options);
+}
 
-  function fail(message: string): void {
-    if (relay.finished) return;
-    relay.error = message;
-    write(errorFrame({ message, type: 'api_error', answer: tap.answer(), sequenceNumber: tap.nextSequenceNumber() }));
-    relay.finished = true;
+/**
+ * An object with its methods on the prototype rather than closures over a shared context (every
+ * open stream holds its relay); `finished` and `error` are plain fields, not getters (V8 keeps an
+ * object with accessors in dictionary mode, ~500 B more).
+ */
+class PassThroughRelay implements Relay {
+  finished = false;
+  error: string | undefined = undefined;
+  private readonly tap: UsageTap;
+  private readonly write: (bytes: Buffer | string) => void;
+  private readonly observer: SseParser | undefined;
+  private readonly observe: StreamDecoder | undefined;
+  private readonly redact: Redact;
+  private readonly errorFrame: Dialect<WireFormat>['errorFrame'];
+
+  constructor(format: WireFormat, write: (bytes: Buffer | string) => void, options: UsageTapOptions & { redact: Redact; observe?: StreamDecoder | undefined }) {
+    const { observe } = options;
+    this.tap = createUsageTap(format, options);
+    this.write = write;
+    this.observe = observe;
+    this.observer = observe === undefined ? undefined : createSseParser({ onEvent: observe.push, eventNames: dialects[format].eventNames });
+    this.redact = options.redact;
+    this.errorFrame = dialects[format].errorFrame;
   }
 
-  // `finished` and `error` are plain properties, not getters: V8 keeps an object literal with an
-  // accessor in dictionary mode (~500 B more), and every open stream holds its relay.
-  const relay: Relay & { finished: boolean; error: string | undefined } = {
-    feed(chunk) {
-      if (relay.finished) return;
-      observer?.feed(chunk);
-      const out = tap.feed(chunk);
-      if (out !== undefined && out.length > 0) write(out);
-      if (!tap.stopped) return;
-      if (tap.overflowed) {
-        fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
-        return;
-      }
-      // The upstream's error reached the client; nothing after it is forwarded.
-      relay.error = tap.upstreamError === undefined ? undefined : redact(tap.upstreamError);
-      relay.finished = true;
-    },
-    end() {
-      if (relay.finished) return;
-      observer?.end();
-      observe?.end();
-      const rest = tap.end();
-      if (rest !== undefined && rest.length > 0) write(rest);
-      if (tap.upstreamError !== undefined) relay.error = redact(tap.upstreamError);
-      else if (!tap.completed) {
-        fail('The provider ended the stream before it was complete');
-        return;
-      }
-      relay.finished = true;
-    },
-    fail,
-    finished: false,
-    error: undefined,
-    usage: () => tap.usage(),
-    answer: () => tap.answer(),
-  };
-  return relay;
+  feed(chunk: Buffer): void {
+    if (this.finished) return;
+    const { tap } = this;
+    this.observer?.feed(chunk);
+    const out = tap.feed(chunk);
+    if (out !== undefined && out.length > 0) this.write(out);
+    if (!tap.stopped) return;
+    if (tap.overflowed) {
+      this.fail(`The provider's stream could not be read: ${tap.upstreamError ?? 'event too large'}`);
+      return;
+    }
+    // The upstream's error reached the client; nothing after it is forwarded.
+    this.error = tap.upstreamError === undefined ? undefined : this.redact(tap.upstreamError);
+    this.finished = true;
+  }
+
+  end(): void {
+    if (this.finished) return;
+    const { tap } = this;
+    this.observer?.end();
+    this.observe?.end();
+    const rest = tap.end();
+    if (rest !== undefined && rest.length > 0) this.write(rest);
+    if (tap.upstreamError !== undefined) this.error = this.redact(tap.upstreamError);
+    else if (!tap.completed) {
+      this.fail('The provider ended the stream before it was complete');
+      return;
+    }
+    this.finished = true;
+  }
+
+  fail(message: string): void {
+    if (this.finished) return;
+    this.error = message;
+    this.write(this.errorFrame({ message, type: 'api_error', answer: this.tap.answer(), sequenceNumber: this.tap.nextSequenceNumber() }));
+    this.finished = true;
+  }
+
+  usage(): TokenUsage | undefined {
+    return this.tap.usage();
+  }
+
+  answer(): unknown {
+    return this.tap.answer();
+  }
 }
 
 /** Whether an upstream event carries an error: `event: error`, or a chat chunk with an `"error"` key. */

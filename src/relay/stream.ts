@@ -51,111 +51,124 @@ export function relayStream(
   createRelay: (write: (bytes: Buffer | string) => void) => Relay,
   options: StreamOptions,
 ): Promise<StreamResult> {
-  const { now, pingIntervalMs, idleTimeoutMs, framing } = options;
+  const { framing } = options;
   if (framing === undefined) startEventStream(res);
   else startFramedStream(res, framing.contentType);
   options.onStart();
+  return new Promise((resolve) => runStream(upstream, res, createRelay, options, resolve));
+}
+
+/**
+ * The stream's life, in a function of its own: its closures (the listeners, the timer) live as long
+ * as the stream, and share this function's context; what they do not name (the relay's factory,
+ * the options object) is not in it, so an open stream does not keep them.
+ */
+function runStream(
+  upstream: UpstreamResponse,
+  res: ServerResponse,
+  createRelay: (write: (bytes: Buffer | string) => void) => Relay,
+  options: StreamOptions,
+  resolve: (result: StreamResult) => void,
+): void {
+  const { now, pingIntervalMs, idleTimeoutMs, framing } = options;
   const pingFrame = framing?.pingFrame ?? options.pingFrame;
+  let done = false;
+  let lastActivity = now();
+  let timer: NodeJS.Timeout | undefined;
+  let clientGone = false;
+  /** Since when the client has not taken what was written (the upstream is paused for it). */
+  let stalledSince: number | undefined;
+  let stallError: string | undefined;
 
-  return new Promise((resolve) => {
-    let done = false;
-    let lastActivity = now();
-    let timer: NodeJS.Timeout | undefined;
-    let clientGone = false;
-    /** Since when the client has not taken what was written (the upstream is paused for it). */
-    let stalledSince: number | undefined;
-    let stallError: string | undefined;
+  const { redact } = options;
+  const write = (piece: Buffer | string): void => {
+    if (res.writableEnded) return;
+    // A string is encoded once, here, rather than by the redactor and again by the socket.
+    const bytes = redact === undefined ? piece : redactBytes(redact, typeof piece === 'string' ? Buffer.from(piece) : piece);
+    if (!res.write(bytes) && !upstream.isPaused()) {
+      upstream.pause();
+      stalledSince = now();
+      res.once('drain', () => {
+        stalledSince = undefined;
+        upstream.resume();
+      });
+    }
+  };
+  if (framing !== undefined) write(framing.head);
+  const relay = createRelay(framing === undefined ? write : framing.wrap(write));
+  let unregister: (() => void) | undefined;
 
-    const { redact } = options;
-    const write = (piece: Buffer | string): void => {
-      if (res.writableEnded) return;
-      // A string is encoded once, here, rather than by the redactor and again by the socket.
-      const bytes = redact === undefined ? piece : redactBytes(redact, typeof piece === 'string' ? Buffer.from(piece) : piece);
-      if (!res.write(bytes) && !upstream.isPaused()) {
-        upstream.pause();
-        stalledSince = now();
-        res.once('drain', () => {
-          stalledSince = undefined;
-          upstream.resume();
-        });
-      }
-    };
-    if (framing !== undefined) write(framing.head);
-    const relay = createRelay(framing === undefined ? write : framing.wrap(write));
-    let unregister: (() => void) | undefined;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    unregister?.();
+    upstream.off('data', onData);
+    if (framing !== undefined && stallError === undefined && !clientGone) write(framing.tail);
+    if (!res.writableEnded) res.end();
+    resolve({ usage: relay.usage(), answer: relay.answer(), error: stallError ?? (clientGone ? 'client closed the stream' : relay.error) });
+  };
 
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      unregister?.();
-      upstream.off('data', onData);
-      if (framing !== undefined && stallError === undefined && !clientGone) write(framing.tail);
-      if (!res.writableEnded) res.end();
-      resolve({ usage: relay.usage(), answer: relay.answer(), error: stallError ?? (clientGone ? 'client closed the stream' : relay.error) });
-    };
+  const fail = (message: string): void => {
+    if (done) return;
+    relay.fail(message);
+    // finish() first: destroying the upstream can emit 'aborted' at once.
+    finish();
+    upstream.destroy();
+  };
 
-    const fail = (message: string): void => {
-      if (done) return;
-      relay.fail(message);
-      // finish() first: destroying the upstream can emit 'aborted' at once.
+  const onData = (chunk: Buffer): void => {
+    lastActivity = now();
+    relay.feed(chunk);
+    if (!relay.finished) return;
+    finish();
+    if (relay.error === undefined) releaseForReuse(upstream);
+    else upstream.destroy();
+  };
+
+  const onEnd = (): void => {
+    if (done) return;
+    relay.end();
+    finish();
+  };
+
+  const tick = (): void => {
+    if (done) return;
+    if (stalledSince !== undefined && now() - stalledSince >= idleTimeoutMs) {
+      // The client took nothing for the whole bound: nothing can reach it, not even an error.
+      stallError = `the client read nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`;
       finish();
+      res.destroy();
       upstream.destroy();
-    };
-
-    const onData = (chunk: Buffer): void => {
-      lastActivity = now();
-      relay.feed(chunk);
-      if (!relay.finished) return;
-      finish();
-      if (relay.error === undefined) releaseForReuse(upstream);
-      else upstream.destroy();
-    };
-
-    const onEnd = (): void => {
-      if (done) return;
-      relay.end();
-      finish();
-    };
-
-    const tick = (): void => {
-      if (done) return;
-      if (stalledSince !== undefined && now() - stalledSince >= idleTimeoutMs) {
-        // The client took nothing for the whole bound: nothing can reach it, not even an error.
-        stallError = `the client read nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`;
-        finish();
-        res.destroy();
-        upstream.destroy();
-        return;
-      }
-      // Paused for a slow client is not the upstream's silence.
-      if (upstream.isPaused()) lastActivity = now();
-      const idle = now() - lastActivity;
-      if (idle >= idleTimeoutMs) {
-        fail(`The provider sent nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`);
-        return;
-      }
-      if (idle >= pingIntervalMs && !res.writableNeedDrain) write(pingFrame);
-      const stallLeft = stalledSince === undefined ? Infinity : idleTimeoutMs - (now() - stalledSince);
-      timer = setTimeout(tick, Math.max(1, Math.min(pingIntervalMs, idleTimeoutMs - idle, stallLeft)));
-      timer.unref();
-    };
-    timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs));
+      return;
+    }
+    // Paused for a slow client is not the upstream's silence.
+    if (upstream.isPaused()) lastActivity = now();
+    const idle = now() - lastActivity;
+    if (idle >= idleTimeoutMs) {
+      fail(`The provider sent nothing for ${idleTimeoutMs} ms (limits.stream_idle_timeout_ms)`);
+      return;
+    }
+    if (idle >= pingIntervalMs && !res.writableNeedDrain) write(pingFrame);
+    const stallLeft = stalledSince === undefined ? Infinity : idleTimeoutMs - (now() - stalledSince);
+    timer = setTimeout(tick, Math.max(1, Math.min(pingIntervalMs, idleTimeoutMs - idle, stallLeft)));
     timer.unref();
+  };
+  timer = setTimeout(tick, Math.min(pingIntervalMs, idleTimeoutMs));
+  timer.unref();
 
-    unregister = options.register?.(fail);
-    upstream.on('data', onData);
-    // `on`, not `once` (each once is a wrapper the open stream holds): both handlers run once anyway.
-    const lost = (): void => fail('The connection to the provider was lost mid-stream');
-    upstream.on('end', onEnd);
-    upstream.on('error', lost);
-    upstream.on('aborted', lost);
-    onClose(res, () => {
-      if (done) return;
-      // The client went away: stop the generation at once.
-      clientGone = true;
-      finish();
-      upstream.destroy();
-    });
+  unregister = options.register?.(fail);
+  upstream.on('data', onData);
+  // `on`, not `once` (each once is a wrapper the open stream holds): both handlers run once anyway.
+  const lost = (): void => fail('The connection to the provider was lost mid-stream');
+  upstream.on('end', onEnd);
+  upstream.on('error', lost);
+  upstream.on('aborted', lost);
+  onClose(res, () => {
+    if (done) return;
+    // The client went away: stop the generation at once.
+    clientGone = true;
+    finish();
+    upstream.destroy();
   });
 }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../common/errors.ts';
 import { readSmallBody } from '../http/admission.ts';
+import { writeHead } from '../http/respond.ts';
 import type { RouteRegistry } from '../gateway/feature.ts';
 import { CHART_CSS } from './charts.ts';
 
@@ -89,17 +90,13 @@ ${options.body.__html}
 
 /** Sends a page with the security headers. */
 export function sendPage(res: ServerResponse, status: number, page: string, headers: Record<string, string | string[]> = {}): void {
-  for (const name in SECURITY_HEADERS) res.setHeader(name, SECURITY_HEADERS[name] as string);
-  for (const name in headers) res.setHeader(name, headers[name] as string | string[]);
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(page) });
+  writeHead(res, status, { ...SECURITY_HEADERS, ...headers, 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(page) });
   res.end(page);
 }
 
 /** 303 See Other: after a POST, the browser GETs `location` (no re-submission on reload). */
 export function redirect(res: ServerResponse, location: string, headers: Record<string, string | string[]> = {}): void {
-  for (const name in SECURITY_HEADERS) res.setHeader(name, SECURITY_HEADERS[name] as string);
-  for (const name in headers) res.setHeader(name, headers[name] as string | string[]);
-  res.writeHead(303, { location, 'content-length': 0 });
+  writeHead(res, 303, { ...SECURITY_HEADERS, ...headers, location, 'content-length': 0 });
   res.end();
 }
 
@@ -266,7 +263,7 @@ export const ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"
 /** Serves the stylesheet, the script and the icon. */
 export function mountAssets(routes: RouteRegistry): void {
   const asset = (type: string, body: string) => (_req: IncomingMessage, res: ServerResponse) => {
-    res.writeHead(200, {
+    writeHead(res, 200, {
       'content-type': type,
       'content-length': Buffer.byteLength(body),
       'cache-control': 'public, max-age=3600',

@@ -57,10 +57,14 @@ export function watchAnswers(server: Server, onProblem: (line: string) => void):
     const writeHead = writable.writeHead;
     // Headers given to writeHead alone are not readable from the response afterwards.
     let contentType: string | undefined;
+    let requestId: string | undefined;
     writable.writeHead = function (this: ServerResponse, ...args: unknown[]) {
       const headers = args.find((arg, index) => index > 0 && typeof arg === 'object' && arg !== null);
       if (headers !== undefined && !Array.isArray(headers)) {
-        for (const [name, value] of Object.entries(headers as Json)) if (name.toLowerCase() === 'content-type') contentType = String(value);
+        for (const [name, value] of Object.entries(headers as Json)) {
+          if (name.toLowerCase() === 'content-type') contentType = String(value);
+          if (name.toLowerCase() === 'x-request-id') requestId = String(value);
+        }
       }
       return writeHead.apply(this, args);
     };
@@ -77,7 +81,7 @@ export function watchAnswers(server: Server, onProblem: (line: string) => void):
       if (done || !res.headersSent || bytes > MAX_CHECKED_BYTES) return;
       done = true;
       watch.checked += 1;
-      const where = `${req.method ?? 'GET'} ${req.url ?? '/'} (${String(res.getHeader('x-request-id'))}, ${res.statusCode})`;
+      const where = `${req.method ?? 'GET'} ${req.url ?? '/'} (${requestId ?? String(res.getHeader('x-request-id'))}, ${res.statusCode})`;
       for (const line of problemsOfAnswer(route, res, contentType ?? String(res.getHeader('content-type') ?? ''), Buffer.concat(chunks), finished)) onProblem(`${where}: ${line}`);
     };
     res.once('finish', () => check(true));

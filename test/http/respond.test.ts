@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { onClose } from '../../src/http/respond.ts';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { headHeader, onClose, setHeadHeader, setHeadOnResponse, writeHead } from '../../src/http/respond.ts';
 
 describe('onClose', () => {
   it('runs at once for a response whose client already left, and on close otherwise', async () => {
@@ -32,5 +33,56 @@ describe('onClose', () => {
     await finished;
     server.close();
     assert.deepEqual(calls, ['registered early', 'registered late']);
+  });
+});
+
+/** Answers one GET with `answer` and resolves with the headers the client got and the names left on the response. */
+async function answerOnce(answer: (res: ServerResponse) => void): Promise<{ headers: IncomingHttpHeaders; kept: string[] }> {
+  let kept: string[] = [];
+  const server = http.createServer((_req, res) => {
+    answer(res);
+    kept = res.getHeaderNames();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  try {
+    const headers = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/', agent: false }, (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.headers));
+      }).once('error', reject);
+    });
+    return { headers, kept };
+  } finally {
+    server.close();
+  }
+}
+
+describe('the head of an answer', () => {
+  it('writes the headers added before the status with it, a later value and writeHead\'s own winning, and keeps none on the response', async () => {
+    const { headers, kept } = await answerOnce((res) => {
+      setHeadHeader(res, 'x-request-id', 'r1');
+      setHeadHeader(res, 'x-ratelimit-limit-requests', '10');
+      setHeadHeader(res, 'x-ratelimit-limit-requests', '20');
+      setHeadHeader(res, 'cache-control', 'no-store');
+      assert.equal(headHeader(res, 'x-request-id'), 'r1');
+      writeHead(res, 200, { 'content-type': 'text/plain', 'cache-control': 'no-cache' });
+      assert.equal(headHeader(res, 'x-request-id'), undefined);
+      res.end('ok');
+    });
+    assert.equal(headers['x-request-id'], 'r1');
+    assert.equal(headers['x-ratelimit-limit-requests'], '20');
+    assert.equal(headers['cache-control'], 'no-cache');
+    assert.equal(headers['content-type'], 'text/plain');
+    assert.deepEqual(kept, []);
+  });
+
+  it('sets them on the response for a handler that answers with res.end alone', async () => {
+    const { headers } = await answerOnce((res) => {
+      setHeadHeader(res, 'x-request-id', 'r2');
+      setHeadOnResponse(res);
+      assert.equal(headHeader(res, 'x-request-id'), 'r2');
+      res.end('ok');
+    });
+    assert.equal(headers['x-request-id'], 'r2');
   });
 });

@@ -31,10 +31,10 @@ function heldStream(event: string, held: ServerResponse[]): Responder {
 }
 
 /** Opens a streamed request and resolves with it once the client has the first bytes of its answer. */
-function openStream(url: string, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; close(): void }> {
+function openStream(url: string, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; close(): void }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      res.once('data', () => resolve({ status: res.statusCode ?? 0, close: () => req.destroy() }));
+      res.once('data', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, close: () => req.destroy() }));
       res.on('data', () => {});
     });
     req.once('error', reject);
@@ -99,4 +99,35 @@ describe('idle streams', () => {
       }
     });
   }
+
+  it('keeps no header block once the head of the stream is written, and the client has every header', async () => {
+    const event = firstEvent('anthropic-stream-text.sse');
+    t.upstream.fallback = heldStream(event, held);
+    const key = (await t.gateway.keys.create({ name: 'idle headers', tier: 'enterprise', limits: { rpm: 1e6, tpm: 1e12, concurrency: 100 } })).key;
+    const headers = { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01', 'x-request-id': 'idle-head-1' };
+    const body = JSON.stringify({ model: 'claude-test', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const answered: ServerResponse[] = [];
+    const server = t.gateway.server;
+    assert.ok(server !== undefined);
+    const onRequest = (_req: http.IncomingMessage, res: ServerResponse): void => {
+      answered.push(res);
+    };
+    server.on('request', onRequest);
+    const stream = await openStream(t.url, '/v1/messages', headers, body);
+    server.off('request', onRequest);
+    try {
+      assert.equal(stream.status, 200);
+      assert.equal(stream.headers['x-request-id'], 'idle-head-1');
+      assert.equal(stream.headers['request-id'], 'idle-head-1');
+      assert.equal(stream.headers['x-ratelimit-limit-requests'], '1000000');
+      assert.equal(stream.headers['x-ratelimit-limit-tokens'], '1000000000000');
+      assert.equal(stream.headers['content-type'], 'text/event-stream; charset=utf-8');
+      // Headers set with res.setHeader stay on the response (a dictionary and an array per header)
+      // for as long as the stream is open; given to writeHead in one object, none is kept.
+      assert.equal(answered.length, 1);
+      assert.deepEqual(answered[0]?.getHeaderNames(), []);
+    } finally {
+      stream.close();
+    }
+  });
 });
