@@ -284,6 +284,7 @@ describe('when the state itself fails', () => {
             findItem: () => Promise.resolve(undefined),
           },
           sealer: () => import('../src/responses/seal.ts').then(({ createSealer }) => createSealer(Buffer.alloc(32, 1))),
+          sealerNow: () => undefined,
         },
       },
     });

@@ -100,12 +100,18 @@ export interface ChatCarry {
 /**
  * The chat turn of `body` for `keyId`: its calls' state recalled from `store`. `texts`: those of a
  * body read lazily (src/common/json-lazy.ts); `conversationOf`: its conversation key when first
- * asked (the request's facts), instead of working it out here.
+ * asked (the request's facts), instead of working it out here. A body with no tool calls to
+ * recall reads nothing from the store: its turn is returned at once, not as a promise.
  */
-export async function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts, conversationOf?: () => string | undefined): Promise<ChatCarry> {
+export function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, store: CarriedStore, texts?: LazyTexts, conversationOf?: () => string | undefined): ChatCarry | Promise<ChatCarry> {
   const conversation = typeof body['prompt_cache_key'] === 'string' && body['prompt_cache_key'] !== '' ? undefined : (conversationOf ?? chatConversationKey(body, texts));
   const ids = chatCallIds(body);
-  const found = ids.length === 0 ? new Map<string, string>() : await store.get(keyId, ids).catch(() => new Map<string, string>());
+  if (ids.length === 0) return chatCarryWith(new Map(), keyId, sealer, store, conversation);
+  return store.get(keyId, ids).catch(() => new Map<string, string>()).then((found) => chatCarryWith(found, keyId, sealer, store, conversation));
+}
+
+/** The chat turn over the records `found` for its calls (by call id, as the store keeps them). */
+function chatCarryWith(found: ReadonlyMap<string, string>, keyId: string, sealer: Sealer, store: CarriedStore, conversation: string | (() => string | undefined) | undefined): ChatCarry {
   const recalled = new Map<string, CarriedRecord>();
   for (const [callId, text] of found) {
     const record = parseRecord(text);

@@ -22,6 +22,7 @@ import { withModel } from '../passthrough/model-field.ts';
 import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
+import { withSealer } from '../responses/state.ts';
 import { createCarryReader } from '../translate/carried.ts';
 import { carryChatHistory } from '../translate/carry-chat.ts';
 import { lastUserText } from './user-text.ts';
@@ -41,11 +42,11 @@ export const chatDialect: Dialect<'chat'> = {
   maxTokens: (body) => body.max_completion_tokens ?? body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.messages, body.tools], texts),
   wantsStreamUsage: (body) => body.stream_options?.include_usage === true,
-  async beginTurn(request, scope) {
-    const sealer = await scope.services.responses.sealer();
-    const { turn, settled } = await chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts, scope.conversation);
-    return { request, translation: turn, keep: settled };
-  },
+  // Not async: a turn with the sealer made and no tool calls to recall is there at once.
+  beginTurn: (request, scope) => withSealer(scope.services.responses, (sealer) => {
+    const carry = chatCarryOf(request.body, scope.keyId, sealer, scope.services.carried, request.raw?.texts, scope.conversation);
+    return carry instanceof Promise ? carry.then(({ turn, settled }) => ({ request, translation: turn, keep: settled })) : { request, translation: carry.turn, keep: carry.settled };
+  }),
   traits: chatTraits,
   conversationKey: chatConversationKey,
   answerId: noAnswerId,

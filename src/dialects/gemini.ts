@@ -37,6 +37,7 @@ import { invalidParameters } from '../common/errors.ts';
 import type { CredentialSource } from '../common/credentials.ts';
 import { NO_HEADERS, keepNothing, mayHoldSeals, noAnswerId, passedOn } from './dialect.ts';
 import { carryTurnOf } from './carry.ts';
+import { withSealer } from '../responses/state.ts';
 import type { Dialect, PassThroughCarry, TextAnswer, Turn } from './dialect.ts';
 import { createCarryReader } from '../translate/carried.ts';
 import { carryGeminiContents } from '../translate/carry-gemini.ts';
@@ -148,10 +149,11 @@ export const geminiDialect: Dialect<'gemini'> = {
   answerId: noAnswerId,
   // Every Gemini event may carry usage, and its clients read it: nothing to ask for.
   wantsStreamUsage: () => true,
-  async beginTurn(request, scope): Promise<Turn<'gemini'>> {
-    const sealer = await scope.services.responses.sealer();
-    return { request, translation: { ...carryTurnOf(sealer, scope.keyId, geminiConversationKey(request.body)), stream: request.stream }, keep: keepNothing };
-  },
+  beginTurn: (request, scope) => withSealer(scope.services.responses, (sealer): Turn<'gemini'> => ({
+    request,
+    translation: { ...carryTurnOf(sealer, scope.keyId, geminiConversationKey(request.body)), stream: request.stream },
+    keep: keepNothing,
+  })),
 
   // The provider's key is the platform's; Gemini has no version header.
   formatHeaders: () => NO_HEADERS,

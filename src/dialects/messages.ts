@@ -24,6 +24,7 @@ import { carryMessagesHistory } from '../translate/carry-messages.ts';
 import { keepNothing, mayHoldSeals, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, ForwardedHeaders, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { carryTurnOf } from './carry.ts';
+import { withSealer } from '../responses/state.ts';
 import { lastUserText } from './user-text.ts';
 
 const DEFAULT_VERSION = '2023-06-01';
@@ -104,10 +105,12 @@ export const messagesDialect: Dialect<'messages'> = {
   maxTokens: (body) => body.max_tokens,
   estimate: (body, texts) => estimateTokens([body.system, body.messages, body.tools], texts),
   wantsStreamUsage: () => true,
-  async beginTurn(request, scope) {
-    const sealer = await scope.services.responses.sealer();
-    return { request, translation: carryTurnOf(sealer, scope.keyId, scope.conversation ?? messagesConversationKey(request.body, request.raw?.texts)), keep: keepNothing };
-  },
+  // Not async: with the sealer made (every request after the first) the turn is there at once.
+  beginTurn: (request, scope) => withSealer(scope.services.responses, (sealer) => ({
+    request,
+    translation: carryTurnOf(sealer, scope.keyId, scope.conversation ?? messagesConversationKey(request.body, request.raw?.texts)),
+    keep: keepNothing,
+  })),
   traits: messagesTraits,
   conversationKey: messagesConversationKey,
   answerId: noAnswerId,

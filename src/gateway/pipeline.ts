@@ -370,7 +370,7 @@ async function readAndAdmit<F extends WireFormat>(
     // On the model that answers: neither an alias nor a route widens what a key reaches.
     checkModelAllowed(key, model.id, req.headers);
     const provider = ctx.attempts.provider(model.provider);
-    const turn = await dialect.beginTurn(arrived, {
+    const begun = dialect.beginTurn(arrived, {
       keyId: key.id,
       services: ctx.state,
       passThrough: provider !== undefined && upstreamFormatFor(provider, arrived.format) === arrived.format,
@@ -378,6 +378,8 @@ async function readAndAdmit<F extends WireFormat>(
       conversation: facts.conversation,
       now: ctx.now,
     });
+    // Most turns begin at once (src/responses/state.ts `withSealer`): no await, no microtask.
+    const turn = begun instanceof Promise ? await begun : begun;
     const request = turn.request;
     // A turn that resolved what the request builds on (Responses) has more input than arrived.
     const estimate = request.body === arrived.body ? facts.inputTokens() : dialect.estimate(request.body, request.raw?.texts);

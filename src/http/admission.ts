@@ -55,8 +55,11 @@ export interface KeyedBody {
   refused(): void;
 }
 
-/** Reads a keyed route's body under the key's admission (see the header). Throws the refusal. */
-export async function readKeyedBody(
+/**
+ * Reads a keyed route's body under the key's admission (see the header). Rejects with the refusal.
+ * Not async: its promise is the body read's, continued once (no wrapper promise, no await).
+ */
+export function readKeyedBody(
   req: IncomingMessage,
   res: ServerResponse,
   admission: BodyAdmission,
@@ -64,17 +67,26 @@ export async function readKeyedBody(
   kind: BodyKind,
 ): Promise<KeyedBody> {
   const { limiter } = admission;
-  const early = limiter.check(key.id, key.limits, kind === 'model' ? 'model' : 'unadmitted');
-  if (early !== undefined) throw rateLimitError(early);
-  const claim = admission.bodies.claim(key.id);
-  releaseOnClose(res, claim);
-  let bytes: Buffer;
+  let claim: BodyClaim;
   try {
-    bytes = await readBody(req, admission.maxBodyBytes, { idleTimeoutMs: admission.bodyTimeoutMs, claim });
+    const early = limiter.check(key.id, key.limits, kind === 'model' ? 'model' : 'unadmitted');
+    if (early !== undefined) throw rateLimitError(early);
+    claim = admission.bodies.claim(key.id);
   } catch (err) {
-    claim.release();
-    throw err;
+    return Promise.reject(err);
   }
+  releaseOnClose(res, claim);
+  return readBody(req, admission.maxBodyBytes, { idleTimeoutMs: admission.bodyTimeoutMs, claim }).then(
+    (bytes) => keyedBody(bytes, claim, limiter, key, kind),
+    (err: unknown) => {
+      claim.release();
+      throw err;
+    },
+  );
+}
+
+/** The body read, with its charge for unadmitted work (at once for a counted body). */
+function keyedBody(bytes: Buffer, claim: BodyClaim, limiter: Limiter, key: { id: string; limits: LimitSet }, kind: BodyKind): KeyedBody {
   // Only the size: a closure that named `bytes` here would keep the body for as long as the
   // response is open (V8 gives this function's closures one shared context; see releaseOnClose).
   const size = bytes.length;

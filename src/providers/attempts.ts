@@ -305,10 +305,13 @@ async function attempt<F extends WireFormat>(
   let response: UpstreamResponse;
   // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
   const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call), apiKey: key === undefined ? undefined : writtenKey(provider, key.index) };
-  const send = async (): Promise<UpstreamResponse> => {
+  // Not async: the transport's own promise, after the credential's when there is one to wait for.
+  const send = (): Promise<UpstreamResponse> => {
     const pending = authorise(ctx, carrier, outgoing);
-    if (pending !== undefined) await pending;
-    return ctx.transport.send({
+    return pending === undefined ? sendNow() : pending.then(sendNow);
+  };
+  const sendNow = (): Promise<UpstreamResponse> =>
+    ctx.transport.send({
       provider,
       endpoint: carrier.endpoint,
       format,
@@ -320,7 +323,6 @@ async function attempt<F extends WireFormat>(
       connectTimeoutMs: ctx.connectTimeoutMs,
       firstByteTimeoutMs: ctx.firstByteTimeoutMs,
     });
-  };
   try {
     response = await send();
     // A stale credential (src/platforms/platform.ts `renew`: a refused token, dropped) earns this

@@ -308,8 +308,31 @@ function bodyLength(body: UpstreamRequest['body']): number {
 /** Errors of a request whose response has arrived surface on the response; this keeps them from crashing the process. */
 function ignoreError(): void {}
 
-/** Reads a whole (non-streamed) upstream body into one Buffer, bounded. */
-export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
+/**
+ * Reads a whole (non-streamed) upstream body into one Buffer, bounded. An answer that has already
+ * arrived whole (a small one comes in the packet of its headers) is taken from the response's
+ * buffer at once, with no listeners, timer or promise: the Buffer itself is returned.
+ */
+export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTimeoutMs: number): Buffer | Promise<Buffer> {
+  const arrived = arrivedBody(res, maxBytes);
+  return arrived ?? readArriving(res, maxBytes, idleTimeoutMs);
+}
+
+/**
+ * The body of a response that has arrived whole and has not been read, else undefined. Only
+ * Node's own response says so for certain: its parser sets `complete` as it pushes the end of the
+ * body, so every byte is in the buffer (a decoder's `complete` is its source's, and its output may
+ * still be coming). Reading the buffer to its end lets the response end, and its socket go back to
+ * the pool, as reading it through events does.
+ */
+function arrivedBody(res: UpstreamResponse, maxBytes: number): Buffer | undefined {
+  if (!(res instanceof http.IncomingMessage) || !res.complete || res.readableFlowing !== null || res.readableLength > maxBytes) return undefined;
+  const bytes = res.read() as Buffer | null;
+  return bytes ?? Buffer.alloc(0);
+}
+
+/** Reads a body still arriving: bounded in size and in silence between chunks. */
+function readArriving(res: UpstreamResponse, maxBytes: number, idleTimeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -57,7 +57,9 @@ export async function relayWhole(res: ServerResponse, answer: WholeAnswer): Prom
   const { upstream, provider, cancellation } = answer;
   // A client that leaves while a long answer is generated stops it.
   cancellation.listen(() => upstream.destroy());
-  const bytes = await readUpstreamBody(upstream, MAX_UPSTREAM_BODY_BYTES, answer.idleTimeoutMs);
+  // An answer that has arrived whole is there at once: no await, no turn of the microtask queue.
+  const read = readUpstreamBody(upstream, MAX_UPSTREAM_BODY_BYTES, answer.idleTimeoutMs);
+  const bytes = read instanceof Promise ? await read : read;
   cancellation.unlisten();
   answer.onArrived();
   const { translated } = answer;

@@ -14,6 +14,20 @@ export interface ResponsesState {
   readonly store: ResponseStore;
   /** The sealer for reasoning handed to clients; its secret is created on first use. */
   sealer(): Promise<Sealer>;
+  /**
+   * The sealer when it is already made (every request after the first), else undefined: a turn
+   * then begins without waiting a microtask for it (see {@link withSealer}).
+   */
+  sealerNow(): Sealer | undefined;
+}
+
+/**
+ * `make` given the state's sealer: called at once, and its value returned, when the sealer is
+ * already made; otherwise once {@link ResponsesState.sealer} gives it (a promise of its value).
+ */
+export function withSealer<T>(state: ResponsesState, make: (sealer: Sealer) => T | Promise<T>): T | Promise<T> {
+  const ready = state.sealerNow();
+  return ready === undefined ? state.sealer().then(make) : make(ready);
 }
 
 export interface LocalResponsesStateOptions {
@@ -40,5 +54,6 @@ export function createLocalResponsesState(options: LocalResponsesStateOptions): 
       }
       return Promise.resolve(sealer);
     },
+    sealerNow: () => sealer,
   };
 }

@@ -207,20 +207,29 @@ export interface SharedResponsesState {
   readonly store: ResponseStore;
   /** The sealer under the shared secret; made once, retried after a failure. */
   sealer(): Promise<Sealer>;
+  /** The sealer once the shared secret has been read, else undefined. */
+  sealerNow(): Sealer | undefined;
 }
 
 /** The shared store and a sealer under the shared secret, made on first use. */
 export function createSharedResponsesState(options: SharedResponseStoreOptions): SharedResponsesState {
   const store = createSharedResponseStore(options);
   let sealer: Promise<Sealer> | undefined;
+  // The same sealer as `sealer`'s promise gives, once it has: the secret never changes after.
+  let made: Sealer | undefined;
   return {
     store,
     sealer() {
-      sealer ??= sharedSealSecret(options.client, options.prefix).then(createSealer);
-      sealer.catch(() => {
-        sealer = undefined;
-      });
+      if (sealer === undefined) {
+        sealer = sharedSealSecret(options.client, options.prefix).then(createSealer);
+        sealer.then((value) => {
+          made = value;
+        }, () => {
+          sealer = undefined;
+        });
+      }
       return sealer;
     },
+    sealerNow: () => made,
   };
 }

@@ -70,7 +70,9 @@ describe('a chat turn', () => {
 
   it('remembers the answer\'s calls at once, and finishing waits for the writes; a store that fails costs the state, not the request', async () => {
     const store = createMemoryCarriedStore();
-    const { turn, settled } = await chatCarryOf(chat([]), KEY_A, TEST_SEALER, store);
+    const carry = chatCarryOf(chat([]), KEY_A, TEST_SEALER, store);
+    assert.ok(!(carry instanceof Promise), 'a body with no calls to recall reads nothing from the store: its turn is there at once');
+    const { turn, settled } = carry;
     turn.remember('new', { issuer: GEMINI, call: { kind: 'thought-signature', signature: 'g' } });
     await settled();
     assert.equal((await store.get(KEY_A, ['new'])).size, 1);

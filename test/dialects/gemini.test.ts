@@ -73,7 +73,7 @@ describe('the gemini dialect, beyond what every format is checked for', () => {
 
   it('turns a request that streams into a turn that says so (the translations need it: the body does not)', async () => {
     const request = read({ model: 'm', method: 'streamGenerateContent' }, 'alt=sse');
-    const services = { responses: { sealer: () => Promise.resolve(TEST_SEALER) } } as never;
+    const services = { responses: { sealer: () => Promise.resolve(TEST_SEALER), sealerNow: () => undefined } } as never;
     const turn = await geminiDialect.beginTurn(request, { keyId: 'k', services, passThrough: false, now: Date.now });
     assert.equal(turn.translation.stream, true);
     // It seals for the key too (llmux.md section 11): what it seals opens for that key.

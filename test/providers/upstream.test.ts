@@ -1,12 +1,84 @@
-import { describe, it } from 'node:test';
+/** The upstream client (src/providers/upstream.ts): what a provider is sent, and how a whole answer is read. */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
 import type { ProviderConfig } from '../../src/config/types.ts';
-import { createCancellation, createUpstreamClient } from '../../src/providers/upstream.ts';
+import { createCancellation, createUpstreamClient, readUpstreamBody } from '../../src/providers/upstream.ts';
 import { createEchoTransport } from '../../src/providers/echo.ts';
+import { GatewayError } from '../../src/common/errors.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
+/** An in-process upstream on loopback: `/whole` answers at once (in parts), `/later` sends its head, then its body when told. */
+let server: http.Server;
+let port: number;
+let finishLater: (() => void) | undefined;
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const PARTS = ['{"id":"a",', '"content":"', 'x'.repeat(3000), '"}'];
+const WHOLE = PARTS.join('');
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    req.resume();
+    res.setHeader('content-type', 'application/json');
+    res.setHeader('content-length', Buffer.byteLength(WHOLE));
+    if (req.url === '/whole') {
+      for (const part of PARTS.slice(0, -1)) res.write(part);
+      res.end(PARTS.at(-1));
+      return;
+    }
+    res.write(PARTS[0]);
+    finishLater = () => res.end(PARTS.slice(1).join(''));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  port = (server.address() as AddressInfo).port;
+});
+
+after(() => {
+  agent.destroy();
+  server.close();
+});
+
+function ask(path: string): Promise<{ res: http.IncomingMessage; req: http.ClientRequest }> {
+  const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent });
+  req.end('{}');
+  return once(req, 'response').then(([res]) => ({ res: res as http.IncomingMessage, req }));
+}
+
+describe('readUpstreamBody', () => {
+  it('takes an answer that has arrived whole from its buffer at once, and its socket goes back to the pool', async () => {
+    const { res } = await ask('/whole');
+    await waitUntil(() => res.complete, 'the whole answer has arrived');
+    const bytes = readUpstreamBody(res, 1024 * 1024, 60_000);
+    assert.ok(Buffer.isBuffer(bytes), 'a Buffer, not a promise');
+    assert.equal(bytes.toString('utf8'), WHOLE);
+    await once(res, 'end');
+    const next = await ask('/whole');
+    assert.equal(next.req.reusedSocket, true, 'the keep-alive socket is reused');
+    await waitUntil(() => next.res.complete, 'the second answer has arrived');
+    assert.equal((readUpstreamBody(next.res, 1024 * 1024, 60_000) as Buffer).toString('utf8'), WHOLE);
+  });
+
+  it('reads an answer still arriving as it comes', async () => {
+    const { res } = await ask('/later');
+    const reading = readUpstreamBody(res, 1024 * 1024, 60_000);
+    assert.ok(reading instanceof Promise);
+    finishLater?.();
+    assert.equal((await reading).toString('utf8'), WHOLE);
+  });
+
+  it('refuses an answer larger than its bound, whole or not', async () => {
+    const { res } = await ask('/whole');
+    await waitUntil(() => res.complete, 'the whole answer has arrived');
+    const reading = readUpstreamBody(res, 100, 60_000);
+    assert.ok(reading instanceof Promise, 'read as it comes, within the bound');
+    // Destroying the response reports it cut off first (Node emits 'aborted' within destroy).
+    await assert.rejects(reading, (err: unknown) => err instanceof GatewayError && err.status === 502);
+  });
+});
 describe('the upstream client', () => {
   it('sends the provider its headers, host and length included, and its open request keeps no header block', async () => {
     let received: IncomingHttpHeaders = {};

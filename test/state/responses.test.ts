@@ -112,6 +112,14 @@ describe('stored responses and the seal secret on a real state server', { skip }
     assert.equal((await other.sealer()).open(sealed), undefined, 'another state server, another secret');
   });
 
+  it('has its sealer at hand once the shared secret has been read, and not before', async () => {
+    const state = createSharedResponsesState({ client: client(), prefix: freshPrefix() });
+    assert.equal(state.sealerNow(), undefined);
+    const sealer = await state.sealer();
+    assert.equal(state.sealerNow(), sealer);
+    assert.equal(await state.sealer(), sealer);
+  });
+
   it('refuses a seal secret that is not 32 bytes rather than sealing under it', async () => {
     const prefix = freshPrefix();
     const raw = client();
@@ -126,6 +134,7 @@ describe('stored responses and the seal secret on a real state server', { skip }
       own.pause();
       await assert.rejects(state.store.get('key_a', 'resp_1'), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
       await assert.rejects(state.sealer(), (err: unknown) => err instanceof GatewayError && err.code === 'state_unavailable');
+      assert.equal(state.sealerNow(), undefined, 'no sealer at hand after a failure');
       own.resume();
       let sealer: Awaited<ReturnType<typeof state.sealer>> | undefined;
       await waitUntil(async () => (sealer = await state.sealer().catch(() => undefined)) !== undefined, 'a sealer once the server is back', { pollMs: 50 });
