@@ -60,6 +60,7 @@ export function pathScenarios(): PathScenario[] {
     { id: 'agent-messages-whole', format: 'messages', model: 'bench-messages', body: agentMessagesBody('bench-messages', false), headers: messagesHeaders, whole: true },
     { id: 'agent-translated-whole', format: 'messages', model: 'bench-chat', body: agentMessagesBody('bench-chat', false), headers: messagesHeaders, whole: true },
     { id: 'agent-next-turns', format: 'messages', model: 'bench-messages', body: agentMessagesBody('bench-messages', false), turns: agentTurns('bench-messages'), headers: messagesHeaders },
+    { id: 'agent-next-turns-translated', format: 'messages', model: 'bench-chat', body: agentMessagesBody('bench-chat', false), turns: agentTurns('bench-chat'), headers: messagesHeaders },
     { id: 'chat-json', format: 'chat', model: 'bench-chat', body: chatBody('bench-chat', false), headers: {} },
     { id: 'messages-json', format: 'messages', model: 'bench-messages', body: messagesBody('bench-messages', false), headers: messagesHeaders },
   ];
@@ -176,7 +177,7 @@ function runCpu(ids: readonly string[], n: number): void {
   process.stdout.write('scenario            µs per request (median of 7 interleaved rounds)\n');
   for (const path of paths) {
     const sorted = [...path.samples].sort((a, b) => a - b);
-    process.stdout.write(`${path.id.padEnd(24)}${(sorted[3] as number).toFixed(1)}\n`);
+    process.stdout.write(`${path.id.padEnd(28)}${(sorted[3] as number).toFixed(1)}\n`);
   }
 }
 
