@@ -202,3 +202,9 @@ export function agentTurns(model: string, count = 8, stream = false): string[] {
   }
   return turns;
 }
+
+/** A messages body in the order Claude Code writes it: `model`, `messages`, then `system`, `tools` and the rest. */
+export function inClaudeCodeOrder(json: string): string {
+  const { model, messages, ...rest } = JSON.parse(json) as Record<string, unknown>;
+  return JSON.stringify({ model, messages, ...rest });
+}

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { anthropicHeaders, startTestGateway, threeFormatConfig } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { respond } from './helpers/fake-upstream.ts';
-import { agentMessagesBody, agentTurns } from '../bench/agent-body.ts';
+import { agentMessagesBody, agentTurns, inClaudeCodeOrder } from '../bench/agent-body.ts';
 
 describe('a coding agent\'s session of 200 KB turns on one key', () => {
   let t: TestGateway;
@@ -41,11 +41,7 @@ describe('a coding agent\'s session of 200 KB turns on one key', () => {
     it(`sends the provider what a first turn would be sent (${model === 'gpt-test' ? 'translated for chat' : 'passed through'})`, async () => {
       const session = (await t.gateway.keys.create({ name: `session ${model}`, tier: 'enterprise' })).key;
       // In Claude Code's order: `messages` before `system` and `tools`, whose texts come after the ones that change.
-      const claudeOrder = (json: string): string => {
-        const { model: name, messages, ...rest } = JSON.parse(json) as Record<string, unknown>;
-        return JSON.stringify({ model: name, messages, ...rest });
-      };
-      const turns = [agentMessagesBody(model, false), ...agentTurns(model, 3)].map(claudeOrder);
+      const turns = [agentMessagesBody(model, false), ...agentTurns(model, 3)].map(inClaudeCodeOrder);
       const last = turns.at(-1) as string;
       const refused = last.replace('"role":"assistant"', '"role":"robot"');
       for (const body of [...turns, last, turns[1] as string, refused, last]) {

@@ -92,8 +92,8 @@ function commonEnd(a: Buffer, b: Buffer, limit: number): number {
   return low;
 }
 
-/** Freezes a parsed JSON value and everything in it. */
-function deepFreeze(value: unknown): void {
+/** Freezes a parsed JSON value and everything in it (what the memory shares between turns). */
+export function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
   Object.freeze(value);
   if (Array.isArray(value)) for (const item of value) deepFreeze(item);

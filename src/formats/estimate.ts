@@ -67,6 +67,11 @@ export function estimateRequestTokens(body: { messages?: unknown; system?: unkno
   return estimateTokens([body.system, body.instructions, body.messages, body.input, body.tools]);
 }
 
+/** An array's brackets and the commas between its items, as compact JSON has them (an empty one counts 2). */
+function arrayChars(items: number): number {
+  return 1 + Math.max(1, items);
+}
+
 /**
  * What each frozen item counted, by item. A body read again from a key's last turn
  * (src/common/json-recall.ts) shares the items that did not change, frozen, and their references
@@ -76,7 +81,7 @@ const itemTallies = new WeakMap<object, Tally>();
 
 /** {@link addJsonSize} of a frozen array, item by item, each frozen item's tally kept. */
 function addItemsSize(items: readonly unknown[], tally: Tally, texts: LazyTexts | undefined): void {
-  tally.chars += 1 + Math.max(1, items.length);
+  tally.chars += arrayChars(items.length);
   for (const item of items) {
     if (typeof item !== 'object' || item === null || !Object.isFrozen(item)) {
       addJsonSize(item, tally, texts);
@@ -111,8 +116,7 @@ function addJsonSize(root: unknown, tally: Tally, texts: LazyTexts | undefined):
     } else if (value === null) {
       tally.chars += 4;
     } else if (Array.isArray(value)) {
-      // Brackets and the commas between items.
-      tally.chars += 1 + Math.max(1, value.length);
+      tally.chars += arrayChars(value.length);
       for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
     } else if (typeof value === 'object') {
       const obj = value as Record<string, unknown>;

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createJsonRecall } from '../../src/common/json-recall.ts';
+import { countingRecall } from '../helpers/recall.ts';
 import type { JsonRecall } from '../../src/common/json-recall.ts';
 import { realValue } from '../../src/common/json-lazy.ts';
 import { readJsonObject } from '../../src/http/body.ts';
@@ -16,16 +16,6 @@ import { agentMessagesBody, agentTurns } from '../../bench/agent-body.ts';
 import { seededRandom } from '../helpers/split.ts';
 
 const MAX_DEPTH = 64;
-
-/** The memory, and how many reads it served. */
-function counting(options?: Parameters<typeof createJsonRecall>[0]): { memory: JsonRecall; served(): number } {
-  const memory = createJsonRecall(options);
-  let served = 0;
-  return {
-    memory: { ...memory, recall: (...args) => { const read = memory.recall(...args); if (read !== undefined) served++; return read; } },
-    served: () => served,
-  };
-}
 
 /** Reads `json` through the memory and checks it against the whole parse; returns the read. */
 function readChecked(memory: JsonRecall, json: string, scope = 'key'): ReturnType<typeof readJsonObject> {
@@ -51,14 +41,14 @@ function readChecked(memory: JsonRecall, json: string, scope = 'key'): ReturnTyp
 
 describe('the last long body of a key, remembered', () => {
   it('serves the next turns, the same bytes again and an older turn from it, each as the whole parse reads it', () => {
-    const { memory, served } = counting();
+    const { memory, served } = countingRecall();
     const turns = [agentMessagesBody('m', false), ...agentTurns('m', 3)];
     for (const json of [...turns, turns[3] as string, turns[1] as string]) readChecked(memory, json);
     assert.equal(served(), 5);
   });
 
   it('gives each read its own top-level object, the remembered values frozen: a rule that changed them in place would throw', () => {
-    const { memory } = counting();
+    const { memory } = countingRecall();
     const json = agentMessagesBody('m', false);
     const first = readChecked(memory, json);
     const second = readChecked(memory, json);
@@ -72,7 +62,7 @@ describe('the last long body of a key, remembered', () => {
   });
 
   it('reads whole a body that changed outside one array, and one whose key or format scope never read before', () => {
-    const { memory, served } = counting();
+    const { memory, served } = countingRecall();
     const json = agentMessagesBody('m', false);
     readChecked(memory, json);
     readChecked(memory, json.replace('"max_tokens":32000', '"max_tokens":32001'));
@@ -85,7 +75,7 @@ describe('the last long body of a key, remembered', () => {
     let now = 0;
     const json = agentMessagesBody('m', false);
     const size = Buffer.byteLength(json);
-    const { memory, served } = counting({ maxBytes: 2 * size + 10, maxAgeMs: 1_000, now: () => now });
+    const { memory, served } = countingRecall({ maxBytes: 2 * size + 10, maxAgeMs: 1_000, now: () => now });
     readChecked(memory, json, 'a');
     readChecked(memory, json, 'b');
     readChecked(memory, json, 'a');
@@ -96,7 +86,7 @@ describe('the last long body of a key, remembered', () => {
     now += 1_001;
     readChecked(memory, json, 'c');
     assert.equal(served(), 1, 'too old to be compared with');
-    const small = counting({ maxBodyBytes: size - 1 });
+    const small = countingRecall({ maxBodyBytes: size - 1 });
     readChecked(small.memory, json);
     readChecked(small.memory, json);
     assert.deepEqual([small.memory.size().bodies, small.served()], [0, 0], 'a body over maxBodyBytes is not remembered');
@@ -105,7 +95,7 @@ describe('the last long body of a key, remembered', () => {
   it('agrees with the whole parse on seeded random edits of a turn: bytes changed, items added, left out or broken', () => {
     const random = seededRandom(26);
     const turns = [agentMessagesBody('m', false), ...agentTurns('m', 2)];
-    const { memory, served } = counting();
+    const { memory, served } = countingRecall();
     const edits = [
       (json: string): string => {
         const at = json.indexOf('"messages"') + 20 + Math.floor(random() * (json.length - json.indexOf('"messages"') - 40));
@@ -135,7 +125,7 @@ describe('the last long body of a key, remembered', () => {
   });
 
   it('keeps its table of references bounded while turns shrink and grow', () => {
-    const { memory } = counting();
+    const { memory } = countingRecall();
     const small = agentMessagesBody('m', false, 100 * 1024);
     const large = agentMessagesBody('m', false, 300 * 1024);
     for (let i = 0; i < 20; i++) {
@@ -146,7 +136,7 @@ describe('the last long body of a key, remembered', () => {
   });
 
   it('compares a body as long as the one remembered but for its end, and leaves a body with no lazy texts to the whole read', () => {
-    const { memory } = counting();
+    const { memory } = countingRecall();
     const json = agentMessagesBody('m', false);
     readChecked(memory, json);
     readChecked(memory, json.slice(0, -1));

@@ -17,8 +17,7 @@ import { LAZY_REQUEST_MEMBERS } from '../../src/formats/text-members.ts';
 import type { LazyMembers } from '../../src/common/json-bytes.ts';
 import { readJsonObject } from '../../src/http/body.ts';
 import type { RecallScope } from '../../src/http/body.ts';
-import { createJsonRecall } from '../../src/common/json-recall.ts';
-import type { JsonRecall } from '../../src/common/json-recall.ts';
+import { countingRecall } from '../helpers/recall.ts';
 import { realValue } from '../../src/common/json-lazy.ts';
 import { buildUpstreamBody } from '../../src/providers/upstream-body.ts';
 import { messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
@@ -26,7 +25,7 @@ import { translationFor } from '../../src/translate/index.ts';
 import type { TurnOf } from '../../src/translate/index.ts';
 import type { ClientRequestOf, MessagesRequest, UpstreamFormat, WireFormat } from '../../src/formats/wire.ts';
 import type { ModelEntry, ProviderConfig } from '../../src/config/types.ts';
-import { agentMessagesBody, agentTurns } from '../../bench/agent-body.ts';
+import { agentMessagesBody, agentTurns, inClaudeCodeOrder } from '../../bench/agent-body.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'clients');
 
@@ -219,11 +218,6 @@ describe('a model request read lazily, against the whole parse', () => {
 /** A key's turns one after another, each as Claude Code and the chat translator write them, then edited every way a client may. */
 function sessionSamples(): Sample[] {
   const asChat = (json: string): string => JSON.stringify(messagesRequestToChat(JSON.parse(json) as MessagesRequest, { upstreamId: 'corpus-model', reasoning: true, maxTokensParam: 'max_tokens', replayReasoning: true, maxOutputTokens: 64_000 }));
-  // Claude Code sends `messages` before `system` and `tools`; the bench turn after them.
-  const claudeOrder = (json: string): string => {
-    const { model, messages, ...rest } = JSON.parse(json) as Record<string, unknown>;
-    return JSON.stringify({ model, messages, ...rest });
-  };
   const turns = [agentMessagesBody('corpus-model', true), ...agentTurns('corpus-model', 4, true)];
   const edited = (json: string, edit: (body: { messages: Array<Record<string, unknown>>; system: unknown }) => void): string => {
     const body = JSON.parse(json) as { messages: Array<Record<string, unknown>>; system: unknown };
@@ -248,7 +242,7 @@ function sessionSamples(): Sample[] {
     { name: 'a new item holding U+0000', format: 'messages', json: edited(last, (body) => { body.messages.push({ role: 'user', content: `${LONG}\u0000` }); }) },
     { name: 'a new item holding a llmux seal', format: 'messages', json: edited(last, (body) => { body.messages.push({ role: 'assistant', content: [{ type: 'thinking', thinking: LONG, signature: `llmux.v2.${'A'.repeat(300)}` }] }, { role: 'user', content: LONG }); }) },
     { name: 'after the seal', format: 'messages', json: last },
-    ...turns.map((json, i) => ({ name: `turn ${i} in Claude Code's order`, format: 'messages' as const, json: claudeOrder(json) })),
+    ...turns.map((json, i) => ({ name: `turn ${i} in Claude Code's order`, format: 'messages' as const, json: inClaudeCodeOrder(json) })),
     ...turns.map((json, i) => ({ name: `turn ${i} as chat`, format: 'chat' as const, json: asChat(json) })),
     ...responsesTurns().map((json, i) => ({ name: `Codex turn ${i}`, format: 'responses' as const, json })),
     { name: 'refused as chat: a trailing comma after the new items', format: 'chat', json: withTrailingComma(asChat(last)) },
@@ -279,23 +273,13 @@ function withTrailingComma(json: string): string {
   return `${json.slice(0, end)},{"role":"user","content":"x"},${json.slice(end)}`;
 }
 
-/** Counts the reads served from the last turn. */
-function countingRecall(): { memory: JsonRecall; recalled(): number } {
-  const memory = createJsonRecall();
-  let recalled = 0;
-  return {
-    memory: { ...memory, recall: (...args) => { const read = memory.recall(...args); if (read !== undefined) recalled++; return read; } },
-    recalled: () => recalled,
-  };
-}
-
 describe('a model request read as the next turn of the last one (src/common/json-recall.ts)', () => {
   it('agrees with the whole parse on every turn of a session, edited every way, refusals in the same words', () => {
     const counting = countingRecall();
     const samples = sessionSamples();
     for (const sample of samples) checkAgreement(sample, { memory: counting.memory, scope: `key\u0000${sample.format}` });
     // All but the first turn of each format and order, and the bodies that change more than one array, are read from the last.
-    assert.ok(counting.recalled() >= samples.length - 11, `${counting.recalled()} of ${samples.length} recalled`);
+    assert.ok(counting.served() >= samples.length - 11, `${counting.served()} of ${samples.length} recalled`);
   });
 });
 

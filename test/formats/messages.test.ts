@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateMessagesRequest } from '../../src/formats/messages.ts';
+import { deepFreeze } from '../../src/common/json-recall.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 import { assertOnlyRefusals, createMutator } from '../helpers/mutate.ts';
 
@@ -670,10 +671,7 @@ describe('Claude Code mid-conversation system turns', () => {
 
 describe('messages and tools found valid before (a key\'s turn read from its last, frozen)', () => {
   const frozen = <T>(value: T): T => {
-    if (typeof value === 'object' && value !== null) {
-      for (const item of Object.values(value)) frozen(item);
-      Object.freeze(value);
-    }
+    deepFreeze(value);
     return value;
   };
   const user = frozen({ role: 'user', content: [{ type: 'text', text: 'hi' }] });
