@@ -9,6 +9,11 @@ import { createHash } from 'node:crypto';
 /** OpenAI's limit on `user`. */
 export const MAX_CHAT_USER_LENGTH = 64;
 
+/** The last long id and its hash: an agent sends the same id on every turn. */
+let last = { userId: '', hashed: '' };
+
 export function chatUserId(userId: string): string {
-  return userId.length <= MAX_CHAT_USER_LENGTH ? userId : createHash('sha256').update(userId).digest('hex');
+  if (userId.length <= MAX_CHAT_USER_LENGTH) return userId;
+  if (userId !== last.userId) last = { userId, hashed: createHash('sha256').update(userId).digest('hex') };
+  return last.hashed;
 }

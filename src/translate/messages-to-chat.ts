@@ -62,7 +62,8 @@ import { isLlmuxSeal } from '../formats/responses.ts';
 import { checkThread } from './message-threads.ts';
 import { chatUserId } from './chat-user.ts';
 import { asRecord, frozenJson, records } from '../common/json.ts';
-import { type CarriedItem, type CarryReader, type Issuer, createCarryReader } from './carried.ts';
+import { deepFreeze } from '../common/json-recall.ts';
+import { type CarriedItem, type CarryReader, GEMINI_FAMILY, type Issuer, createCarryReader } from './carried.ts';
 import { carryIntoChatMessage, fillChatGaps } from './carry-chat.ts';
 
 /** How the chosen upstream model wants its request shaped. */
@@ -108,6 +109,19 @@ const TOOL_RESULT_IMAGE_NOTE = '[image omitted: tool results sent to this model 
 
 
 /**
+ * Chat messages translated from a frozen turn, and chat tools from a frozen tool: a turn the
+ * gateway remembers from the key's last body (src/common/json-recall.ts) is the same frozen object
+ * in the next body, so its translation, frozen too, is reused, and so is its JSON text
+ * (`frozenJson`, which the upstream body's writer uses for frozen items). Kept only where the
+ * translation depends on nothing but the turn: not for merged turns (a new object), nor for an
+ * assistant turn that brings back carried state or whose model has fillChatGaps add to it.
+ */
+const translatedTurns = new WeakMap<object, readonly ChatMessage[]>();
+/** Frozen turns with no block a chat message has nothing for (which are named by their place, so never kept). */
+const quietTurns = new WeakSet<object>();
+const translatedTools = new WeakMap<object, ChatTool>();
+
+/**
  * Translates a validated messages-format request into the chat-completions request for `model`.
  * Throws `thread_unsupported_request` for a `thread` continuation, which a chat upstream cannot
  * continue; anything else odd is read leniently (fields of the wrong shape are left out, fields and
@@ -126,7 +140,12 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
   if (system !== '') messages.push({ role: 'system', content: system });
 
   const turns = records(req.messages);
-  turns.forEach((message, index) => warnUnknownBlocks(message['content'], index, warn));
+  turns.forEach((message, index) => {
+    if (quietTurns.has(message)) return;
+    if (!warnUnknownBlocks(message['content'], index, warn) && Object.isFrozen(message)) quietTurns.add(message);
+  });
+  // An assistant turn's chat message depends on the model only through what fillChatGaps adds.
+  const assistantsKept = !model.replayReasoning && carry.target?.family !== GEMINI_FAMILY;
   for (const message of mergedTurns(turns)) {
     if (message['role'] === 'system') {
       // A mid-conversation system turn (Claude Code) stays a system message where it stands.
@@ -134,8 +153,26 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
       if (text !== '') messages.push({ role: 'system', content: text });
       continue;
     }
-    if (message['role'] === 'assistant') messages.push(assistantToChat(message['content'], model, carry));
-    else pushUserTurn(messages, message['content']);
+    const assistant = message['role'] === 'assistant';
+    const kept = assistant && !assistantsKept ? undefined : translatedTurns.get(message);
+    if (kept !== undefined) {
+      for (const chatMessage of kept) messages.push(chatMessage);
+      continue;
+    }
+    const from = messages.length;
+    let keep = Object.isFrozen(message);
+    if (assistant) {
+      const { chatMessage, carried } = assistantToChat(message['content'], model, carry);
+      messages.push(chatMessage);
+      keep &&= assistantsKept && !carried;
+    } else {
+      pushUserTurn(messages, message['content']);
+    }
+    if (keep) {
+      const translated = messages.slice(from);
+      deepFreeze(translated);
+      translatedTurns.set(message, translated);
+    }
   }
   fillChatGaps(messages, model, carry);
 
@@ -144,7 +181,7 @@ export function messagesRequestToChat(req: MessagesRequest, model: UpstreamModel
 
   const tools: ChatTool[] = [];
   (Array.isArray(req.tools) ? req.tools : []).forEach((tool, index) => {
-    const chatTool = toolToChat(tool, index, warn);
+    const chatTool = translatedTools.get(tool) ?? toolToChat(tool, index, warn);
     if (chatTool !== undefined) tools.push(chatTool);
   });
   if (tools.length > 0) {
@@ -306,12 +343,14 @@ function toolResultText(block: Record<string, unknown>): string {
   return resultText === '' ? 'Error' : `Error: ${resultText}`;
 }
 
-function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryReader): ChatMessage {
-  if (!Array.isArray(content)) return { role: 'assistant', content: text(content) };
+/** An assistant turn as a chat message, and whether it brought back carried state (which depends on the upstream). */
+function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryReader): { chatMessage: ChatMessage; carried: boolean } {
+  if (!Array.isArray(content)) return { chatMessage: { role: 'assistant', content: text(content) }, carried: false };
   const texts: string[] = [];
   const reasoning: string[] = [];
   const toolCalls: ChatToolCall[] = [];
   const carried: CarriedItem[] = [];
+  let sealed = false;
   for (const block of records(content)) {
     if (block['type'] === 'text') texts.push(text(block['text']));
     else if (block['type'] === 'tool_use') toolCalls.push(toolCall(block));
@@ -319,6 +358,7 @@ function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryRea
       reasoning.push(text(block['thinking']));
       const signature = block['signature'];
       if (typeof signature === 'string' && isLlmuxSeal(signature)) {
+        sealed = true;
         const opened = carry.unseal(signature);
         if (opened !== undefined && carry.accept(opened.issuer)) carried.push(opened.item);
       }
@@ -333,7 +373,7 @@ function assistantToChat(content: unknown, model: UpstreamModel, carry: CarryRea
     if (replay !== '') message.reasoning_content = replay;
   }
   carryIntoChatMessage(message, carried, model);
-  return message;
+  return { chatMessage: message, carried: sealed };
 }
 
 function toolCall(block: Record<string, unknown>): ChatToolCall {
@@ -354,7 +394,12 @@ function toolToChat(tool: MessagesTool, index: number, warn: (message: string) =
   if (typeof record['description'] === 'string') fn.description = record['description'];
   const schema = asRecord(record['input_schema']);
   if (schema !== undefined) fn.parameters = schema;
-  return { type: 'function', function: fn };
+  const chatTool: ChatTool = { type: 'function', function: fn };
+  if (Object.isFrozen(tool)) {
+    deepFreeze(chatTool);
+    translatedTools.set(tool, chatTool);
+  }
+  return chatTool;
 }
 
 function toolChoiceToChat(choice: Record<string, unknown>): ChatToolChoice | undefined {
@@ -391,14 +436,17 @@ function asBlocks(content: unknown): unknown[] {
   return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
 }
 
-/** Names in the log the blocks of a turn that a chat message has nothing for. */
-function warnUnknownBlocks(content: unknown, index: number, warn: (message: string) => void): void {
+/** Names in the log the blocks of a turn that a chat message has nothing for; whether there were any. */
+function warnUnknownBlocks(content: unknown, index: number, warn: (message: string) => void): boolean {
+  let warned = false;
   records(content).forEach((block, k) => {
     const type = block['type'];
     if (typeof type === 'string' && !KNOWN_BLOCKS.has(type) && !type.endsWith('_tool_use') && !type.endsWith('_tool_result') && typeof block['text'] !== 'string') {
       warn(`messages.${index}.content.${k}: dropped, a chat-completions upstream has nothing for a "${truncate(type, 100)}" block`);
+      warned = true;
     }
   });
+  return warned;
 }
 
 /** `thinking` -> `reasoning_effort` by budget (translation.md); adaptive thinking by its effort. */
