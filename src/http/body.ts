@@ -253,9 +253,8 @@ export function readJsonObject(body: Buffer, lazy?: LazyMembers, recall?: Recall
   const members = walk.layout?.members ?? [];
   const keys = new Set<string>();
   for (const member of members) keys.add(member.key);
-  const read: JsonObjectBytes = { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length };
-  if (texts !== undefined) read.texts = texts;
-  if (walk.marked !== undefined) read.marked = walk.marked;
+  // Every read has the same members in the same order (src/common/json-recall.ts makes them too): one shape for the code that reads them.
+  const read: JsonObjectBytes = { bytes: body, value: value as Record<string, unknown>, members, duplicateKeys: keys.size !== members.length, texts, marked: walk.marked };
   if (texts !== undefined && recall !== undefined && walk.layout !== undefined) recall.memory.remember(recall.scope, read, walk.layout.inner, lazy as LazyMembers);
   return read;
 }
