@@ -131,7 +131,8 @@ describe('serializeJson: frozen items hold references to a lazily read body', ()
     const { value, texts: table, whole } = lazyBody(texts);
     const expected = JSON.stringify(whole);
     assert.equal(Buffer.concat(serializeJson(value, table)).toString(), expected, 'nothing frozen');
-    for (const item of (value['messages'] as object[]).slice(0, 2)) deepFreeze(item);
+    // Frozen items beside one written fresh; the long third runs over a buffer's end.
+    for (const item of [0, 2].map((k) => (value['messages'] as object[])[k])) deepFreeze(item);
     for (let i = 0; i < 3; i++) assert.equal(Buffer.concat(serializeJson(value, table)).toString(), expected, `round ${i}`);
   });
 });
