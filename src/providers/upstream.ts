@@ -358,8 +358,9 @@ function readArriving(res: UpstreamResponse, maxBytes: number, idleTimeoutMs: nu
       lastData = Date.now();
       size += chunk.length;
       if (size > maxBytes) {
-        res.destroy();
+        // Refused before the destroy: destroying emits 'aborted' at once, whose "cut off" would come first.
         cutOff(`The provider's answer is larger than ${maxBytes} bytes`);
+        res.destroy();
         return;
       }
       chunks.push(chunk);
