@@ -411,8 +411,6 @@ export function isNullAt(raw: JsonObjectBytes, member: MemberSpan): boolean {
 
 /** Size of the buffers a serialised body is written into. */
 const CHUNK_BYTES = 64 * 1024;
-/** Size of those a frozen item is written into, joined once: under Node's pool size, so taken from its pool. */
-const ITEM_CHUNK_BYTES = 4 * 1024 - 8;
 
 /**
  * `JSON.stringify(value)` as UTF-8 bytes, in parts to be written in order: each top-level member,
@@ -425,8 +423,8 @@ const ITEM_CHUNK_BYTES = 4 * 1024 - 8;
  * skeleton, its long texts left out: it is serialised in one `JSON.stringify` (a ~56 KB string for
  * a 200 KB turn), which costs 30% fewer instructions than one call per member and item, unless a
  * top-level array holds frozen items: those are the turns and tools a translation reused from the
- * key's last body (src/translate/messages-to-chat.ts), whose JSON text is kept with them
- * (`frozenJson`), so only the items new in this body are serialised.
+ * key's last body (src/translate/messages-to-chat.ts), whose JSON text, references and all, is kept
+ * with them (`frozenJson`), so only the items new in this body are serialised.
  */
 export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts): Buffer[] {
   const out = createChunkWriter(texts);
@@ -453,39 +451,13 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
     for (let i = 0; i < member.length; i++) {
       if (i > 0) out.write(',');
       const item: unknown = member[i];
-      if (!isFrozenObject(item)) {
-        // An array item with no text is null, as in JSON.stringify.
-        out.write((JSON.stringify(item) as string | undefined) ?? 'null');
-      } else if (texts === undefined) {
-        out.write(frozenJson(item as Record<string, unknown>));
-      } else {
-        const bytes = frozenItemBytes(item as object, texts);
-        out.writeBytes(bytes, 0, bytes.length);
-      }
+      // An array item with no text is null, as in JSON.stringify.
+      out.write(isFrozenObject(item) ? frozenJson(item as Record<string, unknown>) : ((JSON.stringify(item) as string | undefined) ?? 'null'));
     }
     out.write(']');
   }
   out.write('}');
   return out.parts();
-}
-
-/**
- * A frozen item's bytes with its texts written in, kept with it. Its references' texts are the same
- * in every body it is part of: a frozen item is one the gateway kept from the key's last body
- * because its bytes were the same (src/common/json-recall.ts), and its texts kept their indices.
- */
-const frozenBytes = new WeakMap<object, Buffer>();
-
-function frozenItemBytes(item: object, texts: LazyTexts): Buffer {
-  let bytes = frozenBytes.get(item);
-  if (bytes === undefined) {
-    const out = createChunkWriter(texts, ITEM_CHUNK_BYTES);
-    out.write(JSON.stringify(item));
-    const parts = out.parts();
-    bytes = parts.length === 1 ? Buffer.from(parts[0] as Buffer) : Buffer.concat(parts);
-    frozenBytes.set(item, bytes);
-  }
-  return bytes;
 }
 
 function isFrozenObject(value: unknown): boolean {
@@ -505,19 +477,19 @@ function holdsFrozenItems(value: Record<string, unknown>): boolean {
  * in the next one (`encodeInto` stops between characters and says how much it read). JSON text
  * holding references to `texts` is written with the texts' bytes copied in (./json-lazy.ts).
  */
-function createChunkWriter(texts: LazyTexts | undefined, chunkBytes = CHUNK_BYTES): { write(json: string): void; writeBytes(bytes: Buffer, start: number, end: number): void; parts(): Buffer[] } {
+function createChunkWriter(texts: LazyTexts | undefined): { write(json: string): void; parts(): Buffer[] } {
   const done: Buffer[] = [];
-  let chunk = Buffer.allocUnsafe(chunkBytes);
+  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
   const next = (): void => {
     done.push(chunk.subarray(0, used));
-    chunk = Buffer.allocUnsafe(chunkBytes);
+    chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     used = 0;
   };
   const sink = {
     write(text: string): void {
       // Most pieces are short: when even three bytes a unit fits, one native write, no view.
-      if (text.length * 3 <= chunkBytes - used) {
+      if (text.length * 3 <= CHUNK_BYTES - used) {
         used += chunk.write(text, used);
         return;
       }
@@ -532,8 +504,8 @@ function createChunkWriter(texts: LazyTexts | undefined, chunkBytes = CHUNK_BYTE
     },
     writeBytes(bytes: Buffer, start: number, end: number): void {
       for (let from = start; from < end;) {
-        if (used === chunkBytes) next();
-        const copied = bytes.copy(chunk, used, from, Math.min(end, from + chunkBytes - used));
+        if (used === CHUNK_BYTES) next();
+        const copied = bytes.copy(chunk, used, from, Math.min(end, from + CHUNK_BYTES - used));
         used += copied;
         from += copied;
       }
@@ -541,7 +513,6 @@ function createChunkWriter(texts: LazyTexts | undefined, chunkBytes = CHUNK_BYTE
   };
   return {
     write: texts === undefined ? sink.write : (json) => spliceTexts(json, texts, sink),
-    writeBytes: sink.writeBytes,
     parts() {
       if (used > 0) done.push(chunk.subarray(0, used));
       return done;

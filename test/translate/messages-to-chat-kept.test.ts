@@ -1,6 +1,7 @@
 /**
  * A turn remembered from the key's last body (src/common/json-recall.ts) is the same frozen object in
- * the next body, and messages -> chat keeps its translation and its bytes with it. Whatever is kept,
+ * the next body, and messages -> chat keeps its translation and that translation's JSON text with it.
+ * Whatever is kept,
  * a frozen body translates and serialises exactly as a fresh copy of it does, for every model and
  * target it is sent to next, in any order, and tells the same warnings each time.
  */
@@ -98,7 +99,7 @@ describe('messages -> chat: a frozen (remembered) body', () => {
     }
   });
 
-  it('gives the translation of a later body the same turns as kept objects, and a body holding them the same bytes', () => {
+  it('gives the translation of a later body the same turns as kept objects, and a body holding them the same JSON', () => {
     const first = conversation();
     deepFreeze(first);
     const a = messagesRequestToChat(first, PLAIN, { carry: reader(ANTHROPIC) });
