@@ -2,7 +2,8 @@
  * The last body read lazily, remembered per scope (issue 26): a coding agent's next turn is its
  * last turn with a few messages added, the same system, tools and history byte for byte but for
  * where a cache breakpoint moved. So a body is first compared with the one remembered for its key
- * and format (`Buffer.compare` over the common start and the common end, native and cheap), and
+ * and format (`Buffer.compare` over the common start and the common end, native and cheap; up to
+ * {@link SLOTS} per scope, one per session, the one it starts like the longest), and
  * when everything that differs lies inside one top-level array (the `messages`, the `input`), only
  * the items that differ are walked, counted and parsed; the other members and the unchanged items
  * are the values parsed last time, and their texts keep their references.
@@ -114,6 +115,11 @@ function firstTextFrom(order: readonly number[], spans: readonly number[], posit
 
 /** A table may hold this many unused references beyond the texts in use before a body is read whole again. */
 const SPARE_REFERENCES = 256;
+/**
+ * Bodies remembered per scope: a key may run several sessions at once (Claude Code's subagents
+ * beside its main conversation, two terminals on one key), and each is read from its own last turn.
+ */
+const SLOTS = 4;
 
 export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
   const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
@@ -124,10 +130,31 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
   const remembered = new Map<string, Remembered>();
   let bytes = 0;
 
-  function keep(scope: string, entry: Remembered): void {
-    forget(scope);
+  /** Where a scope's `n`th body is kept. */
+  function slotKey(scope: string, n: number): string {
+    return `${scope}\u0001${n}`;
+  }
+
+  /** A slot of `scope` for a body of a session it has no body of: an empty one, else its least recently used. */
+  function freeSlot(scope: string): string {
+    let oldest = slotKey(scope, 0);
+    let oldestAt = Infinity;
+    for (let n = 0; n < SLOTS; n++) {
+      const key = slotKey(scope, n);
+      const entry = remembered.get(key);
+      if (entry === undefined) return key;
+      if (entry.at < oldestAt) {
+        oldest = key;
+        oldestAt = entry.at;
+      }
+    }
+    return oldest;
+  }
+
+  function keep(slot: string, entry: Remembered): void {
+    forget(slot);
     if (entry.read.bytes.length > Math.min(maxBytes, maxBodyBytes)) return;
-    remembered.set(scope, entry);
+    remembered.set(slot, entry);
     bytes += entry.read.bytes.length;
     for (const [oldest, old] of remembered) {
       if (bytes <= maxBytes && now() - old.at <= maxAgeMs) break;
@@ -136,22 +163,37 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     }
   }
 
-  function forget(scope: string): void {
-    const entry = remembered.get(scope);
+  function forget(slot: string): void {
+    const entry = remembered.get(slot);
     if (entry === undefined) return;
-    remembered.delete(scope);
+    remembered.delete(slot);
     bytes -= entry.read.bytes.length;
   }
 
   function recall(scope: string, body: Buffer, lazy: LazyMembers, maxDepth: number): JsonObjectBytes | undefined {
     if (body.length > maxBodyBytes) return undefined;
-    const last = remembered.get(scope);
-    if (last === undefined || last.lazy !== lazy || now() - last.at > maxAgeMs || last.read.marked === true) return undefined;
+    // The scope's body that this one starts like the longest: its session's last turn.
+    let last: Remembered | undefined;
+    let slot = '';
+    let start = -1;
+    const at = now();
+    for (let n = 0; n < SLOTS; n++) {
+      const key = slotKey(scope, n);
+      const entry = remembered.get(key);
+      if (entry === undefined || entry.lazy !== lazy || at - entry.at > maxAgeMs || entry.read.marked === true) continue;
+      const shorter = Math.min(entry.read.bytes.length, body.length);
+      const common = commonStart(entry.read.bytes, body, shorter);
+      if (common === shorter && entry.read.bytes.length === body.length) return same(key, entry);
+      if (common > start) {
+        last = entry;
+        slot = key;
+        start = common;
+      }
+    }
+    if (last === undefined) return undefined;
     const old = last.read.bytes;
     const shorter = Math.min(old.length, body.length);
-    const start = commonStart(old, body, shorter);
     const delta = body.length - old.length;
-    if (start === shorter && delta === 0) return same(scope, last);
     const end = commonEnd(old, body, shorter - start);
     // Everything that differs, in the old body's positions, must lie inside one top-level array.
     const oldChangeEnd = old.length - end;
@@ -172,7 +214,11 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     const oldMiddleEnd = from < count ? (marks[from - 1] as number) : member.valueEnd - 1;
     const middleEnd = oldMiddleEnd + delta;
     if (middleEnd < middleStart) return undefined;
-    return changed(scope, last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
+    // A body that keeps most of the items is the session's next turn and takes its place; one that
+    // parts from it early (another session with the same start: another subagent, another
+    // terminal) is kept beside it.
+    const goesOn = kept > 0 && kept >= count - Math.max(2, count >> 2);
+    return changed(goesOn ? slot : freeSlot(scope), last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
   }
 
   /**
@@ -181,10 +227,10 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
    * each request's 200 KB until the next request had the collector promote them all and sweep the
    * old generation for them several times a second under load.
    */
-  function same(scope: string, last: Remembered): JsonObjectBytes {
+  function same(slot: string, last: Remembered): JsonObjectBytes {
     const read: JsonObjectBytes = { bytes: last.read.bytes, value: objectOf(last.read.members, last.values), members: last.read.members, duplicateKeys: false, texts: last.texts, marked: last.read.marked };
-    remembered.delete(scope);
-    remembered.set(scope, last);
+    remembered.delete(slot);
+    remembered.set(slot, last);
     last.at = now();
     return read;
   }
@@ -205,7 +251,8 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     maxDepth: number;
   }
 
-  function changed(scope: string, last: Remembered, body: Buffer, change: Change): JsonObjectBytes | undefined {
+  /** The body read from `last` where it changed, kept in `slot`. */
+  function changed(slot: string, last: Remembered, body: Buffer, change: Change): JsonObjectBytes | undefined {
     const { member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta } = change;
     const middle = body.subarray(middleStart, middleEnd);
     if (!isUtf8(middle)) return undefined;
@@ -282,7 +329,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     }
     const texts: LazyTexts = { bytes: body, spans: newSpans, units: newUnits };
     const read: JsonObjectBytes = { bytes: body, value: objectOf(members, values), members, duplicateKeys: false, texts, marked: walk.marked };
-    keep(scope, { lazy: last.lazy, read, texts, order: newOrder, values, inner, at: now() });
+    keep(slot, { lazy: last.lazy, read, texts, order: newOrder, values, inner, at: now() });
     return read;
   }
 
@@ -290,12 +337,12 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     recall,
     remember(scope, read, inner, lazy) {
       // A body holding a seal is read whole next time (the walk of the changed items alone cannot tell what the rest holds).
-      if (read.marked === true) forget(scope);
+      if (read.marked === true) for (let n = 0; n < SLOTS; n++) forget(slotKey(scope, n));
       if (read.texts === undefined || read.duplicateKeys || read.marked === true || read.bytes.length > maxBodyBytes) return;
       const values = read.members.map((member) => read.value[member.key]);
       for (const value of values) deepFreeze(value);
       const order = Array.from({ length: read.texts.units.length }, (_, i) => i);
-      keep(scope, { lazy, read, texts: read.texts, order, values, inner, at: now() });
+      keep(freeSlot(scope), { lazy, read, texts: read.texts, order, values, inner, at: now() });
     },
     size: () => ({ bodies: remembered.size, bytes }),
   };

@@ -47,6 +47,41 @@ describe('the last long body of a key, remembered', () => {
     assert.equal(served(), 5);
   });
 
+  it('keeps each of a key\'s sessions at once: turns of two sessions interleaved are read from their own last turns', () => {
+    const { memory, served } = countingRecall();
+    const a = [agentMessagesBody('m', false), ...agentTurns('m', 3)];
+    /** The same turns in another session: its first message differs (another subagent's task). */
+    const b = a.map((json) => {
+      const body = JSON.parse(json) as { messages: Array<{ content: Array<{ text: string }> }> };
+      const first = body.messages[0]?.content[0] as { text: string };
+      first.text = `Another task. ${first.text}`;
+      return JSON.stringify(body);
+    });
+    const firstMessages: Array<[unknown, unknown]> = [];
+    for (let i = 0; i < a.length; i++) {
+      const fromA = readChecked(memory, a[i] as string).value as { messages: unknown[] };
+      const fromB = readChecked(memory, b[i] as string).value as { messages: unknown[] };
+      firstMessages.push([fromA.messages[0], fromB.messages[0]]);
+    }
+    assert.equal(served(), 2 * a.length - 1, 'every body but the first was read from a remembered one');
+    // Read from its own session's last turn, a turn keeps its first message's object: read from the
+    // other session's, it would be parsed anew.
+    for (let i = 1; i < a.length; i++) {
+      assert.equal(firstMessages[i]?.[0], firstMessages[0]?.[0], `session a, turn ${i}`);
+      assert.equal(firstMessages[i]?.[1], firstMessages[0]?.[1], `session b, turn ${i}`);
+    }
+    assert.equal(memory.size().bodies, 2);
+  });
+
+  it('keeps at most four sessions of a key, the least recently used going first', () => {
+    const { memory } = countingRecall();
+    const base = agentMessagesBody('m', false);
+    for (let k = 0; k < 6; k++) readChecked(memory, base.replace('<system-reminder>', `<system-reminder>${k}`));
+    assert.equal(memory.size().bodies, 4);
+    readChecked(memory, base.replace('"max_tokens":32000', '"max_tokens":32001'), 'another key');
+    assert.equal(memory.size().bodies, 5);
+  });
+
   it('gives each read its own top-level object, the remembered values frozen: a rule that changed them in place would throw', () => {
     const { memory } = countingRecall();
     const json = agentMessagesBody('m', false);
