@@ -172,15 +172,21 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
 
   function recall(scope: string, body: Buffer, lazy: LazyMembers, maxDepth: number): JsonObjectBytes | undefined {
     if (body.length > maxBodyBytes) return undefined;
-    // The scope's body that this one starts like the longest: its session's last turn.
-    let last: Remembered | undefined;
-    let slot = '';
-    let start = -1;
+    // The scope's body that this one starts like the longest: its session's last turn. The most
+    // recently used first, and one this body repeats nearly to its end (a session's next turn
+    // changes only its last messages) is taken without comparing the others.
     const at = now();
+    const candidates: Array<{ key: string; entry: Remembered }> = [];
     for (let n = 0; n < SLOTS; n++) {
       const key = slotKey(scope, n);
       const entry = remembered.get(key);
-      if (entry === undefined || entry.lazy !== lazy || at - entry.at > maxAgeMs || entry.read.marked === true) continue;
+      if (entry !== undefined && entry.lazy === lazy && at - entry.at <= maxAgeMs && entry.read.marked !== true) candidates.push({ key, entry });
+    }
+    candidates.sort((a, b) => b.entry.at - a.entry.at);
+    let last: Remembered | undefined;
+    let slot = '';
+    let start = -1;
+    for (const { key, entry } of candidates) {
       const shorter = Math.min(entry.read.bytes.length, body.length);
       const common = commonStart(entry.read.bytes, body, shorter);
       if (common === shorter && entry.read.bytes.length === body.length) return same(key, entry);
@@ -189,6 +195,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
         slot = key;
         start = common;
       }
+      if (common >= shorter - (shorter >> 3)) break;
     }
     if (last === undefined) return undefined;
     const old = last.read.bytes;
