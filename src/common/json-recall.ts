@@ -101,6 +101,16 @@ export function deepFreeze(value: unknown): void {
   else for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
 }
 
+/** A common start this long (7/8 of the shorter body) is a session's next turn: it changed only its last messages. */
+function nearlyAll(shorter: number): number {
+  return shorter - (shorter >> 3);
+}
+
+function repeatsNearlyAll(a: Buffer, b: Buffer): boolean {
+  const shorter = Math.min(a.length, b.length);
+  return commonStart(a, b, shorter) >= nearlyAll(shorter);
+}
+
 /** The first position in `order` whose text starts at or after `position`. */
 function firstTextFrom(order: readonly number[], spans: readonly number[], position: number): number {
   let low = 0;
@@ -135,20 +145,29 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     return `${scope}\u0001${n}`;
   }
 
-  /** A slot of `scope` for a body of a session it has no body of: an empty one, else its least recently used. */
-  function freeSlot(scope: string): string {
+  /**
+   * A slot of `scope` for `body`: the slot of a body it repeats nearly to its end (its session's,
+   * which a body read whole replaces: one that could not be read from it, a retry), else an empty
+   * one, else the least recently used.
+   */
+  function slotFor(scope: string, body: Buffer): string {
+    let empty: string | undefined;
     let oldest = slotKey(scope, 0);
     let oldestAt = Infinity;
     for (let n = 0; n < SLOTS; n++) {
       const key = slotKey(scope, n);
       const entry = remembered.get(key);
-      if (entry === undefined) return key;
+      if (entry === undefined) {
+        empty ??= key;
+        continue;
+      }
+      if (repeatsNearlyAll(entry.read.bytes, body)) return key;
       if (entry.at < oldestAt) {
         oldest = key;
         oldestAt = entry.at;
       }
     }
-    return oldest;
+    return empty ?? oldest;
   }
 
   function keep(slot: string, entry: Remembered): void {
@@ -195,7 +214,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
         slot = key;
         start = common;
       }
-      if (common >= shorter - (shorter >> 3)) break;
+      if (common >= nearlyAll(shorter)) break;
     }
     if (last === undefined) return undefined;
     const old = last.read.bytes;
@@ -225,7 +244,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     // parts from it early (another session with the same start: another subagent, another
     // terminal) is kept beside it.
     const goesOn = kept > 0 && kept >= count - Math.max(2, count >> 2);
-    return changed(goesOn ? slot : freeSlot(scope), last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
+    return changed(goesOn ? slot : slotFor(scope, body), last, body, { index, member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta, maxDepth });
   }
 
   /**
@@ -349,7 +368,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
       const values = read.members.map((member) => read.value[member.key]);
       for (const value of values) deepFreeze(value);
       const order = Array.from({ length: read.texts.units.length }, (_, i) => i);
-      keep(freeSlot(scope), { lazy, read, texts: read.texts, order, values, inner, at: now() });
+      keep(slotFor(scope, read.bytes), { lazy, read, texts: read.texts, order, values, inner, at: now() });
     },
     size: () => ({ bodies: remembered.size, bytes }),
   };

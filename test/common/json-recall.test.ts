@@ -73,6 +73,16 @@ describe('the last long body of a key, remembered', () => {
     assert.equal(memory.size().bodies, 2);
   });
 
+  it('puts a body read whole in the place of the body it repeats nearly to its end, not beside it', () => {
+    const { memory, served } = countingRecall();
+    const json = agentMessagesBody('m', false);
+    readChecked(memory, json);
+    // A change outside the messages, near the end: read whole, the same session.
+    readChecked(memory, json.replace('"stream":false}', '"stream":false,"top_k":5}'));
+    assert.equal(served(), 0);
+    assert.equal(memory.size().bodies, 1);
+  });
+
   it('keeps at most four sessions of a key, the least recently used going first', () => {
     const { memory } = countingRecall();
     const base = agentMessagesBody('m', false);
