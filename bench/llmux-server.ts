@@ -75,6 +75,9 @@ if (isEntryPoint(import.meta.url)) {
   // As `llmux serve` does: the feature modules register their routes before the gateway is made.
   const features = join(dist, 'features.js');
   if (existsSync(features)) await import(pathToFileURL(features).href);
+  // As `llmux serve` does: V8's young generation held small (src/common/young-generation.ts).
+  const youngGeneration = join(dist, 'common', 'young-generation.js');
+  if (existsSync(youngGeneration)) ((await import(pathToFileURL(youngGeneration).href)) as { holdYoungGeneration(): () => void }).holdYoungGeneration();
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-home-'));
   const gateway = createGateway({ config: benchConfig(upstreamPort, values['state-url']), home, env: {} });
   const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });

@@ -30,7 +30,12 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 
 async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
-  const [{ createGateway }, { standardFeatures }] = await Promise.all([import('./gateway/server.ts'), import('./gateway/features.ts')]);
+  const [{ createGateway }, { standardFeatures }, { holdYoungGeneration }] = await Promise.all([
+    import('./gateway/server.ts'), import('./gateway/features.ts'), import('./common/young-generation.ts'),
+  ]);
+  // A process of its own holds V8's young generation small (src/common/young-generation.ts); a
+  // serve run inside another program (a test) leaves that program's heap as it is.
+  const releaseHeap = io === processIo ? holdYoungGeneration() : () => {};
   const gateway = createGateway({ host: args.text('host'), port: args.number('port'), configPath: args.text('config'), home: args.text('home'), env: io.env, features: standardFeatures });
   try {
     const first = await gateway.keys.createFirst({ name: 'admin', admin: true, tier: 'pro' });
@@ -62,6 +67,7 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
     const onTerm = (): void => stop('SIGTERM');
     const onInt = (): void => stop('SIGINT');
     const done = (code: number): void => {
+      releaseHeap();
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       resolve(code);

@@ -1,0 +1,38 @@
+/**
+ * The young generation held in a real V8 (src/common/young-generation.ts): a child process keeps
+ * enough alive across young collections that V8 would grow the young generation to its top
+ * (32 MB); held, it stays at the size held, give or take the one step a growth between two looks
+ * may take. The same child without the hold is the control: it must grow past that.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { YOUNG_GENERATION_BYTES } from '../../src/common/young-generation.ts';
+
+const MODULE = pathToFileURL(new URL('../../src/common/young-generation.ts', import.meta.url).pathname).href;
+
+function largestYoungGeneration(hold: boolean): number {
+  const script = `
+    import v8 from 'node:v8';
+    import { holdYoungGeneration } from ${JSON.stringify(MODULE)};
+    if (${hold}) holdYoungGeneration({ flags: [] });
+    const kept = [];
+    let largest = 0;
+    for (let round = 0; round < 300; round++) {
+      for (let i = 0; i < 3000; i++) kept.push({ a: i, b: 'x' + i, c: [i, round] });
+      if (kept.length > 60000) kept.splice(0, 15000);
+      await new Promise((resolve) => setImmediate(resolve));
+      largest = Math.max(largest, v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size);
+    }
+    process.stdout.write(String(largest));`;
+  const env = { ...process.env, NODE_OPTIONS: '' };
+  return Number(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, encoding: 'utf8', timeout: 60_000 }));
+}
+
+test('held, the young generation stays near the size; not held, the same load grows it past', () => {
+  const held = largestYoungGeneration(true);
+  const free = largestYoungGeneration(false);
+  assert.ok(held <= 2 * YOUNG_GENERATION_BYTES, `held: ${held} bytes`);
+  assert.ok(free > 2 * YOUNG_GENERATION_BYTES, `not held: ${free} bytes (the load no longer grows it: the test proves nothing)`);
+});
