@@ -17,9 +17,9 @@
  * in place, and `__proto__` is an own property.
  */
 
-import { lazyTexts, skeletonText, spliceTexts } from './json-lazy.ts';
+import { lazyTexts, skeletonText, splicedText, spliceTexts, writeSpliced } from './json-lazy.ts';
 import { frozenJson } from './json.ts';
-import type { LazyTexts } from './json-lazy.ts';
+import type { LazyTexts, SplicedText, TextSink } from './json-lazy.ts';
 
 /** Longest run of bytes decoded and parsed at once: as two-byte text it stays under 128 KB. */
 export const PIECE_BYTES = 48 * 1024;
@@ -423,8 +423,9 @@ const CHUNK_BYTES = 64 * 1024;
  * skeleton, its long texts left out: it is serialised in one `JSON.stringify` (a ~56 KB string for
  * a 200 KB turn), which costs 30% fewer instructions than one call per member and item, unless a
  * top-level array holds frozen items: those are the turns and tools a translation reused from the
- * key's last body (src/translate/messages-to-chat.ts), whose JSON text, references and all, is kept
- * with them (`frozenJson`), so only the items new in this body are serialised.
+ * key's last body (src/translate/messages-to-chat.ts), whose JSON text is kept with them as bytes
+ * cut at its references (`frozenSpliced`), so only the items new in this body are serialised, and
+ * a kept one is written by copies alone.
  */
 export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts): Buffer[] {
   const out = createChunkWriter(texts);
@@ -452,12 +453,30 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
       if (i > 0) out.write(',');
       const item: unknown = member[i];
       // An array item with no text is null, as in JSON.stringify.
-      out.write(isFrozenObject(item) ? frozenJson(item as Record<string, unknown>) : ((JSON.stringify(item) as string | undefined) ?? 'null'));
+      if (!isFrozenObject(item)) out.write((JSON.stringify(item) as string | undefined) ?? 'null');
+      else if (texts === undefined) out.write(frozenJson(item as Record<string, unknown>));
+      else writeSpliced(frozenSpliced(item as object), texts, out.sink);
     }
     out.write(']');
   }
   out.write('}');
   return out.parts();
+}
+
+/** Each frozen item's JSON text as bytes cut at its references, made the first time it is written. */
+const splicedItems = new WeakMap<object, SplicedText>();
+
+/**
+ * A frozen item's JSON as {@link SplicedText}: written again turn after turn by copies alone. It
+ * stands in for the item's JSON text (`frozenJson` is not asked for it), so it holds no more.
+ */
+function frozenSpliced(item: object): SplicedText {
+  let spliced = splicedItems.get(item);
+  if (spliced === undefined) {
+    spliced = splicedText(JSON.stringify(item));
+    splicedItems.set(item, spliced);
+  }
+  return spliced;
 }
 
 function isFrozenObject(value: unknown): boolean {
@@ -477,7 +496,7 @@ function holdsFrozenItems(value: Record<string, unknown>): boolean {
  * in the next one (`encodeInto` stops between characters and says how much it read). JSON text
  * holding references to `texts` is written with the texts' bytes copied in (./json-lazy.ts).
  */
-function createChunkWriter(texts: LazyTexts | undefined): { write(json: string): void; parts(): Buffer[] } {
+function createChunkWriter(texts: LazyTexts | undefined): { write(json: string): void; sink: TextSink; parts(): Buffer[] } {
   const done: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
@@ -513,6 +532,7 @@ function createChunkWriter(texts: LazyTexts | undefined): { write(json: string):
   };
   return {
     write: texts === undefined ? sink.write : (json) => spliceTexts(json, texts, sink),
+    sink,
     parts() {
       if (used > 0) done.push(chunk.subarray(0, used));
       return done;

@@ -129,6 +129,9 @@ export interface TextSink {
   writeBytes(bytes: Buffer, start: number, end: number): void;
 }
 
+/** Where the reference {@link referenceAt} last read ends (read at once by its caller). */
+let referenceEnd = 0;
+
 /**
  * Writes `json` (JSON text, as JSON.stringify made it) into `out`, each reference in it as the
  * bytes its text has in the client's body: between quotes those bytes are already that text in
@@ -140,23 +143,81 @@ export function spliceTexts(json: string, texts: LazyTexts | undefined, out: Tex
   let from = 0;
   let at = texts === undefined ? -1 : json.indexOf(ESCAPED_NUL);
   while (at !== -1) {
-    // The backslash must open an escape, not end an escaped backslash (`\\u0000` is text).
-    let backslashes = 0;
-    while (json.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
-    if (backslashes % 2 !== 0) throw new NotLazyError();
-    const digits = at + ESCAPED_NUL.length;
-    let index = 0;
-    let end = digits;
-    for (let code = json.charCodeAt(end); code >= 0x30 && code <= 0x39; code = json.charCodeAt(++end)) index = index * 10 + code - 48;
     const lazy = texts as LazyTexts;
-    if (end === digits || !json.startsWith(ESCAPED_NUL, end) || index >= lazy.units.length) throw new NotLazyError();
+    const index = referenceAt(json, at);
+    if (index >= lazy.units.length) throw new NotLazyError();
     if (at > from) out.write(json.slice(from, at));
     out.writeBytes(lazy.bytes, lazy.spans[2 * index] as number, lazy.spans[2 * index + 1] as number);
-    from = end + ESCAPED_NUL.length;
+    from = referenceEnd;
     at = json.indexOf(ESCAPED_NUL, from);
   }
   if (from === 0) out.write(json);
   else if (from < json.length) out.write(json.slice(from));
+}
+
+/**
+ * The index of the reference whose escaped delimiter starts at `at` in `json` (its end in
+ * {@link referenceEnd}). Throws
+ * {@link NotLazyError} when the delimiter was escaped twice (the backslash ends an escaped
+ * backslash: its string was serialised into another string) or no reference follows it.
+ */
+function referenceAt(json: string, at: number): number {
+  let backslashes = 0;
+  while (json.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
+  if (backslashes % 2 !== 0) throw new NotLazyError();
+  const digits = at + ESCAPED_NUL.length;
+  let index = 0;
+  let end = digits;
+  for (let code = json.charCodeAt(end); code >= 0x30 && code <= 0x39; code = json.charCodeAt(++end)) index = index * 10 + code - 48;
+  if (end === digits || !json.startsWith(ESCAPED_NUL, end)) throw new NotLazyError();
+  referenceEnd = end + ESCAPED_NUL.length;
+  return index;
+}
+
+/**
+ * JSON text holding references, kept to be written many times (a frozen item of a key's last
+ * body, ./json-bytes.ts): its text around the references as UTF-8 bytes, and where each reference
+ * goes. Written with {@link writeSpliced}, it costs copies alone: no search for references, no
+ * encoding, no slices of the text. It holds what the text held, as bytes.
+ */
+export interface SplicedText {
+  /** The text with its references cut out, as UTF-8. */
+  readonly bytes: Buffer;
+  /** For each reference in order: where it goes in `bytes`, and its index in the texts. */
+  readonly cuts: readonly number[];
+}
+
+/** `json` cut at its references, read as {@link spliceTexts} reads them (and refused as it refuses them). */
+export function splicedText(json: string): SplicedText {
+  const pieces: string[] = [];
+  const cuts: number[] = [];
+  let offset = 0;
+  let from = 0;
+  for (let at = json.indexOf(ESCAPED_NUL); at !== -1; at = json.indexOf(ESCAPED_NUL, from)) {
+    const index = referenceAt(json, at);
+    const piece = json.slice(from, at);
+    pieces.push(piece);
+    offset += Buffer.byteLength(piece);
+    cuts.push(offset, index);
+    from = referenceEnd;
+  }
+  pieces.push(json.slice(from));
+  return { bytes: Buffer.from(pieces.join('')), cuts };
+}
+
+/** Writes `spliced` with each reference replaced by its text's bytes in `texts`. */
+export function writeSpliced(spliced: SplicedText, texts: LazyTexts, out: TextSink): void {
+  const { bytes, cuts } = spliced;
+  let from = 0;
+  for (let k = 0; k < cuts.length; k += 2) {
+    const at = cuts[k] as number;
+    const index = cuts[k + 1] as number;
+    if (index >= texts.units.length) throw new NotLazyError();
+    if (at > from) out.writeBytes(bytes, from, at);
+    out.writeBytes(texts.bytes, texts.spans[2 * index] as number, texts.spans[2 * index + 1] as number);
+    from = at;
+  }
+  if (from < bytes.length) out.writeBytes(bytes, from, bytes.length);
 }
 
 /**

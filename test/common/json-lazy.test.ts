@@ -9,11 +9,13 @@ import {
   realText,
   realValue,
   spliceTexts,
+  splicedText,
   stringUnits,
   textBytes,
   textReference,
   textUnits,
   wordsOf,
+  writeSpliced,
 } from '../../src/common/json-lazy.ts';
 import type { LazyTexts } from '../../src/common/json-lazy.ts';
 import { LAZY_REQUEST_MEMBERS } from '../../src/formats/text-members.ts';
@@ -146,6 +148,37 @@ describe('the texts of a body read lazily', () => {
     assert.throws(() => spliceTexts(JSON.stringify({ a: '\\u00000\\u0000' }), texts, sink), NotLazyError);
     assert.throws(() => spliceTexts(JSON.stringify({ a: textReference(7) }), texts, sink), NotLazyError);
     assert.equal(realText(textReference(0), texts), 'plain text without escapes');
+  });
+
+  it('are written alike from JSON text cut once at its references (a kept item written again) as from the text itself', () => {
+    const collect = (write: (sink: { write(text: string): void; writeBytes(bytes: Buffer, start: number, end: number): void }) => void): string => {
+      const parts: Buffer[] = [];
+      write({ write: (text) => parts.push(Buffer.from(text)), writeBytes: (bytes, start, end) => parts.push(bytes.subarray(start, end)) });
+      return Buffer.concat(parts).toString();
+    };
+    const values = [
+      { content: read.content },
+      { content: `é ${read.content}\n${read.text} ✓`, name: 'tool ☃', more: [read.text, read.content] },
+      { content: read.content, text: read.text },
+      { plain: 'no reference at all, ünïcode' },
+      { edge: `${read.content}${read.text}` },
+    ];
+    for (const value of values) {
+      const text = JSON.stringify(value);
+      const spliced = splicedText(text);
+      const expected = JSON.stringify(realValue(value, texts));
+      assert.equal(collect((sink) => spliceTexts(text, texts, sink)), expected);
+      assert.equal(collect((sink) => writeSpliced(spliced, texts, sink)), expected, text);
+      assert.equal(collect((sink) => writeSpliced(spliced, texts, sink)), expected, 'written again');
+    }
+  });
+
+  it('cut once, refuse what the text refuses: a delimiter escaped twice, a reference with no end, one past the table', () => {
+    assert.throws(() => splicedText(JSON.stringify({ a: '\\u00000\\u0000' })), NotLazyError);
+    assert.throws(() => splicedText(JSON.stringify({ a: JSON.stringify({ b: read.content }) })), NotLazyError);
+    assert.throws(() => splicedText('{"a":"\\u00001x"}'), NotLazyError);
+    const past = splicedText(JSON.stringify({ a: textReference(7) }));
+    assert.throws(() => writeSpliced(past, texts, { write: () => {}, writeBytes: () => {} }), NotLazyError);
   });
 
   it('are left as bytes only from the shortest length on, so a reference is never empty', () => {
