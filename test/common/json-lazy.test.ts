@@ -163,13 +163,14 @@ describe('the texts of a body read lazily', () => {
       { plain: 'no reference at all, ünïcode' },
       { edge: `${read.content}${read.text}` },
     ];
+    const table = texts as LazyTexts;
     for (const value of values) {
       const text = JSON.stringify(value);
       const spliced = splicedText(text);
       const expected = JSON.stringify(realValue(value, texts));
       assert.equal(collect((sink) => spliceTexts(text, texts, sink)), expected);
-      assert.equal(collect((sink) => writeSpliced(spliced, texts, sink)), expected, text);
-      assert.equal(collect((sink) => writeSpliced(spliced, texts, sink)), expected, 'written again');
+      assert.equal(collect((sink) => writeSpliced(spliced, table, sink)), expected, text);
+      assert.equal(collect((sink) => writeSpliced(spliced, table, sink)), expected, 'written again');
     }
   });
 
@@ -178,7 +179,7 @@ describe('the texts of a body read lazily', () => {
     assert.throws(() => splicedText(JSON.stringify({ a: JSON.stringify({ b: read.content }) })), NotLazyError);
     assert.throws(() => splicedText('{"a":"\\u00001x"}'), NotLazyError);
     const past = splicedText(JSON.stringify({ a: textReference(7) }));
-    assert.throws(() => writeSpliced(past, texts, { write: () => {}, writeBytes: () => {} }), NotLazyError);
+    assert.throws(() => writeSpliced(past, texts as LazyTexts, { write: () => {}, writeBytes: () => {} }), NotLazyError);
   });
 
   it('are left as bytes only from the shortest length on, so a reference is never empty', () => {
