@@ -12,7 +12,8 @@
  * cannot set for itself once V8 is running. Their growth factor is read at each growth, so it can:
  * after each collection this looks at the young generation's size and sets the factor to 1 (no
  * growth) once the size is reached, and back to V8's 2 when V8 has shrunk it below (it does when
- * allocation slows down). A growth between two looks can pass the size by one step.
+ * allocation slows down). A growth between two looks can pass the size by one step. Checked on
+ * Node 20, 22 and 24 (V8 11.3, 12.4, 13.6): the factor set at run time stops the growth on each.
  *
  * Left alone when the process was started with a semi-space flag of its own: that choice wins.
  */
