@@ -143,11 +143,9 @@ export function spliceTexts(json: string, texts: LazyTexts | undefined, out: Tex
   let from = 0;
   let at = texts === undefined ? -1 : json.indexOf(ESCAPED_NUL);
   while (at !== -1) {
-    const lazy = texts as LazyTexts;
     const index = referenceAt(json, at);
-    if (index >= lazy.units.length) throw new NotLazyError();
     if (at > from) out.write(json.slice(from, at));
-    out.writeBytes(lazy.bytes, lazy.spans[2 * index] as number, lazy.spans[2 * index + 1] as number);
+    writeText(texts as LazyTexts, index, out);
     from = referenceEnd;
     at = json.indexOf(ESCAPED_NUL, from);
   }
@@ -157,9 +155,9 @@ export function spliceTexts(json: string, texts: LazyTexts | undefined, out: Tex
 
 /**
  * The index of the reference whose escaped delimiter starts at `at` in `json` (its end in
- * {@link referenceEnd}). Throws
- * {@link NotLazyError} when the delimiter was escaped twice (the backslash ends an escaped
- * backslash: its string was serialised into another string) or no reference follows it.
+ * {@link referenceEnd}). Throws {@link NotLazyError} when the delimiter was escaped twice (the
+ * backslash ends an escaped backslash: its string was serialised into another string) or no
+ * reference follows it.
  */
 function referenceAt(json: string, at: number): number {
   let backslashes = 0;
@@ -172,6 +170,12 @@ function referenceAt(json: string, at: number): number {
   if (end === digits || !json.startsWith(ESCAPED_NUL, end)) throw new NotLazyError();
   referenceEnd = end + ESCAPED_NUL.length;
   return index;
+}
+
+/** Writes text `index` of `texts` as its bytes; an index past the table throws {@link NotLazyError}. */
+function writeText(texts: LazyTexts, index: number, out: TextSink): void {
+  if (index >= texts.units.length) throw new NotLazyError();
+  out.writeBytes(texts.bytes, texts.spans[2 * index] as number, texts.spans[2 * index + 1] as number);
 }
 
 /**
@@ -211,10 +215,8 @@ export function writeSpliced(spliced: SplicedText, texts: LazyTexts, out: TextSi
   let from = 0;
   for (let k = 0; k < cuts.length; k += 2) {
     const at = cuts[k] as number;
-    const index = cuts[k + 1] as number;
-    if (index >= texts.units.length) throw new NotLazyError();
     if (at > from) out.writeBytes(bytes, from, at);
-    out.writeBytes(texts.bytes, texts.spans[2 * index] as number, texts.spans[2 * index + 1] as number);
+    writeText(texts, cuts[k + 1] as number, out);
     from = at;
   }
   if (from < bytes.length) out.writeBytes(bytes, from, bytes.length);

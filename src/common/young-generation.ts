@@ -74,7 +74,6 @@ export function holdYoungGeneration(options: HoldOptions = {}): () => void {
     stopped = true;
     stopObserving();
     if (factor !== V8_GROWTH_FACTOR) heap.setGrowthFactor(V8_GROWTH_FACTOR);
-    factor = V8_GROWTH_FACTOR;
   };
   const stopObserving = heap.afterCollections(() => {
     if (stopped) return;
