@@ -16,19 +16,16 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
+import { CHILDREN_JS as JS, ROOT, compileChildren, readyLine } from './children.ts';
 import { loadScenarios, withKey } from './measure.ts';
 import type { LoadScenario, ProxyKind } from './measure.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const JS = join(ROOT, 'bench', '.tmp', 'js');
 /** Requests in flight at once: enough to keep the proxy busy, few enough to stay in step under valgrind. */
 const CONCURRENCY = 4;
 
@@ -43,34 +40,6 @@ function start(command: string, args: string[]): ChildProcess {
   child.once('exit', () => children.delete(child));
   child.stderr?.resume();
   return child;
-}
-
-function firstLine<T>(child: ChildProcess, what: string, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error(`${what}: nothing on stdout within ${timeoutMs} ms`)), timeoutMs);
-    child.once('exit', (code) => reject(new Error(`${what} exited (code ${code})`)));
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      lines.close();
-      child.stdout?.resume();
-      resolve(JSON.parse(line) as T);
-    });
-  });
-}
-
-/** The bench's child scripts as plain JS (bench/run.ts builds them the same way). */
-function buildChildren(): void {
-  mkdirSync(join(ROOT, 'bench', '.tmp'), { recursive: true });
-  const tsconfig = join(ROOT, 'bench', '.tmp', 'tsconfig.children.json');
-  writeFileSync(tsconfig, JSON.stringify({
-    extends: '../../tsconfig.json',
-    compilerOptions: { noEmit: false, outDir: './js', rootDir: '..', declaration: false, sourceMap: false },
-    files: ['../fake-upstream.ts', '../bare-proxy.ts', '../llmux-server.ts', '../slow-client.ts'],
-    include: [],
-  }));
-  const out = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: ROOT, encoding: 'utf8' });
-  if (out.status !== 0 && !readdirSync(JS).includes('llmux-server.js')) throw new Error(`could not compile the bench children:\n${out.stdout}`);
 }
 
 /** Sends `count` copies of the scenario's request, `CONCURRENCY` at a time, over kept-alive connections. */
@@ -121,7 +90,7 @@ async function measure(kind: ProxyKind, scenario: LoadScenario, upstreamPort: nu
   try {
     const script = kind === 'bare' ? [join(JS, 'bare-proxy.js'), '--upstream-port', String(upstreamPort)] : [join(JS, 'llmux-server.js'), '--dist', join(ROOT, 'dist'), '--upstream-port', String(upstreamPort)];
     const proxy = start('valgrind', ['--tool=callgrind', '--separate-threads=no', `--callgrind-out-file=${join(dir, 'callgrind.out')}`, process.execPath, ...script]);
-    const ready = await firstLine<{ port: number; key?: string }>(proxy, `${kind} proxy under callgrind`, 300_000);
+    const ready = await readyLine<{ port: number; key?: string }>(proxy, `${kind} proxy under callgrind`, 300_000);
     const key = ready.key ?? 'sk-bare';
     const warm = Math.max(20, n);
     await send(ready.port, scenario, key, warm);
@@ -142,9 +111,9 @@ async function main(): Promise<void> {
   const all = loadScenarios();
   const ids = values.only?.split(',').map((id) => id.trim()) ?? ['chat-json', 'messages-json', 'agent-messages', 'agent-translated'];
   const kinds: ProxyKind[] = values.proxy === undefined ? ['bare', 'llmux'] : [values.proxy as ProxyKind];
-  buildChildren();
+  compileChildren();
   const upstream = start(process.execPath, [join(JS, 'fake-upstream.js')]);
-  const { port: upstreamPort } = await firstLine<{ port: number }>(upstream, 'fake upstream', 15_000);
+  const { port: upstreamPort } = await readyLine<{ port: number }>(upstream, 'fake upstream', 15_000);
   const bare = new Map<string, number>();
   process.stdout.write('scenario            proxy   instructions/request   × bare\n');
   for (const id of ids) {

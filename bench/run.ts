@@ -46,6 +46,7 @@ import { formatSummary, summariseProfile } from './profile-summary.ts';
 import type { CpuProfile } from './profile-summary.ts';
 import { renderSharedState, sharedStateVerdictLine } from './shared-state.ts';
 import type { SharedStateResult } from './shared-state.ts';
+import { compileChildren } from './children.ts';
 
 /** Compile-time check that llmux-server.ts's structural view of dist/gateway/server.js matches src/gateway/server.ts. */
 type Accepts<T extends GatewayModule['createGateway']> = T;
@@ -227,20 +228,11 @@ function build(notes: string[]): void {
     process.stderr.write(`bench: ${note}:\n${dist.output.split('\n').filter((l) => l.includes('error')).slice(0, 10).join('\n')}\n`);
     notes.push(`- ${note}.`);
   }
-  mkdirSync(TMP, { recursive: true });
-  const tsconfig = join(TMP, 'tsconfig.children.json');
-  writeFileSync(tsconfig, JSON.stringify({
-    extends: '../../tsconfig.json',
-    compilerOptions: { noEmit: false, outDir: './js', rootDir: '..', declaration: false, sourceMap: false },
-    files: ['../fake-upstream.ts', '../bare-proxy.ts', '../llmux-server.ts', '../slow-client.ts'],
-    include: [],
-  }, null, 2));
-  const tsc = run(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], 'tsc');
-  for (const name of ['fake-upstream', 'bare-proxy', 'llmux-server', 'slow-client']) {
-    if (!existsSync(join(JS, `${name}.js`))) {
-      process.stderr.write(`bench: could not compile bench/${name}.ts:\n${tsc.output}\n`);
-      process.exit(1);
-    }
+  try {
+    compileChildren();
+  } catch (err) {
+    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
   }
 }
 

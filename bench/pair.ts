@@ -1,0 +1,159 @@
+/**
+ * Two proxies measured side by side (issue 26): both run at once, pinned to the same CPU, each
+ * under its own wrk, and each round compares their CPU per request over the same seconds. On a
+ * shared machine whose speed moves by ±50% from one run to the next, the other work falls on both
+ * alike, so their ratio holds where the figures themselves do not: two copies of the same build
+ * measure 0.99–1.02 in a run of seven rounds, where `npm run bench`'s llmux figure moves by 2× between runs.
+ * This is for telling two builds (or a build and the bare pipe) apart; `npm run bench` remains the
+ * record (a proxy alone on its CPU, as it would be deployed).
+ *
+ *   npx tsx bench/pair.ts --b llmux:/tmp/other-dist          this dist/ (A) against another build (B)
+ *   npx tsx bench/pair.ts --a bare --b llmux                  the bare pipe against llmux, sharing a CPU
+ *   npx tsx bench/pair.ts --b-flags=--max-semi-space-size=16  the same build, with other node flags
+ *   --scenario chat-json (default; any scenario of bench/measure.ts)   --rounds 7   --seconds 3
+ *   --connections 16 (per proxy)
+ *
+ * A proxy is `bare`, `llmux` (this checkout's dist/, built with `npm run build` first) or
+ * `llmux:DIR` (a dist directory: a copy of dist/ with a change, or another checkout's).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CHILDREN_JS, ROOT, compileChildren, killGroup, readyLine, startChild, ticksPerSecond } from './children.ts';
+import { isEntryPoint } from './entry.ts';
+import { loadScenarios, median, parseProcStat, parseWrkOutput, withKey, wrkScript } from './measure.ts';
+import type { LoadScenario } from './measure.ts';
+
+/** One proxy's share of a round: the CPU ticks it used and the requests it answered. */
+export interface PairSide {
+  ticks: number;
+  requests: number;
+}
+
+/** One round's CPU per request of each proxy (µs), and B over A. */
+export interface PairRound {
+  aUs: number;
+  bUs: number;
+  ratio: number;
+}
+
+/** A round's figures from its ticks and requests; NaN where a side answered nothing. */
+export function pairRound(a: PairSide, b: PairSide, ticksPerSec: number): PairRound {
+  const us = (side: PairSide): number => (side.requests > 0 ? (side.ticks * 1e6) / ticksPerSec / side.requests : Number.NaN);
+  const aUs = us(a);
+  const bUs = us(b);
+  return { aUs, bUs, ratio: bUs / aUs };
+}
+
+/** The rounds' B/A: the median, and the lowest and highest, over the rounds that have one. */
+export function pairSummary(rounds: readonly PairRound[]): { median: number; low: number; high: number; rounds: number } {
+  const ratios = rounds.map((r) => r.ratio).filter((r) => Number.isFinite(r));
+  if (ratios.length === 0) throw new Error('no round has a ratio: a proxy answered no request');
+  return { median: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios), rounds: ratios.length };
+}
+
+/** What a proxy argument names: the bare pipe, or llmux from a dist directory. */
+export function proxySpec(text: string): { kind: 'bare' } | { kind: 'llmux'; dist: string } {
+  if (text === 'bare') return { kind: 'bare' };
+  if (text === 'llmux') return { kind: 'llmux', dist: join(ROOT, 'dist') };
+  if (text.startsWith('llmux:') && text.length > 'llmux:'.length) return { kind: 'llmux', dist: resolve(text.slice('llmux:'.length)) };
+  throw new Error(`a proxy is bare, llmux or llmux:DIR, not "${text}"`);
+}
+
+/** Seconds of load before the rounds. */
+const WARM_UP_S = 5;
+
+interface Running {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  script: string;
+}
+
+async function startProxy(spec: ReturnType<typeof proxySpec>, flags: string[], upstreamPort: number, scenario: LoadScenario, dir: string, name: string): Promise<Running> {
+  const script = spec.kind === 'bare' ? [join(CHILDREN_JS, 'bare-proxy.js')] : [join(CHILDREN_JS, 'llmux-server.js'), '--dist', spec.dist];
+  // The request log goes nowhere: both proxies write theirs alike or not at all.
+  const child = startChild(process.execPath, [...flags, ...script, '--upstream-port', String(upstreamPort)], 1, 'ignore');
+  const ready = await readyLine<{ port: number; key?: string }>(child, `proxy ${name}`);
+  if (child.pid === undefined) throw new Error(`proxy ${name} has no pid`);
+  const file = join(dir, `${name}.lua`);
+  writeFileSync(file, wrkScript({ headers: withKey(scenario.headers, ready.key ?? 'sk-bare'), body: scenario.body, turns: scenario.turns }));
+  return { child, pid: child.pid, port: ready.port, script: file };
+}
+
+function cpuTicks(pid: number): number {
+  const { utime, stime } = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return utime + stime;
+}
+
+/** wrk against one proxy for `seconds`; resolves with the requests it got answered. */
+async function load(proxy: Running, path: string, seconds: number, connections: number): Promise<number> {
+  const wrk = startChild('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', proxy.script, `http://127.0.0.1:${proxy.port}${path}`], 0);
+  let out = '';
+  wrk.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  const killer = setTimeout(() => killGroup(wrk), (seconds + 20) * 1000);
+  await new Promise((done) => wrk.once('close', done));
+  clearTimeout(killer);
+  return parseWrkOutput(out).requests;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      a: { type: 'string', default: 'llmux' },
+      b: { type: 'string', default: 'llmux' },
+      'a-flags': { type: 'string', default: '' },
+      'b-flags': { type: 'string', default: '' },
+      scenario: { type: 'string', default: 'chat-json' },
+      rounds: { type: 'string', default: '7' },
+      seconds: { type: 'string', default: '3' },
+      connections: { type: 'string', default: '16' },
+    },
+  });
+  const scenario = loadScenarios().find((s) => s.id === values.scenario);
+  if (scenario === undefined) throw new Error(`no scenario ${values.scenario}`);
+  const rounds = Number(values.rounds);
+  const seconds = Number(values.seconds);
+  const connections = Number(values.connections);
+  compileChildren();
+  const dir = mkdtempSync(join(tmpdir(), 'llmux-pair-'));
+  const started: ChildProcess[] = [];
+  try {
+    const upstream = startChild(process.execPath, [join(CHILDREN_JS, 'fake-upstream.js')], 0);
+    started.push(upstream);
+    const { port: upstreamPort } = await readyLine<{ port: number }>(upstream, 'fake upstream');
+    const flags = (text: string): string[] => text.split(' ').filter((f) => f !== '');
+    const a = await startProxy(proxySpec(values.a), flags(values['a-flags']), upstreamPort, scenario, dir, 'A');
+    started.push(a.child);
+    const b = await startProxy(proxySpec(values.b), flags(values['b-flags']), upstreamPort, scenario, dir, 'B');
+    started.push(b.child);
+    process.stdout.write(`A: ${values.a} ${values['a-flags']}\nB: ${values.b} ${values['b-flags']}\n${scenario.id}, ${connections} connections each, both proxies on one CPU\n`);
+    // Warm-up, both at once as measured, long enough for the JIT to have settled.
+    await Promise.all([load(a, scenario.path, WARM_UP_S, connections), load(b, scenario.path, WARM_UP_S, connections)]);
+    const tps = ticksPerSecond();
+    const measured: PairRound[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const before = [cpuTicks(a.pid), cpuTicks(b.pid)];
+      const [na, nb] = await Promise.all([load(a, scenario.path, seconds, connections), load(b, scenario.path, seconds, connections)]);
+      const round = pairRound({ ticks: cpuTicks(a.pid) - (before[0] as number), requests: na }, { ticks: cpuTicks(b.pid) - (before[1] as number), requests: nb }, tps);
+      measured.push(round);
+      process.stdout.write(`round ${i + 1}: A ${round.aUs.toFixed(0)} µs/req (${na} req)   B ${round.bUs.toFixed(0)} µs/req (${nb} req)   B/A ${round.ratio.toFixed(3)}\n`);
+    }
+    const summary = pairSummary(measured);
+    process.stdout.write(`B/A CPU per request: median ${summary.median.toFixed(3)} (rounds ${summary.low.toFixed(3)}–${summary.high.toFixed(3)}, ${summary.rounds} rounds)\n`);
+  } finally {
+    for (const child of started) killGroup(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (isEntryPoint(import.meta.url)) {
+  main().then(() => process.exit(0), (err: unknown) => {
+    process.stderr.write(`pair: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}
