@@ -4,11 +4,12 @@
  * shared machine whose speed moves by ±50% from one run to the next, the other work falls on both
  * alike, so their ratio holds where the figures themselves do not: two copies of the same build
  * measure 0.99–1.02 in a run of seven rounds, where `npm run bench`'s llmux figure moves by 2× between runs.
- * This is for telling two builds (or a build and the bare pipe) apart; `npm run bench` remains the
- * record (a proxy alone on its CPU, as it would be deployed).
+ * This is for telling two builds of llmux apart; `npm run bench` remains the record (a proxy alone
+ * on its CPU, as it would be deployed). Against the bare pipe (`--a bare`) the ratio reads higher
+ * than the bench's: sharing a CPU's caches costs the proxy with the larger working set more.
  *
  *   npx tsx bench/pair.ts --b llmux:/tmp/other-dist          this dist/ (A) against another build (B)
- *   npx tsx bench/pair.ts --a bare --b llmux                  the bare pipe against llmux, sharing a CPU
+ *   npx tsx bench/pair.ts --a bare --b llmux                  the bare pipe against llmux (see above)
  *   npx tsx bench/pair.ts --b-flags=--max-semi-space-size=16  the same build, with other node flags
  *   --scenario chat-json (default; any scenario of bench/measure.ts)   --rounds 7   --seconds 3
  *   --connections 16 (per proxy)
