@@ -89,15 +89,20 @@ function cpuTicks(pid: number): number {
   return utime + stime;
 }
 
+/** Every child still running: the fake upstream, the two proxies and the wrk of the round. */
+const running = new Set<ChildProcess>();
+
 /** wrk against one proxy for `seconds`; resolves with the requests it got answered. */
 async function load(proxy: Running, path: string, seconds: number, connections: number): Promise<number> {
   const wrk = startChild('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', proxy.script, `http://127.0.0.1:${proxy.port}${path}`], 0);
+  running.add(wrk);
   let out = '';
   wrk.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
     out += chunk;
   });
   const killer = setTimeout(() => killGroup(wrk), (seconds + 20) * 1000);
   await new Promise((done) => wrk.once('close', done));
+  running.delete(wrk);
   clearTimeout(killer);
   return parseWrkOutput(out).requests;
 }
@@ -122,16 +127,22 @@ async function main(): Promise<void> {
   const connections = Number(values.connections);
   compileChildren();
   const dir = mkdtempSync(join(tmpdir(), 'llmux-pair-'));
-  const started: ChildProcess[] = [];
+  // The children run in process groups of their own: an interrupted run takes them with it.
+  const interrupted = (): void => {
+    for (const child of running) killGroup(child);
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const upstream = startChild(process.execPath, [join(CHILDREN_JS, 'fake-upstream.js')], 0);
-    started.push(upstream);
+    running.add(upstream);
     const { port: upstreamPort } = await readyLine<{ port: number }>(upstream, 'fake upstream');
     const flags = (text: string): string[] => text.split(' ').filter((f) => f !== '');
     const a = await startProxy(proxySpec(values.a), flags(values['a-flags']), upstreamPort, scenario, dir, 'A');
-    started.push(a.child);
+    running.add(a.child);
     const b = await startProxy(proxySpec(values.b), flags(values['b-flags']), upstreamPort, scenario, dir, 'B');
-    started.push(b.child);
+    running.add(b.child);
     process.stdout.write(`A: ${values.a} ${values['a-flags']}\nB: ${values.b} ${values['b-flags']}\n${scenario.id}, ${connections} connections each, both proxies on one CPU\n`);
     // Warm-up, both at once as measured, long enough for the JIT to have settled.
     await Promise.all([load(a, scenario.path, WARM_UP_S, connections), load(b, scenario.path, WARM_UP_S, connections)]);
@@ -147,7 +158,7 @@ async function main(): Promise<void> {
     const summary = pairSummary(measured);
     process.stdout.write(`B/A CPU per request: median ${summary.median.toFixed(3)} (rounds ${summary.low.toFixed(3)}–${summary.high.toFixed(3)}, ${summary.rounds} rounds)\n`);
   } finally {
-    for (const child of started) killGroup(child);
+    for (const child of running) killGroup(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }
