@@ -43,7 +43,7 @@ export function canPin(): boolean {
  * Spawns a child in its own process group (so it and anything it starts can be killed together),
  * pinned to `cpu` when {@link canPin}. `taskset` execs the command: the child's pid is the command's.
  */
-export function startChild(command: string, args: readonly string[], cpu: number | undefined, stderr: 'inherit' | 'ignore' = 'inherit'): ChildProcess {
+export function startChild(command: string, args: readonly string[], cpu: number | undefined, stderr: 'inherit' | 'ignore' | 'pipe' = 'inherit'): ChildProcess {
   const [cmd, argv] = cpu !== undefined && canPin() ? ['taskset', ['-c', String(cpu), command, ...args]] : [command, [...args]];
   return spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', stderr] });
 }
@@ -87,6 +87,37 @@ export function readyLine<T>(child: ChildProcess, what: string, timeoutMs = 15_0
       }
     });
   });
+}
+
+/** What wrk printed (stdout and stderr), and how long it ran. */
+export interface WrkRun {
+  stdout: string;
+  wallMs: number;
+}
+
+/**
+ * wrk (one thread) against `127.0.0.1:port` + `path` with the Lua script `script`, pinned to CPU 0
+ * beside the fake upstream; in `track` while it runs, so a stopped run can kill it. Rejects when wrk
+ * fails, and kills it if it outlives its time by 20 s.
+ */
+export async function runWrk(target: { port: number; path: string; script: string }, options: { seconds: number; connections: number; track?: Set<ChildProcess> }): Promise<WrkRun> {
+  const { seconds, connections, track } = options;
+  const child = startChild('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s', '-s', target.script, `http://127.0.0.1:${target.port}${target.path}`], 0, 'pipe');
+  track?.add(child);
+  let stdout = '';
+  const collect = (chunk: string): void => {
+    stdout += chunk;
+  };
+  child.stdout?.setEncoding('utf8').on('data', collect);
+  child.stderr?.setEncoding('utf8').on('data', collect);
+  const started = performance.now();
+  const killer = setTimeout(() => killGroup(child), (seconds + 20) * 1000);
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  clearTimeout(killer);
+  track?.delete(child);
+  const wallMs = performance.now() - started;
+  if (code !== 0) throw new Error(`wrk failed (code ${code}):\n${stdout.slice(-2000)}`);
+  return { stdout, wallMs };
 }
 
 /** Clock ticks per second of `/proc/PID/stat`'s utime and stime. */

@@ -22,7 +22,7 @@ import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CHILDREN_JS, ROOT, compileChildren, killGroup, readyLine, startChild, ticksPerSecond } from './children.ts';
+import { CHILDREN_JS, ROOT, compileChildren, killGroup, readyLine, runWrk, startChild, ticksPerSecond } from './children.ts';
 import { isEntryPoint } from './entry.ts';
 import { loadScenarios, median, parseProcStat, parseWrkOutput, withKey, wrkScript } from './measure.ts';
 import type { LoadScenario } from './measure.ts';
@@ -94,17 +94,8 @@ const running = new Set<ChildProcess>();
 
 /** wrk against one proxy for `seconds`; resolves with the requests it got answered. */
 async function load(proxy: Running, path: string, seconds: number, connections: number): Promise<number> {
-  const wrk = startChild('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', proxy.script, `http://127.0.0.1:${proxy.port}${path}`], 0);
-  running.add(wrk);
-  let out = '';
-  wrk.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    out += chunk;
-  });
-  const killer = setTimeout(() => killGroup(wrk), (seconds + 20) * 1000);
-  await new Promise((done) => wrk.once('close', done));
-  running.delete(wrk);
-  clearTimeout(killer);
-  return parseWrkOutput(out).requests;
+  const { stdout } = await runWrk({ port: proxy.port, path, script: proxy.script }, { seconds, connections, track: running });
+  return parseWrkOutput(stdout).requests;
 }
 
 async function main(): Promise<void> {

@@ -46,7 +46,8 @@ import { formatSummary, summariseProfile } from './profile-summary.ts';
 import type { CpuProfile } from './profile-summary.ts';
 import { renderSharedState, sharedStateVerdictLine } from './shared-state.ts';
 import type { SharedStateResult } from './shared-state.ts';
-import { compileChildren } from './children.ts';
+import { canPin, compileChildren, killGroup, readyLine as firstLine, runWrk as runWrkOn, ticksPerSecond as clockTicksPerSecond } from './children.ts';
+import type { WrkRun } from './children.ts';
 
 /** Compile-time check that llmux-server.ts's structural view of dist/gateway/server.js matches src/gateway/server.ts. */
 type Accepts<T extends GatewayModule['createGateway']> = T;
@@ -94,15 +95,6 @@ const children = new Set<ChildProcess>();
 /** This run's scratch directory under bench/.tmp (Lua scripts, request logs). */
 let runDir = '';
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-
 function killAll(): void {
   for (const child of children) killGroup(child, 'SIGKILL');
   children.clear();
@@ -127,15 +119,10 @@ const deadline = setTimeout(() => {
 }, HARD_DEADLINE_MS);
 deadline.unref();
 
-const ticksPerSecond = (() => {
-  const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
-  const n = Number(out.stdout?.trim());
-  return Number.isInteger(n) && n > 0 ? n : 100;
-})();
+const ticksPerSecond = clockTicksPerSecond();
 
 const loadAtStart = loadavg()[0] ?? 0;
-const hasTaskset = spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
-const pinned = hasTaskset && cpus().length >= 2;
+const pinned = canPin();
 
 /** Spawns a child in its own process group, pinned to `cpu` when pinning is possible. */
 function start(command: string, args: string[], options: { cpu: 0 | 1; stdio: StdioOptions; env?: NodeJS.ProcessEnv }): ChildProcess {
@@ -159,36 +146,6 @@ async function stop(child: ChildProcess, graceMs = 3_000): Promise<void> {
   await exited(child);
   clearTimeout(timer);
   killGroup(child, 'SIGKILL'); // anything the child left in its group
-}
-
-/** The first stdout line of a child, parsed as JSON. */
-function firstLine<T>(child: ChildProcess, what: string, timeoutMs = 15_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    if (child.stdout === null) {
-      reject(new Error(`${what}: no stdout`));
-      return;
-    }
-    const lines = createInterface({ input: child.stdout });
-    const timer = setTimeout(() => {
-      lines.close();
-      reject(new Error(`${what}: nothing on stdout within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onExit = (code: number | null): void => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (code ${code}) before it was ready`));
-    };
-    child.once('exit', onExit);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      lines.close();
-      try {
-        resolve(JSON.parse(line) as T);
-      } catch {
-        reject(new Error(`${what}: unexpected output "${line.slice(0, 200)}"`));
-      }
-    });
-  });
 }
 
 function readCpu(pid: number): CpuTicks {
@@ -307,30 +264,8 @@ function checkLog(proxy: RunningProxy): string | undefined {
   return problem;
 }
 
-interface WrkRun {
-  stdout: string;
-  wallMs: number;
-}
-
-async function runWrk(port: number, path: string, script: string, seconds: number): Promise<WrkRun> {
-  const child = start('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '--timeout', '10s', '-s', script, `http://127.0.0.1:${port}${path}`], {
-    cpu: 0,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  const started = performance.now();
-  const killer = setTimeout(() => killGroup(child, 'SIGKILL'), (seconds + 20) * 1000);
-  const code = await exited(child);
-  clearTimeout(killer);
-  const wallMs = performance.now() - started;
-  if (code !== 0) throw new Error(`wrk failed (code ${code}):\n${stdout.slice(-2000)}`);
-  return { stdout, wallMs };
+function runWrk(port: number, path: string, script: string, seconds: number): Promise<WrkRun> {
+  return runWrkOn({ port, path, script }, { seconds, connections: CONNECTIONS, track: children });
 }
 
 function scriptFor(scenario: LoadScenario, key: string): string {
@@ -823,7 +758,7 @@ async function main(): Promise<number> {
   const wrkVersion = requireWrk();
   const notes: string[] = [];
   if (!pinned) {
-    const why = hasTaskset ? 'fewer than 2 CPUs' : 'taskset not found';
+    const why = cpus().length < 2 ? 'fewer than 2 CPUs' : 'taskset not found';
     process.stderr.write(`bench: ${why}: processes are not pinned; numbers are less comparable\n`);
   }
   const began = performance.now();
