@@ -78,6 +78,9 @@ if (isEntryPoint(import.meta.url)) {
   // As `llmux serve` does: V8's young generation held small (src/common/young-generation.ts).
   const youngGeneration = join(dist, 'common', 'young-generation.js');
   if (existsSync(youngGeneration)) ((await import(pathToFileURL(youngGeneration).href)) as { holdYoungGeneration(): () => void }).holdYoungGeneration();
+  // And its old generation given room while small (src/common/old-generation.ts), in a dist that has it.
+  const oldGeneration = join(dist, 'common', 'old-generation.js');
+  if (existsSync(oldGeneration)) ((await import(pathToFileURL(oldGeneration).href)) as { roomyOldGeneration(): () => void }).roomyOldGeneration();
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-home-'));
   const gateway = createGateway({ config: benchConfig(upstreamPort, values['state-url']), home, env: {} });
   const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });

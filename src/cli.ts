@@ -30,12 +30,16 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 
 async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   // Loaded here, not at the top: `llmux --version` and `llmux keys` start faster without them.
-  const [{ createGateway }, { standardFeatures }, { holdYoungGeneration }] = await Promise.all([
-    import('./gateway/server.ts'), import('./gateway/features.ts'), import('./common/young-generation.ts'),
+  const [{ createGateway }, { standardFeatures }, { holdYoungGeneration, startFlags }, { roomyOldGeneration }] = await Promise.all([
+    import('./gateway/server.ts'), import('./gateway/features.ts'), import('./common/young-generation.ts'), import('./common/old-generation.ts'),
   ]);
-  // A process of its own holds V8's young generation small (src/common/young-generation.ts); a
-  // serve run inside another program (a test) leaves that program's heap as it is.
-  const releaseHeap = io === processIo ? holdYoungGeneration() : () => {};
+  // A process of its own holds V8's young generation small (src/common/young-generation.ts) and
+  // gives its old generation room while small (src/common/old-generation.ts); a serve run inside
+  // another program (a test) leaves that program's heap as it is.
+  const heapHolds = io === processIo ? [holdYoungGeneration(), roomyOldGeneration({ flags: startFlags() })] : [];
+  const releaseHeap = (): void => {
+    for (const release of heapHolds) release();
+  };
   const gateway = createGateway({ host: args.text('host'), port: args.number('port'), configPath: args.text('config'), home: args.text('home'), env: io.env, features: standardFeatures });
   try {
     const first = await gateway.keys.createFirst({ name: 'admin', admin: true, tier: 'pro' });
