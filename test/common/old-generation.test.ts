@@ -43,13 +43,13 @@ test('set at once, given back to V8 when the old generation grows large, taken a
   const release = roomyOldGeneration({ heap, flags: [] });
   assert.deepEqual(heap.percents, [300], 'from the start: a gateway starts small');
   heap.collect(12 * MB);
-  heap.collect(20 * MB);
+  heap.collect(15 * MB);
   assert.deepEqual(heap.percents, [300], 'set once, not at every collection');
   heap.collect(40 * MB);
   assert.deepEqual(heap.percents, [300, 0], 'large: V8 picks its own factor, so the limit is never four times a large heap');
   heap.collect(50 * MB);
   assert.deepEqual(heap.percents, [300, 0]);
-  heap.collect(16 * MB);
+  heap.collect(10 * MB);
   assert.deepEqual(heap.percents, [300, 0, 300]);
   release();
   assert.deepEqual(heap.percents, [300, 0, 300, 0]);
