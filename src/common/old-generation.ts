@@ -27,7 +27,8 @@ export const ROOMY_GROWING_PERCENT = 300;
 /**
  * Above this much left by a full collection, V8's own factor again, from the next full collection
  * on (the limit of the one that saw it is already set at four times). Under a flood of refused
- * 100 KB requests V8's own factor let the heap reach 95 MB; with the room, 95–140 MB.
+ * 100 KB requests (which held each connection for 5 s then: bench/what-is-left.md) V8's own factor
+ * let the heap reach 95 MB; with the room, 95–140 MB.
  */
 export const SMALL_OLD_GENERATION_BYTES = 16 * 1024 * 1024;
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody, readBody } from '../../src/http/body.ts';
+import { MAX_DISCARDED_BODY_BYTES, MAX_JSON_DEPTH, limitUnreadBody, nestsDeeperThan, parseJsonBody, readBody } from '../../src/http/body.ts';
 import { createBodyBudget } from '../../src/http/body-budget.ts';
 import { GatewayError } from '../../src/common/errors.ts';
 import { createManualClock } from '../helpers/clock.ts';
@@ -145,5 +145,92 @@ describe('readBody', () => {
     });
     held.release();
     assert.equal(budget.held(), 0, 'every claim gave back what it took');
+  });
+});
+
+describe('limitUnreadBody', () => {
+  /** A server that refuses every request before reading its body, as a 401 or a 429 does, and watches what is left unread. */
+  async function withRefusingServer(clock: ReturnType<typeof createManualClock>, closeConnection: boolean, body: (port: number, served: { socket: Promise<net.Socket>; watched: () => number }) => Promise<void>): Promise<void> {
+    let servedSocket: (socket: net.Socket) => void = () => {};
+    const socket = new Promise<net.Socket>((resolve) => { servedSocket = resolve; });
+    let watched = 0;
+    const server = http.createServer((req, res) => {
+      servedSocket(req.socket);
+      res.on('finish', () => {
+        limitUnreadBody(req, clock.timers);
+        watched++;
+      });
+      res.writeHead(429, closeConnection ? { connection: 'close', 'content-length': '7' } : { 'content-length': '7' });
+      res.end('refused');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      await body((server.address() as AddressInfo).port, { socket, watched: () => watched });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  it('holds nothing for a refusal that closes its connection', async () => {
+    // Node ends a `connection: close` answer's socket before the answer's own finish listeners run:
+    // a discard timer armed then held the closed socket and its request for the whole wait (a
+    // flood of refused 100 KB requests: 5,800 of them, 26 MB, a second after it).
+    const clock = createManualClock();
+    await withRefusingServer(clock, true, async (port, served) => {
+      const exchange = connect(port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${'a'.repeat(1_000)}`);
+      assert.match(await exchange.answer, /^HTTP\/1\.1 429 /);
+      await waitUntil(() => served.watched() === 1, 'the answer finished');
+      assert.equal((await served.socket).destroyed, true);
+      assert.equal(clock.pending(), 0, 'no discard timer for a connection already closed');
+    });
+  });
+
+  it('stops watching when a kept connection closes, not after the discard wait', async () => {
+    const clock = createManualClock();
+    await withRefusingServer(clock, false, async (port, served) => {
+      const client = net.connect(port, '127.0.0.1');
+      client.on('error', () => {});
+      client.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${'a'.repeat(1_000)}`);
+      const socket = await served.socket;
+      await waitUntil(() => served.watched() === 1 && clock.pending() === 1, 'the unread body watched');
+      client.destroy();
+      await waitUntil(() => clock.pending() === 0, 'the watch ended with its connection');
+      assert.equal(socket.destroyed, true);
+      assert.equal(socket.listeners('close').some((f) => f.name === 'stopWatching'), false);
+    });
+  });
+
+  it('still closes a connection whose client goes on sending past the bound, and keeps one whose small rest arrives', async () => {
+    const clock = createManualClock();
+    await withRefusingServer(clock, false, async (port, served) => {
+      const exchange = connect(port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * MAX_DISCARDED_BODY_BYTES}\r\n\r\n`);
+      const socket = await served.socket;
+      await waitUntil(() => clock.pending() === 1, 'the unread body watched');
+      exchange.write('b'.repeat(MAX_DISCARDED_BODY_BYTES + 1));
+      await waitUntil(() => socket.destroyed, 'the connection closed past the bound');
+      assert.equal(clock.pending(), 0);
+      assert.match(await exchange.answer, /^HTTP\/1\.1 429 /);
+    });
+    const small = createManualClock();
+    await withRefusingServer(small, false, async (port, served) => {
+      const exchange = connect(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345');
+      const socket = await served.socket;
+      await waitUntil(() => small.pending() === 1, 'the unread body watched');
+      exchange.write('67890');
+      await waitUntil(() => small.pending() === 0, 'the watch ended with the body');
+      assert.equal(socket.destroyed, false, 'a small rest leaves the connection for the next request');
+    });
+  });
+
+  it('closes a connection whose rest never comes when the wait is over', async () => {
+    const clock = createManualClock();
+    await withRefusingServer(clock, false, async (port, served) => {
+      connect(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345');
+      const socket = await served.socket;
+      await waitUntil(() => clock.pending() === 1, 'the unread body watched');
+      clock.advance(5_000);
+      await waitUntil(() => socket.destroyed, 'the connection closed at the end of the wait');
+    });
   });
 });
