@@ -26,9 +26,10 @@ export const ROOMY_GROWING_PERCENT = 300;
 
 /**
  * Above this much left by a full collection, V8's own factor again, from the next full collection
- * on (the limit of the one that saw it is already set at four times). Under a flood of refused
- * 100 KB requests (which held each connection for 5 s then: bench/what-is-left.md) V8's own factor
- * let the heap reach 95 MB; with the room, 95–140 MB.
+ * on (the limit of the one that saw it is already set at four times): the limits set with the room
+ * stay under about 64 MB, a heap that holds more is V8's to size. Under 25 s of refused 100 KB
+ * requests, with 7–8 MB left by each full collection: 3 full collections and a 33 MB heap at most
+ * with the room, 29 and 27 MB with V8's own factor.
  */
 export const SMALL_OLD_GENERATION_BYTES = 16 * 1024 * 1024;
 
