@@ -2,32 +2,23 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ROOMY_GROWING_PERCENT, SMALL_OLD_GENERATION_BYTES, growingPercentFor, growingSetByFlags, roomyOldGeneration } from '../../src/common/old-generation.ts';
 import type { OldGenerationHeap } from '../../src/common/old-generation.ts';
+import { createFakeHeap } from '../helpers/fake-heap.ts';
 
 const MB = 1024 * 1024;
 
-/** A stand-in for V8: the used size is set by the test, full collections are called by it, percents recorded. */
-function fakeHeap(): OldGenerationHeap & { used: number; percents: number[]; collect(used: number): void; observing: boolean } {
-  let listener: (() => void) | undefined;
-  const heap = {
-    used: 8 * MB,
-    percents: [] as number[],
-    observing: false,
-    usedSize: () => heap.used,
-    setGrowingPercent: (percent: number) => void heap.percents.push(percent),
-    afterFullCollections(onCollection: () => void) {
-      listener = onCollection;
-      heap.observing = true;
-      return () => {
-        heap.observing = false;
-        listener = undefined;
-      };
+/** V8's used heap as the test sets it; the growing percents the module sets, in `percents`. */
+function fakeHeap(): OldGenerationHeap & { percents: number[]; collect(used: number): void; readonly observing: boolean } {
+  const fake = createFakeHeap(8 * MB);
+  return {
+    percents: fake.settings,
+    collect: fake.collect,
+    get observing() {
+      return fake.observing;
     },
-    collect(used: number) {
-      heap.used = used;
-      listener?.();
-    },
+    usedSize: () => fake.size,
+    setGrowingPercent: (percent) => void fake.settings.push(percent),
+    afterFullCollections: fake.observe,
   };
-  return heap;
 }
 
 test('the percent is the roomy one while what a full collection left is small, V8 own above', () => {

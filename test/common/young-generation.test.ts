@@ -2,32 +2,23 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { YOUNG_GENERATION_BYTES, growthFactorFor, holdYoungGeneration, sizedByFlags, startFlags } from '../../src/common/young-generation.ts';
 import type { YoungGenerationHeap } from '../../src/common/young-generation.ts';
+import { createFakeHeap } from '../helpers/fake-heap.ts';
 
 const MB = 1024 * 1024;
 
-/** A stand-in for V8: sizes are set by the test, collections are called by it, factors recorded. */
-function fakeHeap(): YoungGenerationHeap & { sizeNow: number; factors: number[]; collect(size: number): void; observing: boolean } {
-  let listener: (() => void) | undefined;
-  const heap = {
-    sizeNow: 2 * MB,
-    factors: [] as number[],
-    observing: false,
-    size: () => heap.sizeNow,
-    setGrowthFactor: (factor: number) => void heap.factors.push(factor),
-    afterCollections(onCollection: () => void) {
-      listener = onCollection;
-      heap.observing = true;
-      return () => {
-        heap.observing = false;
-        listener = undefined;
-      };
+/** V8's young generation as the test sets it; the growth factors the hold sets, in `factors`. */
+function fakeHeap(): YoungGenerationHeap & { factors: number[]; collect(size: number): void; readonly observing: boolean } {
+  const fake = createFakeHeap(2 * MB);
+  return {
+    factors: fake.settings,
+    collect: fake.collect,
+    get observing() {
+      return fake.observing;
     },
-    collect(size: number) {
-      heap.sizeNow = size;
-      listener?.();
-    },
+    size: () => fake.size,
+    setGrowthFactor: (factor) => void fake.settings.push(factor),
+    afterCollections: fake.observe,
   };
-  return heap;
 }
 
 test('the factor stops growth at the size held, and gives V8 its own below it', () => {
