@@ -172,10 +172,11 @@ export function mayOutgrowDiscard(req: IncomingMessage): boolean {
  * a few seconds, so a small one leaves the connection reusable; past that the connection is
  * closed rather than read on. Node would otherwise read and discard any amount (one connection
  * pushed 16.5 GB in 20 s past a 401). The bytes are counted on the socket: Node discards a body
- * nobody read without emitting it. A connection that closes first (a refusal answered with
- * `connection: close`, whose client stops sending) ends the watch at once: its timer would
- * otherwise hold the socket and the request for the whole wait (under a flood of refused 100 KB
- * requests, 5,800 of them, 26 MB, a second after it).
+ * nobody read without emitting it. Nothing is watched on a connection already closed (Node ends a
+ * `connection: close` answer's socket before the answer's own `finish` listeners run), and the
+ * watch ends when its connection closes: a timer left armed would hold the socket and the request
+ * for the whole wait (under a flood of refused 100 KB requests, 5,800 of them, 26 MB, a second
+ * after it).
  */
 export function limitUnreadBody(req: IncomingMessage, timers: Timers = realTimers): void {
   if (req.complete || req.socket.destroyed) return;
