@@ -75,12 +75,12 @@ if (isEntryPoint(import.meta.url)) {
   // As `llmux serve` does: the feature modules register their routes before the gateway is made.
   const features = join(dist, 'features.js');
   if (existsSync(features)) await import(pathToFileURL(features).href);
-  // As `llmux serve` does: V8's young generation held small (src/common/young-generation.ts).
-  const youngGeneration = join(dist, 'common', 'young-generation.js');
-  if (existsSync(youngGeneration)) ((await import(pathToFileURL(youngGeneration).href)) as { holdYoungGeneration(): () => void }).holdYoungGeneration();
-  // And its old generation given room while small (src/common/old-generation.ts), in a dist that has it.
-  const oldGeneration = join(dist, 'common', 'old-generation.js');
-  if (existsSync(oldGeneration)) ((await import(pathToFileURL(oldGeneration).href)) as { roomyOldGeneration(): () => void }).roomyOldGeneration();
+  // As `llmux serve` does: V8's young generation held small and its old generation given room while
+  // small (src/common/young-generation.ts, old-generation.ts), each where the dist has it.
+  for (const [file, hold] of [['young-generation.js', 'holdYoungGeneration'], ['old-generation.js', 'roomyOldGeneration']] as const) {
+    const path = join(dist, 'common', file);
+    if (existsSync(path)) ((await import(pathToFileURL(path).href)) as Record<string, () => () => void>)[hold]?.();
+  }
   const home = mkdtempSync(join(tmpdir(), 'llmux-bench-home-'));
   const gateway = createGateway({ config: benchConfig(upstreamPort, values['state-url']), home, env: {} });
   const { key } = await gateway.keys.create({ name: 'bench', tier: 'enterprise' });

@@ -20,6 +20,7 @@
  */
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import { startFlags } from './young-generation.ts';
 
 /** The growing percent while the old generation is small: a factor of 4. */
 export const ROOMY_GROWING_PERCENT = 300;
@@ -44,7 +45,7 @@ export interface OldGenerationHeap {
 }
 
 export interface RoomOptions {
-  /** The process's start-up flags (src/common/young-generation.ts `startFlags`). */
+  /** The process's start-up flags: `process.execArgv` and `NODE_OPTIONS`. */
   flags?: readonly string[];
   heap?: OldGenerationHeap;
 }
@@ -64,7 +65,7 @@ export function growingSetByFlags(flags: readonly string[]): boolean {
  * gives V8 its own factor back).
  */
 export function roomyOldGeneration(options: RoomOptions = {}): () => void {
-  if (growingSetByFlags(options.flags ?? [])) return () => {};
+  if (growingSetByFlags(options.flags ?? startFlags())) return () => {};
   const heap = options.heap ?? v8Heap();
   let percent = ROOMY_GROWING_PERCENT;
   heap.setGrowingPercent(percent);
