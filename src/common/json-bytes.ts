@@ -425,7 +425,9 @@ const CHUNK_BYTES = 64 * 1024;
  * top-level array holds frozen items: those are the turns and tools a translation reused from the
  * key's last body (src/translate/messages-to-chat.ts), whose JSON text is kept with them as bytes
  * cut at its references (`frozenSpliced`), so only the items new in this body are serialised, and
- * a kept one is written by copies alone.
+ * a kept one is written by copies alone; and where the frozen items stand in the order they stood
+ * in the last body written from the same first one, their bytes are copied from that body's, a
+ * few copies for them all (`writeFrozenRun`).
  */
 export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts): Buffer[] {
   const out = createChunkWriter(texts);
@@ -433,6 +435,7 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
     out.write(JSON.stringify(value));
     return out.parts();
   }
+  const written: WrittenRun[] = [];
   out.write('{');
   let first = true;
   for (const key of Object.keys(value)) {
@@ -449,18 +452,109 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
     }
     out.write(`${first ? '' : ','}${JSON.stringify(key)}:[`);
     first = false;
-    for (let i = 0; i < member.length; i++) {
+    for (let i = 0; i < member.length;) {
       if (i > 0) out.write(',');
       const item: unknown = member[i];
+      if (isFrozenObject(item)) {
+        i = writeFrozenRun(member, i, texts, out, written);
+        continue;
+      }
       // An array item with no text is null, as in JSON.stringify.
-      if (!isFrozenObject(item)) out.write((JSON.stringify(item) as string | undefined) ?? 'null');
-      else if (texts === undefined) out.write(frozenJson(item as Record<string, unknown>));
-      else writeSpliced(frozenSpliced(item as object), texts, out.sink);
+      out.write((JSON.stringify(item) as string | undefined) ?? 'null');
+      i++;
     }
     out.write(']');
   }
   out.write('}');
-  return out.parts();
+  const parts = out.parts();
+  for (const run of written) {
+    const length = run.ends[run.ends.length - 1] as number;
+    frozenRuns.set(run.items[0] as object, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
+  }
+  return parts;
+}
+
+/**
+ * Frozen items written one after another in an upstream body, as {@link serializeJson} wrote
+ * them: the items, where each one's bytes end (from the first one's start, commas between them
+ * included), and those bytes (views of that body's buffers). Kept by the run's first item.
+ */
+interface FrozenRun {
+  /** Whether the items were written with a body's texts (their references replaced by the texts' bytes). */
+  lazy: boolean;
+  items: readonly unknown[];
+  ends: readonly number[];
+  parts: readonly Buffer[];
+}
+
+/** A run being written: where it starts in the body's bytes. */
+interface WrittenRun extends Omit<FrozenRun, 'parts'> {
+  start: number;
+}
+
+/**
+ * The last run written from each first item. A session's next turn, translated, holds its last
+ * turn's frozen items in the same order and a few more (src/common/json-recall.ts,
+ * src/translate/messages-to-chat.ts), and a frozen item's bytes are the same every time it is
+ * written (its references name the same texts in every body that holds it): so the run's bytes
+ * are copied from the last body whole, as far as its items go on alike, in one copy per buffer
+ * instead of two a text. Kept as long as the run's first item lives, that is while the gateway
+ * remembers the session: about the size of its upstream body again.
+ */
+const frozenRuns = new WeakMap<object, FrozenRun>();
+
+/**
+ * Writes the run of frozen items that starts at `member[start]` (the comma before it written) and
+ * notes it in `written`; returns the index after the run. The items it has in common with the
+ * last run written from that item are copied from that run's bytes.
+ */
+function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTexts | undefined, out: ChunkWriter, written: WrittenRun[]): number {
+  const lazy = texts !== undefined;
+  const run: WrittenRun = { lazy, items: [], ends: [], start: out.position() };
+  const items = run.items as unknown[];
+  const ends = run.ends as number[];
+  let i = start;
+  const last = frozenRuns.get(member[start] as object);
+  if (last !== undefined && last.lazy === lazy) {
+    let k = 0;
+    while (k < last.items.length && i < member.length && member[i] === last.items[k]) {
+      items.push(member[i]);
+      ends.push(last.ends[k] as number);
+      i++;
+      k++;
+    }
+    let rest = last.ends[k - 1] as number;
+    for (const part of last.parts) {
+      if (rest === 0) break;
+      const length = Math.min(rest, part.length);
+      out.sink.writeBytes(part, 0, length);
+      rest -= length;
+    }
+  }
+  for (; i < member.length && isFrozenObject(member[i]); i++) {
+    if (i > start) out.write(',');
+    const item = member[i] as Record<string, unknown>;
+    if (texts === undefined) out.write(frozenJson(item));
+    else writeSpliced(frozenSpliced(item), texts, out.sink);
+    items.push(item);
+    ends.push(out.position() - run.start);
+  }
+  written.push(run);
+  return i;
+}
+
+/** Views of bytes `[start, end)` of `parts` taken as one run of bytes. */
+function bytesOf(parts: readonly Buffer[], start: number, end: number): Buffer[] {
+  const views: Buffer[] = [];
+  let offset = 0;
+  for (const part of parts) {
+    const from = Math.max(start, offset);
+    const to = Math.min(end, offset + part.length);
+    if (from < to) views.push(part.subarray(from - offset, to - offset));
+    offset += part.length;
+    if (offset >= end) break;
+  }
+  return views;
 }
 
 /** Each frozen item's JSON text as bytes cut at its references, made the first time it is written. */
@@ -496,12 +590,22 @@ function holdsFrozenItems(value: Record<string, unknown>): boolean {
  * in the next one (`encodeInto` stops between characters and says how much it read). JSON text
  * holding references to `texts` is written with the texts' bytes copied in (./json-lazy.ts).
  */
-function createChunkWriter(texts: LazyTexts | undefined): { write(json: string): void; sink: TextSink; parts(): Buffer[] } {
+interface ChunkWriter {
+  write(json: string): void;
+  sink: TextSink;
+  /** Bytes written so far. */
+  position(): number;
+  parts(): Buffer[];
+}
+
+function createChunkWriter(texts: LazyTexts | undefined): ChunkWriter {
   const done: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
+  let doneBytes = 0;
   const next = (): void => {
     done.push(chunk.subarray(0, used));
+    doneBytes += used;
     chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     used = 0;
   };
@@ -533,6 +637,7 @@ function createChunkWriter(texts: LazyTexts | undefined): { write(json: string):
   return {
     write: texts === undefined ? sink.write : (json) => spliceTexts(json, texts, sink),
     sink,
+    position: () => doneBytes + used,
     parts() {
       if (used > 0) done.push(chunk.subarray(0, used));
       return done;

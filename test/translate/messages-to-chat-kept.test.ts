@@ -11,7 +11,7 @@ import type { MessagesRequest } from '../../src/formats/wire.ts';
 import { type UpstreamModel, messagesRequestToChat } from '../../src/translate/messages-to-chat.ts';
 import { deepFreeze } from '../../src/common/json-recall.ts';
 import { serializeJson } from '../../src/common/json-bytes.ts';
-import { lazyTexts } from '../../src/common/json-lazy.ts';
+import { lazyTexts, realValue } from '../../src/common/json-lazy.ts';
 import type { Issuer } from '../../src/translate/carried.ts';
 import { ANTHROPIC, DEEPSEEK, GEMINI, OPENROUTER, reader, sealed } from '../helpers/carry.ts';
 
@@ -135,5 +135,58 @@ describe('serializeJson: frozen items hold references to a lazily read body', ()
     // Frozen items beside one written fresh; the long third runs over a buffer's end.
     for (const item of [0, 2].map((k) => (value['messages'] as object[])[k])) deepFreeze(item);
     for (let i = 0; i < 3; i++) assert.equal(Buffer.concat(serializeJson(value, table)).toString(), expected, `round ${i}`);
+  });
+});
+
+describe('serializeJson: a run of frozen items written again', () => {
+  /** A table of `texts` in one body, and a frozen item referring to text `k` (as json-recall.ts keeps it). */
+  function table(texts: readonly string[]): ReturnType<typeof lazyTexts> {
+    const bytes = Buffer.from(JSON.stringify(texts));
+    const spans: number[] = [];
+    let from = 0;
+    for (const text of texts) {
+      const start = bytes.indexOf(JSON.stringify(text), from) + 1;
+      from = start + Buffer.byteLength(JSON.stringify(text)) - 2;
+      spans.push(start, from);
+    }
+    return lazyTexts(bytes, spans);
+  }
+  const item = (k: number, extra: Record<string, unknown> = {}): object => {
+    const value = { role: k % 2 === 0 ? 'user' : 'assistant', content: `\u0000${k}\u0000`, ...extra };
+    deepFreeze(value);
+    return value;
+  };
+
+  it('gives the bytes of each turn whole, as the run goes on, parts from the last, shrinks or moves', () => {
+    // Texts of a session's turns: each kept text keeps its index, new ones come after (a long one spans buffers).
+    const texts = Array.from({ length: 12 }, (_, k) => `text ${k} "é" ✓ ${'x'.repeat(k === 3 ? 150_000 : 300 + k)}`);
+    const lazy = table(texts);
+    const [a, b, c, d, e, f, g] = [0, 1, 2, 3, 4, 5, 6].map((k) => item(k));
+    const turns: unknown[][] = [
+      [a, b, c],
+      [a, b, c, d],
+      [a, b, c, d, e, { fresh: true }],
+      [{ role: 'system', content: 'first, not frozen' }, a, b, c, d, e, f],
+      [a, b, g, d],
+      [a, b, c, d, e, f, g],
+      [a],
+      [b, c, a],
+      [a, { between: 1 }, b, c, d],
+      [a, b, c, d, e, f, g, g],
+    ];
+    for (const [n, messages] of turns.entries()) {
+      const value = { model: 'm', messages, tools: [f, g] };
+      const expected = JSON.stringify(realValue(value, lazy));
+      assert.equal(Buffer.concat(serializeJson(value, lazy)).toString(), expected, `turn ${n}, with texts`);
+    }
+  });
+
+  it('never copies an item written with a body\'s texts into a body written without them, nor the reverse', () => {
+    const lazy = table(['t '.repeat(200), 'u '.repeat(200)]);
+    const value = { messages: [item(0), item(1, { note: 'no reference' })] };
+    for (const texts of [lazy, undefined, lazy]) {
+      const expected = JSON.stringify(texts === undefined ? value : realValue(value, texts));
+      assert.equal(Buffer.concat(serializeJson(value, texts)).toString(), expected);
+    }
   });
 });
