@@ -469,7 +469,9 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
   const parts = out.parts();
   for (const run of written) {
     const length = run.ends[run.ends.length - 1] as number;
-    frozenRuns.set(run.items[0] as object, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
+    const first = run.items[0] as object;
+    if (run.items.length < 2 || length > run.items.length * RUN_BYTES_PER_ITEM) frozenRuns.delete(first);
+    else frozenRuns.set(first, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
   }
   return parts;
 }
@@ -502,6 +504,13 @@ interface WrittenRun extends Omit<FrozenRun, 'parts'> {
  * remembers the session: about the size of its upstream body again.
  */
 const frozenRuns = new WeakMap<object, FrozenRun>();
+
+/**
+ * A run is kept only where its copies are many for its bytes: at least two items, of at most this
+ * many bytes each on average (an agent's turn has ~1.5 KB an item). One long text in a run would be
+ * one copy either way, and its bytes held again for nothing.
+ */
+const RUN_BYTES_PER_ITEM = 16 * 1024;
 
 /**
  * Writes the run of frozen items that starts at `member[start]` (the comma before it written) and

@@ -159,7 +159,7 @@ describe('serializeJson: a run of frozen items written again', () => {
 
   it('gives the bytes of each turn whole, as the run goes on, parts from the last, shrinks or moves', () => {
     // Texts of a session's turns: each kept text keeps its index, new ones come after (a long one spans buffers).
-    const texts = Array.from({ length: 12 }, (_, k) => `text ${k} "é" ✓ ${'x'.repeat(k === 3 ? 150_000 : 300 + k)}`);
+    const texts = Array.from({ length: 12 }, (_, k) => `text ${k} "é" ✓ ${'x'.repeat(k === 3 ? 70_000 : 300 + k)}`);
     const lazy = table(texts);
     const [a, b, c, d, e, f, g] = [0, 1, 2, 3, 4, 5, 6].map((k) => item(k));
     const turns: unknown[][] = [
