@@ -24,7 +24,7 @@ import { isUtf8 } from 'node:buffer';
 import type { JsonObjectBytes, LazyMembers, MemberSpan } from './json-bytes.ts';
 import { walkJson } from './json-bytes.ts';
 import type { LazyTexts } from './json-lazy.ts';
-import { hasEscapedNul, lazyTexts, skeletonText } from './json-lazy.ts';
+import { lazyTexts, skeletonText } from './json-lazy.ts';
 
 export interface RecallOptions {
   /** Bytes of remembered bodies across scopes (16 MB: their parsed values weigh a few times more). */
@@ -60,15 +60,27 @@ export interface JsonRecall {
   size(): { bodies: number; bytes: number };
 }
 
+/** Bytes compared at once by {@link commonStart}. */
+const COMPARED_BYTES = 16 * 1024;
+
 /**
- * Where two buffers first differ, `limit` when they agree that far: one native comparison of it
- * all, then halving the range where they differ (each comparison stops at the first difference).
+ * Where two buffers first differ, `limit` when they agree that far: native comparisons of
+ * {@link COMPARED_BYTES} at a time from the start, then halving the piece where they differ (each
+ * comparison stops at the first difference). A next turn differs near its end: this reads the
+ * common start about once, where one comparison of it all and halving from there read it twice.
  */
 function commonStart(a: Buffer, b: Buffer, limit: number): number {
-  if (a.compare(b, 0, limit, 0, limit) === 0) return limit;
-  // They agree on [0, low) and differ somewhere in [low, high).
   let low = 0;
   let high = limit;
+  for (; low < limit; low += COMPARED_BYTES) {
+    const end = Math.min(limit, low + COMPARED_BYTES);
+    if (a.compare(b, low, end, low, end) !== 0) {
+      high = end;
+      break;
+    }
+  }
+  if (low >= limit) return limit;
+  // They agree on [0, low) and differ somewhere in [low, high).
   while (high - low > 64) {
     const middle = (low + high) >>> 1;
     if (a.compare(b, low, middle, low, middle) === 0) low = middle;
@@ -130,6 +142,21 @@ const SPARE_REFERENCES = 256;
  * beside its main conversation, two terminals on one key), and each is read from its own last turn.
  */
 const SLOTS = 4;
+
+/** The changed items of a turn are walked in this buffer, reused, when they fit (a turn adds a few KB). */
+const WRAPPER_BYTES = 64 * 1024;
+let wrapperScratch: Buffer | undefined;
+
+/**
+ * A buffer of `length` bytes for the changed items under their key: the one kept for it when they
+ * fit, so a turn allocates none. Only read within the call that fills it: nothing made from it
+ * holds it (parsing copies what it reads, and the texts are then the body's).
+ */
+function wrapperFor(length: number): Buffer {
+  if (length > WRAPPER_BYTES) return Buffer.allocUnsafe(length);
+  wrapperScratch ??= Buffer.allocUnsafe(WRAPPER_BYTES);
+  return wrapperScratch.subarray(0, length);
+}
 
 export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
   const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
@@ -283,13 +310,19 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     const middle = body.subarray(middleStart, middleEnd);
     if (!isUtf8(middle)) return undefined;
     // The changed items alone, under their member's key, at the depth they have in the body.
-    const head = Buffer.concat([Buffer.from('{'), body.subarray(member.start, member.valueStart), Buffer.from('[')]);
-    const wrapper = Buffer.concat([head, middle, Buffer.from(']}')]);
-    if (hasEscapedNul(wrapper)) return undefined;
+    const headLength = 2 + member.valueStart - member.start;
+    const wrapper = wrapperFor(headLength + middle.length + 2);
+    wrapper[0] = 0x7b;
+    body.copy(wrapper, 1, member.start, member.valueStart);
+    wrapper[headLength - 1] = 0x5b;
+    middle.copy(wrapper, headLength);
+    wrapper[wrapper.length - 2] = 0x5d;
+    wrapper[wrapper.length - 1] = 0x7d;
     const walk = walkJson(wrapper, change.maxDepth, last.lazy);
-    const wrapperMarks = walk.layout?.inner.get(head.length - 1);
+    const wrapperMarks = walk.layout?.inner.get(headLength - 1);
     if (walk.tooDeep || walk.layout === undefined || walk.layout.members.length !== 1 || wrapperMarks === undefined) return undefined;
     const spans = walk.texts ?? [];
+    // Undefined too for a middle holding U+0000 as an escape (see json-lazy.ts).
     const counted = lazyTexts(wrapper, spans);
     if (counted === undefined) return undefined;
 
@@ -308,7 +341,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
       newSpans[2 * i + 1] = (newSpans[2 * i + 1] as number) + delta;
     }
     const middleIndices: number[] = [];
-    const shift = middleStart - head.length;
+    const shift = middleStart - headLength;
     for (let k = 0; k < spans.length / 2; k++) {
       const i = k < freed.length ? (freed[k] as number) : newUnits.length;
       middleIndices.push(i);

@@ -169,6 +169,28 @@ describe('the last long body of a key, remembered', () => {
     assert.ok(served() > 20, `${served()} served`);
   });
 
+  it('finds where a body parts from the last one wherever that is against the pieces it compares at once (16 KB)', () => {
+    const { memory, served } = countingRecall();
+    const base = agentMessagesBody('m', false);
+    const start = base.indexOf('"messages"');
+    readChecked(memory, base);
+    let edited = 0;
+    for (let block = 1; block <= 12; block++) {
+      for (const offset of [-65, -64, -1, 0, 1, 63, 64]) {
+        // The first letter at or after the place, changed into another: the body stays valid JSON.
+        let at = block * 16 * 1024 + offset;
+        while (at < base.length && !/[a-z]/.test(base[at] as string)) at++;
+        if (at <= start || at >= base.length - 100) continue;
+        const json = base.slice(0, at) + (base[at] === 'q' ? 'r' : 'q') + base.slice(at + 1);
+        readChecked(memory, json);
+        readChecked(memory, base);
+        edited++;
+      }
+    }
+    assert.ok(edited >= 30, `${edited} places`);
+    assert.ok(served() >= 2 * edited, `${served()} served of ${2 * edited}`);
+  });
+
   it('keeps its table of references bounded while turns shrink and grow', () => {
     const { memory } = countingRecall();
     const small = agentMessagesBody('m', false, 100 * 1024);
