@@ -469,9 +469,9 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
   const parts = out.parts();
   for (const run of written) {
     const length = run.ends[run.ends.length - 1] as number;
-    const first = run.items[0] as object;
-    if (run.items.length < 2 || length > run.items.length * RUN_BYTES_PER_ITEM) frozenRuns.delete(first);
-    else frozenRuns.set(first, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
+    const firstItem = run.items[0] as object;
+    if (run.items.length < 2 || length > run.items.length * RUN_BYTES_PER_ITEM) frozenRuns.delete(firstItem);
+    else frozenRuns.set(firstItem, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
   }
   return parts;
 }
@@ -532,6 +532,7 @@ function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTe
       i++;
       k++;
     }
+    // At least the first item is in common: the last run is kept by it.
     let rest = last.ends[k - 1] as number;
     for (const part of last.parts) {
       if (rest === 0) break;

@@ -143,6 +143,11 @@ const SPARE_REFERENCES = 256;
  */
 const SLOTS = 4;
 
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const CLOSE_BRACE = 0x7d;
+
 /** The changed items of a turn are walked in this buffer, reused, when they fit (a turn adds a few KB). */
 const WRAPPER_BYTES = 64 * 1024;
 let wrapperScratch: Buffer | undefined;
@@ -255,7 +260,7 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     if (member === undefined || oldChangeEnd > member.valueEnd - 1) return undefined;
     const marks = last.inner.get(member.valueStart);
     const items = last.values[index];
-    if (marks === undefined || !Array.isArray(items) || old[member.valueStart] !== 0x5b) return undefined;
+    if (marks === undefined || !Array.isArray(items) || old[member.valueStart] !== OPEN_BRACKET) return undefined;
     const count = marks.length;
     if (items.length !== count && !(items.length === 0 && count === 1)) return undefined;
     // Items kept from the start: those whose comma is in the common start; from the end: those whose comma before is in the common end.
@@ -309,15 +314,16 @@ export function createJsonRecall(options: RecallOptions = {}): JsonRecall {
     const { member, marks, items, kept, from, middleStart, oldMiddleEnd, middleEnd, delta } = change;
     const middle = body.subarray(middleStart, middleEnd);
     if (!isUtf8(middle)) return undefined;
-    // The changed items alone, under their member's key, at the depth they have in the body.
+    // The changed items alone, under their member's key, at the depth they have in the body:
+    // `{"messages":[` (the key and colon as the body has them), the items, `]}`.
     const headLength = 2 + member.valueStart - member.start;
     const wrapper = wrapperFor(headLength + middle.length + 2);
-    wrapper[0] = 0x7b;
+    wrapper[0] = OPEN_BRACE;
     body.copy(wrapper, 1, member.start, member.valueStart);
-    wrapper[headLength - 1] = 0x5b;
+    wrapper[headLength - 1] = OPEN_BRACKET;
     middle.copy(wrapper, headLength);
-    wrapper[wrapper.length - 2] = 0x5d;
-    wrapper[wrapper.length - 1] = 0x7d;
+    wrapper[wrapper.length - 2] = CLOSE_BRACKET;
+    wrapper[wrapper.length - 1] = CLOSE_BRACE;
     const walk = walkJson(wrapper, change.maxDepth, last.lazy);
     const wrapperMarks = walk.layout?.inner.get(headLength - 1);
     if (walk.tooDeep || walk.layout === undefined || walk.layout.members.length !== 1 || wrapperMarks === undefined) return undefined;
