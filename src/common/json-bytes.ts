@@ -26,10 +26,10 @@ export const PIECE_BYTES = 48 * 1024;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
@@ -519,9 +519,9 @@ const RUN_BYTES_PER_ITEM = 16 * 1024;
  */
 function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTexts | undefined, out: ChunkWriter, written: WrittenRun[]): number {
   const lazy = texts !== undefined;
-  const run: WrittenRun = { lazy, items: [], ends: [], start: out.position() };
-  const items = run.items as unknown[];
-  const ends = run.ends as number[];
+  const runStart = out.position();
+  const items: unknown[] = [];
+  const ends: number[] = [];
   let i = start;
   const last = frozenRuns.get(member[start] as object);
   if (last !== undefined && last.lazy === lazy) {
@@ -547,9 +547,9 @@ function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTe
     if (texts === undefined) out.write(frozenJson(item));
     else writeSpliced(frozenSpliced(item), texts, out.sink);
     items.push(item);
-    ends.push(out.position() - run.start);
+    ends.push(out.position() - runStart);
   }
-  written.push(run);
+  written.push({ lazy, items, ends, start: runStart });
   return i;
 }
 

@@ -22,7 +22,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { JsonObjectBytes, LazyMembers, MemberSpan } from './json-bytes.ts';
-import { walkJson } from './json-bytes.ts';
+import { CLOSE_BRACE, CLOSE_BRACKET, OPEN_BRACE, OPEN_BRACKET, walkJson } from './json-bytes.ts';
 import type { LazyTexts } from './json-lazy.ts';
 import { lazyTexts, skeletonText } from './json-lazy.ts';
 
@@ -142,11 +142,6 @@ const SPARE_REFERENCES = 256;
  * beside its main conversation, two terminals on one key), and each is read from its own last turn.
  */
 const SLOTS = 4;
-
-const OPEN_BRACE = 0x7b;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const CLOSE_BRACE = 0x7d;
 
 /** The changed items of a turn are walked in this buffer, reused, when they fit (a turn adds a few KB). */
 const WRAPPER_BYTES = 64 * 1024;
