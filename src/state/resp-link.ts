@@ -145,7 +145,10 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   let connectTimer: NodeJS.Timeout | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let attempt = 0;
-  // The socket corked for this tick: commands issued in one tick leave in one write.
+  // The socket corked for this turn of the event loop: commands issued in it leave in one write,
+  // uncorked once its I/O callbacks have run. A busy gateway's requests, read in one poll, each
+  // admit and settle: held only for a tick (each callback's own), they left in about one write a
+  // request; held for the turn, one write carries some twenty requests' commands (bench/what-is-left.md).
   let corked: net.Socket | undefined;
   // Written, oldest first: replies arrive in this order.
   const inFlight: Entry[] = [];
@@ -166,7 +169,7 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
     if (corked !== current) {
       current.cork();
       corked = current;
-      process.nextTick(() => {
+      setImmediate(() => {
         corked = undefined;
         current.uncork();
       });

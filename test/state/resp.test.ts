@@ -547,6 +547,45 @@ describe('RESP client against a server that hangs, lies or is not there', { time
     }
   });
 
+  it('sends the commands of one turn of the event loop in one write, not one a callback', async () => {
+    const server = await fakeServer((socket, data) => {
+      for (const _ of data.matchAll(/\*1\r\n\$4\r\nPING\r\n/g)) socket.write('+PONG\r\n');
+      for (const _ of data.matchAll(/\$3\r\nGET\r\n/g)) socket.write('$2\r\nok\r\n');
+    });
+    const client = createRespClient({ url: server.url, timeoutMs: 2000 });
+    const port = Number(new URL(server.url).port);
+    // Each write the client's socket hands the kernel: one per _write or _writev call.
+    const writes: number[] = [];
+    const proto = net.Socket.prototype as unknown as Record<'_write' | '_writev', (this: net.Socket, ...args: unknown[]) => void>;
+    const { _write: write, _writev: writev } = proto;
+    proto._write = function (...args) {
+      if (this.remotePort === port) writes.push(1);
+      write.apply(this, args);
+    };
+    proto._writev = function (...args) {
+      if (this.remotePort === port) writes.push((args[0] as unknown[]).length);
+      writev.apply(this, args);
+    };
+    try {
+      await waitForStatus(client, 'ready');
+      writes.length = 0; // the handshake's
+      // Two callbacks of one timers phase, as two requests' events of one poll are: each runs its
+      // ticks before the next starts, so a write held only for a tick would leave twice.
+      const replies = await new Promise<Array<Promise<unknown>>>((resolve) => {
+        const sent: Array<Promise<unknown>> = [];
+        setTimeout(() => sent.push(client.command(['GET', 'a'])), 0);
+        setTimeout(() => resolve([...sent, client.command(['GET', 'b'])]), 0);
+      });
+      assert.deepEqual(await Promise.all(replies), ['ok', 'ok']);
+      assert.deepEqual(writes, [2]);
+    } finally {
+      proto._write = write;
+      proto._writev = writev;
+      await client.close();
+      await server.close();
+    }
+  });
+
   it('resets the connection when a reply arrives that no command asked for', async () => {
     const server = await fakeServer((socket, data) => {
       if (data.includes('PING')) socket.write('+PONG\r\n+EXTRA\r\n');
