@@ -148,7 +148,7 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   // The socket corked for this turn of the event loop: commands issued in it leave in one write,
   // uncorked once its I/O callbacks have run. A busy gateway's requests, read in one poll, each
   // admit and settle: held only for a tick (each callback's own), they left in about one write a
-  // request; held for the turn, one write carries some twenty requests' commands (bench/what-is-left.md).
+  // request; held for the turn, one write carries ten or more requests' commands (bench/what-is-left.md).
   let corked: net.Socket | undefined;
   // Written, oldest first: replies arrive in this order.
   const inFlight: Entry[] = [];
