@@ -1,6 +1,6 @@
 /**
- * The upstream client: one keep-alive agent per protocol, endpoints parsed once, and the connect
- * and first-byte timeouts. It returns the upstream response as soon as its headers arrive, so
+ * The upstream client: keep-alive connections per host (./http1.ts), endpoints parsed once, and
+ * the connect and first-byte timeouts. It returns the upstream response as soon as its headers arrive, so
  * streams pass through as bytes come. Where a request goes (endpoint, path and query) and the
  * headers it carries are the caller's: the provider's platform (src/platforms/) makes them, with
  * the provider's own credential, never the client's key.
@@ -13,14 +13,14 @@
  * br) is decoded, and one that uses an encoding llmux cannot read is a 502. Otherwise its
  * compressed bytes would reach clients under llmux's own headers, unreadable.
  */
-import http from 'node:http';
-import type https from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Transform } from 'node:stream';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { UpstreamAnswer } from '../platforms/index.ts';
 import { loadHttps, loadZlib } from '../common/builtins.ts';
+import { Http1Answer, createHttp1Client, pathWritable, unwritableHeader } from './http1.ts';
+import type { Http1Target } from './http1.ts';
 import { ClientClosedError, upstreamFailed, upstreamTimeout } from '../common/errors.ts';
 import type { UpstreamError } from '../common/errors.ts';
 
@@ -102,24 +102,22 @@ export interface Transport {
 }
 
 interface Target {
-  lib: typeof http | typeof https;
-  agent: http.Agent;
-  hostname: string;
-  port: number;
+  /** Where the connections go (one pool of keep-alive connections each). */
+  peer: Http1Target;
   basePath: string;
   hostHeader: string;
 }
 
 export interface UpstreamClient extends Transport {
-  /** Closes idle keep-alive sockets. */
+  /** Closes the keep-alive connections, idle or not. */
   close(): void;
 }
 
 /** Base URL scheme of providers answered in-process. */
 export const IN_PROCESS_SCHEME = 'llmux:';
 
-// `node:https` is loaded on the first https provider, `node:zlib` on the first compressed answer.
-// The doctor's provider checks load https through here too.
+// `node:tls` is loaded on the first https provider (./http1.ts), `node:zlib` on the first
+// compressed answer. The doctor's provider checks load https through here.
 export { loadHttps };
 
 /** A decoder for a `content-encoding`, undefined when there is nothing to decode, or `unknown`. */
@@ -145,7 +143,7 @@ function decoderFor(encoding: string): Transform | 'unknown' | undefined {
  * carries its status and headers (without `content-encoding` and `content-length`). Failures of
  * the answer become the decoder's errors; destroying the decoder stops the answer.
  */
-function decoded(res: http.IncomingMessage, decoder: Transform): UpstreamResponse {
+function decoded(res: Http1Answer, decoder: Transform): UpstreamResponse {
   const headers: IncomingHttpHeaders = { ...res.headers };
   delete headers['content-encoding'];
   delete headers['content-length'];
@@ -163,13 +161,9 @@ function decoded(res: http.IncomingMessage, decoder: Transform): UpstreamRespons
 /** Bodies in parts shorter than this are joined into one buffer before they are written. */
 const JOIN_PARTS_BELOW_BYTES = 16 * 1024;
 
-const AGENT_OPTIONS = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' } as const;
-
 /** Creates the client; `inProcess` answers providers whose base URL starts with `llmux:`. */
 export function createUpstreamClient(inProcess: Transport): UpstreamClient {
-  const httpAgent = new http.Agent(AGENT_OPTIONS);
-  let httpsLib: typeof https | undefined;
-  let httpsAgent: https.Agent | undefined;
+  const client = createHttp1Client();
   const targets = new Map<string, Target>();
 
   function targetFor(endpoint: string): Target {
@@ -177,15 +171,9 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
     if (t !== undefined) return t;
     const url = new URL(endpoint); // once per endpoint, not per request
     const secure = url.protocol === 'https:';
-    if (secure && httpsAgent === undefined) {
-      httpsLib = loadHttps();
-      httpsAgent = new httpsLib.Agent(AGENT_OPTIONS);
-    }
+    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     t = {
-      lib: secure ? (httpsLib as typeof https) : http,
-      agent: secure ? (httpsAgent as https.Agent) : httpAgent,
-      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
-      port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
+      peer: { hostname, port: url.port === '' ? (secure ? 443 : 80) : Number(url.port), secure },
       basePath: url.pathname.replace(/\/+$/, ''),
       hostHeader: url.host,
     };
@@ -197,14 +185,24 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
     send(req) {
       if (req.endpoint.startsWith(IN_PROCESS_SCHEME)) return inProcess.send(req);
       const target = targetFor(req.endpoint);
-      const headers: Record<string, string | number> = {
+      const length = bodyLength(req.body);
+      const headers = headerList({
         'accept-encoding': 'identity',
         ...req.provider.headers,
         host: target.hostHeader,
         'content-type': 'application/json',
-        'content-length': bodyLength(req.body),
+        'content-length': length,
         ...req.headers,
-      };
+      });
+      const path = target.basePath + req.path;
+      const unwritable = unwritableHeader(headers);
+      if (unwritable !== undefined || !pathWritable(path)) {
+        const what = unwritable === undefined ? 'its path' : `header "${unwritable.slice(0, 60)}"`;
+        return Promise.reject(upstreamFailed(`Provider "${req.provider.id}" cannot be sent this request: ${what} has a character HTTP does not allow there (a space, a line break, a control character)`));
+      }
+      // Parts of a long body are written as they are (corked: one writev with the head); a short
+      // one is cheaper joined than written part by part.
+      const body = typeof req.body === 'string' || Buffer.isBuffer(req.body) || length > JOIN_PARTS_BELOW_BYTES ? req.body : Buffer.concat(req.body, length);
       return new Promise<UpstreamResponse>((resolve, reject) => {
         let settled = false;
         let connectTimer: NodeJS.Timeout | undefined;
@@ -214,33 +212,10 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           clearTimeout(firstByteTimer);
           clearTimeout(connectTimer);
           req.cancellation.unlisten();
-          outgoing.destroy();
+          call.destroy();
           reject(err);
         };
-        const onAbort = (): void => fail(new ClientClosedError());
-        const outgoing = target.lib.request({
-          method: req.method ?? 'POST',
-          hostname: target.hostname,
-          port: target.port,
-          path: target.basePath + req.path,
-          headers: headerList(headers),
-          agent: target.agent,
-        });
-        const firstByteTimer = setTimeout(() => {
-          fail(upstreamTimeout(`Provider "${req.provider.id}" did not answer within ${req.firstByteTimeoutMs} ms (limits.upstream_timeout_ms)`, true));
-        }, req.firstByteTimeoutMs);
-        outgoing.once('socket', (socket) => {
-          // A reused keep-alive socket is already connected.
-          if (!socket.connecting) return;
-          connectTimer = setTimeout(() => {
-            fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached: connect timed out after ${req.connectTimeoutMs} ms`, { retryable: true }));
-          }, req.connectTimeoutMs);
-          socket.once('connect', () => clearTimeout(connectTimer));
-        });
-        const onError = (err: NodeJS.ErrnoException): void => {
-          fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached (${err.code ?? err.message})`, { retryable: true, cause: err }));
-        };
-        outgoing.once('response', (res) => {
+        const onAnswer = (res: Http1Answer): void => {
           if (settled) {
             res.destroy();
             return;
@@ -249,10 +224,6 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
           clearTimeout(firstByteTimer);
           clearTimeout(connectTimer);
           req.cancellation.unlisten();
-          // From here on the response reports failures. Swapping the listener also lets this
-          // closure (and the request body it holds) be collected while a long stream is open.
-          outgoing.off('error', onError);
-          outgoing.on('error', ignoreError);
           const encoding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
           const decoder = decoderFor(encoding);
           if (decoder === 'unknown') {
@@ -261,36 +232,31 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
             return;
           }
           resolve(decoder === undefined ? res : decoded(res, decoder));
-        });
-        outgoing.on('error', onError);
-        req.cancellation.listen(onAbort);
-        if (settled) return;
-        // Parts of a long body are written as they are (corked: one writev with the head); a short
-        // one is cheaper joined than written part by part.
-        const length = headers['content-length'] as number;
-        if (typeof req.body === 'string' || Buffer.isBuffer(req.body)) {
-          outgoing.end(req.body);
-        } else if (length <= JOIN_PARTS_BELOW_BYTES) {
-          outgoing.end(Buffer.concat(req.body, length));
-        } else {
-          for (const part of req.body) outgoing.write(part);
-          outgoing.end();
+        };
+        const onError = (err: Error): void => {
+          fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached (${(err as NodeJS.ErrnoException).code ?? err.message})`, { retryable: true, cause: err }));
+        };
+        const call = client.request(target.peer, { method: req.method ?? 'POST', path, headers, body }, onAnswer, onError);
+        const firstByteTimer = setTimeout(() => {
+          fail(upstreamTimeout(`Provider "${req.provider.id}" did not answer within ${req.firstByteTimeoutMs} ms (limits.upstream_timeout_ms)`, true));
+        }, req.firstByteTimeoutMs);
+        // A reused keep-alive connection is already connected.
+        if (call.connecting) {
+          connectTimer = setTimeout(() => {
+            fail(upstreamFailed(`Provider "${req.provider.id}" could not be reached: connect timed out after ${req.connectTimeoutMs} ms`, { retryable: true }));
+          }, req.connectTimeoutMs);
+          call.onConnect(() => clearTimeout(connectTimer));
         }
+        req.cancellation.listen(() => fail(new ClientClosedError()));
       });
     },
     close() {
-      httpAgent.destroy();
-      httpsAgent?.destroy();
+      client.close();
     },
   };
 }
 
-/**
- * The headers as a flat name, value list: given an object, Node sets each with `setHeader` and the
- * request keeps them (a dictionary and a [name, value] array per header) for as long as it is open,
- * a whole stream; given a list, it writes them into the head and keeps none. The list has `host`
- * already (Node adds it only to an object).
- */
+/** The headers as a flat name, value list, in the order given, for the request's head. */
 function headerList(headers: Record<string, string | number>): string[] {
   const list: string[] = [];
   for (const name in headers) list.push(name, String(headers[name]));
@@ -304,9 +270,6 @@ function bodyLength(body: UpstreamRequest['body']): number {
   for (const part of body) length += part.length;
   return length;
 }
-
-/** Errors of a request whose response has arrived surface on the response; this keeps them from crashing the process. */
-function ignoreError(): void {}
 
 /**
  * Reads a whole (non-streamed) upstream body into one Buffer, bounded. An answer that has already
@@ -326,7 +289,7 @@ export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTi
  * the pool, as reading it through events does.
  */
 function arrivedBody(res: UpstreamResponse, maxBytes: number): Buffer | undefined {
-  if (!(res instanceof http.IncomingMessage) || !res.complete || res.readableFlowing !== null || res.readableLength > maxBytes) return undefined;
+  if (!(res instanceof Http1Answer) || !res.complete || res.readableFlowing !== null || res.readableLength > maxBytes) return undefined;
   const bytes = res.read() as Buffer | null;
   return bytes ?? Buffer.alloc(0);
 }

@@ -1,0 +1,326 @@
+/**
+ * The upstream HTTP/1.1 client (src/providers/http1.ts) against raw servers on loopback: every
+ * framing of an answer, cut at every byte; connections kept, reused and dropped; failures before
+ * and during an answer. TLS is in http1-tls.test.ts (it makes a certificate with openssl).
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { createHttp1Client, unwritableHeader } from '../../src/providers/http1.ts';
+import type { Http1Answer, Http1Client, Http1Target } from '../../src/providers/http1.ts';
+
+/** A server that answers each request with the bytes `answer` gives, written in the pieces given. */
+interface RawServer {
+  target: Http1Target;
+  /** Heads of the requests received, in order. */
+  requests: string[];
+  /** Connections accepted. */
+  connections: number;
+  sockets: Set<net.Socket>;
+  close(): Promise<void>;
+}
+
+/** A piece of an answer: bytes, or a promise the writer waits for before the next piece. */
+type Piece = string | Buffer | Promise<unknown>;
+
+async function rawServer(answer: (request: string, index: number) => readonly Piece[] | 'hang' | 'close'): Promise<RawServer> {
+  const state: RawServer = { target: { hostname: '127.0.0.1', port: 0, secure: false }, requests: [], connections: 0, sockets: new Set(), close: async () => {} };
+  const server = net.createServer((socket) => {
+    state.connections++;
+    state.sockets.add(socket);
+    socket.on('close', () => state.sockets.delete(socket));
+    socket.on('error', () => {});
+    let pending = '';
+    socket.on('data', (data) => {
+      pending += data.toString('latin1');
+      for (;;) {
+        const end = pending.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = pending.slice(0, end);
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (pending.length < end + 4 + length) return;
+        const request = pending.slice(0, end + 4 + length);
+        pending = pending.slice(end + 4 + length);
+        const index = state.requests.push(request) - 1;
+        const pieces = answer(request, index);
+        if (pieces === 'hang') continue;
+        if (pieces === 'close') {
+          socket.destroy();
+          return;
+        }
+        void writeSlowly(socket, pieces);
+      }
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  state.target = { hostname: '127.0.0.1', port: (server.address() as AddressInfo).port, secure: false };
+  state.close = async () => {
+    for (const socket of state.sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return state;
+}
+
+/** Writes pieces in separate packets (a turn of the event loop apart), so the client reads them apart. */
+async function writeSlowly(socket: net.Socket, pieces: readonly Piece[]): Promise<void> {
+  for (const piece of pieces) {
+    if (piece instanceof Promise) {
+      await piece;
+      continue;
+    }
+    if (socket.destroyed) return;
+    socket.write(piece);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+function ask(client: Http1Client, target: Http1Target, body = '{}', method = 'POST'): Promise<Http1Answer> {
+  return new Promise((resolve, reject) => {
+    client.request(target, { method, path: '/v1/x', headers: ['host', 'up', 'content-length', String(Buffer.byteLength(body))], body }, resolve, reject);
+  });
+}
+
+async function text(answer: Http1Answer): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of answer) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Every way of cutting `text` in two, and in single bytes. */
+function cuts(whole: string): (string | Buffer)[][] {
+  const bytes = Buffer.from(whole);
+  const out: (string | Buffer)[][] = [];
+  for (let at = 1; at < bytes.length; at++) out.push([bytes.subarray(0, at), bytes.subarray(at)]);
+  out.push([...bytes].map((byte) => Buffer.from([byte])));
+  return out;
+}
+
+const clients: Http1Client[] = [];
+function newClient(): Http1Client {
+  const client = createHttp1Client();
+  clients.push(client);
+  return client;
+}
+after(() => {
+  for (const client of clients) client.close();
+});
+
+describe('the upstream HTTP/1.1 client', () => {
+  it('writes the request head and body as given, and reads a content-length answer', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"a":"bcd"}']);
+    try {
+      const answer = await ask(newClient(), server.target, '{"model":"m"}');
+      assert.equal(answer.statusCode, 200);
+      assert.equal(answer.headers['content-type'], 'application/json');
+      assert.equal(await text(answer), '{"a":"bcd"}');
+      assert.equal(answer.complete, true);
+      assert.equal(server.requests[0], 'POST /v1/x HTTP/1.1\r\nhost: up\r\ncontent-length: 13\r\n\r\n{"model":"m"}');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reads the same answer however its bytes are cut: length, chunked with extensions and trailers, and to the close', async () => {
+    const framings = [
+      { wire: 'HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\nhello, world', body: 'hello, world' },
+      { wire: 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nx-trailer: t\r\n\r\n', body: 'hello, world' },
+      { wire: 'HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nhello, world', body: 'hello, world', close: true },
+    ];
+    for (const framing of framings) {
+      for (const pieces of cuts(framing.wire)) {
+        const server = await rawServer(() => (framing.close === true ? [...pieces, 'END'] : pieces));
+        const client = newClient();
+        try {
+          const answer = await ask(client, server.target);
+          if (framing.close === true) {
+            // The server ends the body by closing; this one closes after a marker, checked below.
+            setTimeout(() => {
+              for (const socket of server.sockets) socket.end();
+            }, 20);
+            assert.equal(await text(answer), `${framing.body}END`);
+          } else {
+            assert.equal(await text(answer), framing.body, `cut: ${pieces.map((piece) => JSON.stringify(piece.toString())).join(' | ')}`);
+          }
+          assert.equal(answer.complete, true);
+        } finally {
+          client.close();
+          await server.close();
+        }
+      }
+    }
+  });
+
+  it('skips 1xx answers, reads 204 and 304 as having no body, and keeps the first of a single-valued header and every set-cookie', async () => {
+    const server = await rawServer((_, index) => [
+      index === 0
+        ? 'HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\nset-cookie: a=1\r\nset-cookie: b=2\r\nx-many: 1\r\nx-many: 2\r\ncontent-type: a/b\r\ncontent-type: c/d\r\n\r\nok'
+        : index === 1 ? 'HTTP/1.1 204 No Content\r\n\r\n' : 'HTTP/1.1 304 Not Modified\r\ncontent-length: 10\r\n\r\n',
+    ]);
+    const client = newClient();
+    try {
+      const first = await ask(client, server.target);
+      assert.equal(first.statusCode, 200);
+      assert.deepEqual(first.headers['set-cookie'], ['a=1', 'b=2']);
+      assert.equal(first.headers['x-many'], '1, 2');
+      assert.equal(first.headers['content-type'], 'a/b');
+      assert.equal(await text(first), 'ok');
+      for (const status of [204, 304]) {
+        const answer = await ask(client, server.target);
+        assert.equal(answer.statusCode, status);
+        assert.equal(await text(answer), '');
+      }
+      assert.equal(server.connections, 1, 'one connection for all three');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reuses a kept connection, the most recent first, and opens another for a call made while one is busy', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']);
+    const client = newClient();
+    try {
+      for (let i = 0; i < 3; i++) assert.equal(await text(await ask(client, server.target)), 'ok');
+      assert.equal(server.connections, 1);
+      const [a, b] = await Promise.all([ask(client, server.target), ask(client, server.target)]);
+      assert.equal(await text(a), 'ok');
+      assert.equal(await text(b), 'ok');
+      assert.equal(server.connections, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('does not reuse a connection the server closes: connection: close, HTTP/1.0, bytes after the body, keep-alive timeout=1', async () => {
+    const answers = [
+      'HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok',
+      'HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA',
+      'HTTP/1.1 200 OK\r\nkeep-alive: timeout=1\r\ncontent-length: 2\r\n\r\nok',
+    ];
+    for (const wire of answers) {
+      const server = await rawServer(() => [wire]);
+      const client = newClient();
+      try {
+        assert.equal(await text(await ask(client, server.target)), 'ok', wire);
+        assert.equal(await text(await ask(client, server.target)), 'ok', wire);
+        assert.equal(server.connections, 2, wire);
+      } finally {
+        client.close();
+        await server.close();
+      }
+    }
+  });
+
+  it('drops an idle connection the server closed, and the next call opens a new one', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']);
+    const client = newClient();
+    try {
+      assert.equal(await text(await ask(client, server.target)), 'ok');
+      for (const socket of server.sockets) socket.end();
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      assert.equal(await text(await ask(client, server.target)), 'ok');
+      assert.equal(server.connections, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('fails a call whose connection is refused, closed before an answer, or answered with a head that is not HTTP/1.1', async () => {
+    const refused = await rawServer(() => []);
+    await refused.close();
+    await assert.rejects(ask(newClient(), refused.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
+    const closing = await rawServer(() => 'close');
+    try {
+      await assert.rejects(ask(newClient(), closing.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNRESET');
+    } finally {
+      await closing.close();
+    }
+    for (const wire of ['HTTP/2 200\r\n\r\n', 'HTTP/1.1 200 OK\r\nbad header\r\n\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n', `HTTP/1.1 200 OK\r\nx: ${'a'.repeat(70_000)}`]) {
+      const server = await rawServer(() => [wire]);
+      try {
+        await assert.rejects(ask(newClient(), server.target), (err: NodeJS.ErrnoException) => typeof err.code === 'string' && err.code.startsWith('HPE_'), wire.slice(0, 40));
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it('ends an answer cut off mid-body with aborted and an error to whoever listens, as Node\'s client does', async () => {
+    for (const rest of ['', 'zz\r\n']) {
+      // The rest of the answer (a bad chunk size, or nothing before the close) goes once the
+      // client listens: the test opens the gate.
+      let open = (): void => {};
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const head = rest === '' ? 'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial' : 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n';
+      const server = await rawServer(() => [head, gate, rest]);
+      try {
+        const answer = await ask(newClient(), server.target);
+        const aborted = once(answer, 'aborted');
+        const failed = once(answer, 'error');
+        answer.resume();
+        open();
+        if (rest === '') {
+          setTimeout(() => {
+            for (const socket of server.sockets) socket.destroy();
+          }, 20);
+        }
+        await aborted;
+        const [err] = await failed as [NodeJS.ErrnoException];
+        assert.ok(err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_CHUNK_SIZE', err.code);
+        assert.equal(answer.complete, false);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it('fails the call when the body is already unreadable in the packet of its head', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n']);
+    try {
+      await assert.rejects(ask(newClient(), server.target), (err: NodeJS.ErrnoException) => err.code === 'HPE_INVALID_CHUNK_SIZE');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('stops reading the connection while the answer is not read, and goes on when it is', async () => {
+    const big = 'x'.repeat(4 * 1024 * 1024);
+    const server = await rawServer(() => [`HTTP/1.1 200 OK\r\ncontent-length: ${big.length}\r\n\r\n`, big]);
+    try {
+      const answer = await ask(newClient(), server.target);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(answer.readableLength < big.length, `buffered ${answer.readableLength} of ${big.length}`);
+      assert.equal((await text(answer)).length, big.length);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('cuts the connection of an answer destroyed before its end, emitting aborted once', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial']);
+    const client = newClient();
+    try {
+      const answer = await ask(client, server.target);
+      let aborted = 0;
+      answer.on('aborted', () => aborted++);
+      answer.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(aborted, 1);
+      assert.equal(server.sockets.size, 0, 'the connection is closed');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('names a header that cannot be written: a line break or control character in a value, a name that is not a token', () => {
+    assert.equal(unwritableHeader(['a', 'b', 'x-ok', 'tab\there é']), undefined);
+    assert.equal(unwritableHeader(['a', 'b', 'x-bad', 'v\r\nx-injected: 1']), 'x-bad');
+    assert.equal(unwritableHeader(['bad name', 'v']), 'bad name');
+    assert.equal(unwritableHeader(['x', 'nul\u0000']), 'x');
+  });
+});
