@@ -17,7 +17,11 @@ const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   env: process.env,
-  stdin: process.stdin,
+  // A getter: Node makes process.stdin on first read (a stream over the terminal, pipe or file,
+  // about 3 ms at start-up), and only `llmux setup` reads it; `llmux serve` never does.
+  get stdin() {
+    return process.stdin;
+  },
 };
 
 const COMMANDS = commandTable(serve);
