@@ -7,7 +7,7 @@
  * dozen listeners on the socket, build a request object, take a parser and an IncomingMessage, and
  * validate each header again. Here a connection carries its listeners for its whole life, and a
  * call is a string for the head, one write and the answer's stream. llmux's CPU per 1 KB request
- * fell by about a third with it, and a 200 KB turn's by a sixth to a quarter (bench/what-is-left.md).
+ * fell by about a quarter with it, and a 200 KB turn's by about an eighth (bench/what-is-left.md).
  *
  * What it does as Node's client does: keep-alive connections reused the most recent first, TCP
  * keep-alive and no Nagle; TLS with the host's name (SNI and the certificate check) and the
