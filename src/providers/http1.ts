@@ -77,8 +77,34 @@ export class Http1Answer extends Readable {
     this.conn = conn;
   }
 
+  /**
+   * The whole body, when it came in the packet of the head: given at once by takeWhole() (a small
+   * JSON answer, the common case, then never goes through the stream's buffer), or pushed when the
+   * answer is read as a stream.
+   * @internal
+   */
+  whole: Buffer | undefined = undefined;
+
   override _read(): void {
+    const whole = this.whole;
+    if (whole !== undefined) {
+      this.whole = undefined;
+      if (whole.length > 0) this.push(whole);
+      this.push(null);
+      return;
+    }
     this.conn?.socket.resume();
+  }
+
+  /**
+   * The whole body at once, when it arrived with the head, nothing has read it as a stream, and it
+   * is at most `maxBytes`; else undefined. The answer is then spent: it is not read as a stream.
+   */
+  takeWhole(maxBytes: number): Buffer | undefined {
+    const whole = this.whole;
+    if (whole === undefined || whole.length > maxBytes || this.readableFlowing !== null) return undefined;
+    this.whole = undefined;
+    return whole;
   }
 
   /**
@@ -250,8 +276,17 @@ class Connection {
     }
     const answer = new Http1Answer(parsed.status, headers, this);
     this.answer = answer;
-    if (this.framing === 'none' || (this.framing === 'length' && this.left === 0)) this.finish(answer);
-    else if (rest.length > 0) this.readBody(rest);
+    if (this.framing === 'none' || (this.framing === 'length' && this.left === 0)) {
+      this.finish(answer);
+    } else if (this.framing === 'length' && rest.length >= this.left) {
+      // The whole body came with the head: kept as it is, not pushed through the stream.
+      if (rest.length > this.left) this.keepAlive = false;
+      answer.whole = rest.length === this.left ? rest : rest.subarray(0, this.left);
+      this.left = 0;
+      this.finish(answer, false);
+    } else if (rest.length > 0) {
+      this.readBody(rest);
+    }
     // A body already unreadable in the packet of its head fails the call, as in Node's client.
     if (answer.destroyed && !answer.complete) pending.reject(new Http1Error('the answer\'s body is not HTTP/1.1', 'HPE_INVALID_CHUNK_SIZE'));
     else pending.resolve(answer);
@@ -343,12 +378,15 @@ class Connection {
     if (!answer.push(data)) this.socket.pause();
   }
 
-  /** The body's last byte has been read: the answer ends, the connection goes back to the pool. */
-  private finish(answer: Http1Answer): void {
+  /**
+   * The body's last byte has been read: the answer ends (at once, or when its `whole` is read),
+   * the connection goes back to the pool.
+   */
+  private finish(answer: Http1Answer, end = true): void {
     this.answer = undefined;
     answer.complete = true;
     answer.conn = undefined;
-    answer.push(null);
+    if (end) answer.push(null);
     if (this.keepAlive && !this.dead) {
       this.socket.resume();
       this.pool.release(this);

@@ -282,14 +282,17 @@ export function readUpstreamBody(res: UpstreamResponse, maxBytes: number, idleTi
 }
 
 /**
- * The body of a response that has arrived whole and has not been read, else undefined. Only
- * Node's own response says so for certain: its parser sets `complete` as it pushes the end of the
- * body, so every byte is in the buffer (a decoder's `complete` is its source's, and its output may
- * still be coming). Reading the buffer to its end lets the response end, and its socket go back to
- * the pool, as reading it through events does.
+ * The body of a response that has arrived whole and has not been read, else undefined. Only the
+ * HTTP/1.1 client's own answer says so for certain: it sets `complete` once the body's last byte
+ * is off the connection (a decoder's `complete` is its source's, and its output may still be
+ * coming). A body that came in the packet of its head is handed over as it is; one that came in
+ * parts is read from the answer's buffer. Either way the connection is already back in the pool.
  */
 function arrivedBody(res: UpstreamResponse, maxBytes: number): Buffer | undefined {
-  if (!(res instanceof Http1Answer) || !res.complete || res.readableFlowing !== null || res.readableLength > maxBytes) return undefined;
+  if (!(res instanceof Http1Answer) || !res.complete) return undefined;
+  const whole = res.takeWhole(maxBytes);
+  if (whole !== undefined) return whole;
+  if (res.whole !== undefined || res.readableFlowing !== null || res.readableLength > maxBytes) return undefined;
   const bytes = res.read() as Buffer | null;
   return bytes ?? Buffer.alloc(0);
 }

@@ -153,6 +153,29 @@ describe('the upstream HTTP/1.1 client', () => {
     }
   });
 
+  it('hands over a body that came with its head at once, within a bound, or as a stream to whoever reads it so', async () => {
+    const server = await rawServer((_, index) => (index < 3 ? ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a":"bcd"}'] : ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a"', ':"bcd"}']));
+    const client = newClient();
+    try {
+      const first = await ask(client, server.target);
+      assert.equal(first.complete, true);
+      assert.equal(first.takeWhole(10), undefined, 'larger than the bound');
+      assert.equal(first.takeWhole(11)?.toString(), '{"a":"bcd"}');
+      assert.equal(first.takeWhole(11), undefined, 'given once');
+      assert.equal(await text(await ask(client, server.target)), '{"a":"bcd"}', 'read as a stream');
+      const flowing = await ask(client, server.target);
+      const read = text(flowing);
+      assert.equal(flowing.takeWhole(100), undefined, 'already being read');
+      assert.equal(await read, '{"a":"bcd"}');
+      const parts = await ask(client, server.target);
+      assert.equal(parts.takeWhole(100), undefined, 'the body came after its head');
+      assert.equal(await text(parts), '{"a":"bcd"}');
+      assert.equal(server.connections, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('skips 1xx answers, reads 204 and 304 as having no body, and keeps the first of a single-valued header and every set-cookie', async () => {
     const server = await rawServer((_, index) => [
       index === 0
