@@ -8,6 +8,7 @@ import { DEFAULT_CAPABILITIES, DEFAULT_CONTEXT_LENGTH, DEFAULT_MAX_OUTPUT_TOKENS
 import { BUILTIN_MODELS } from '../catalog/builtin-models.ts';
 import type { ProviderFormat } from '../formats/wire.ts';
 import { isRecord } from '../common/json.ts';
+import { headerNameValid, headerValueValid } from '../common/http-chars.ts';
 
 /** Reports a problem with a field of the config file; never returns. */
 export type Fail = (field: string, problem: string) => never;
@@ -103,6 +104,8 @@ export function parseProvider(id: string, raw: unknown, fail: Fail): ProviderCon
     if (!isRecord(p['headers'])) fail(`${at}.headers`, 'must be an object of header name -> string');
     for (const [k, v] of Object.entries(p['headers'] as Record<string, unknown>)) {
       if (typeof v !== 'string') fail(`${at}.headers.${k}`, 'must be a string');
+      if (!headerNameValid(k)) fail(`${at}.headers`, `"${k.slice(0, 60)}" is not a header name (letters, digits and !#$%&'*+.^_\`|~- only)`);
+      if (!headerValueValid(v as string)) fail(`${at}.headers.${k}`, 'has a line break or another control character, which a header cannot carry');
       headers[k.toLowerCase()] = v as string;
     }
   }

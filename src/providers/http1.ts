@@ -20,6 +20,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { loadTls } from '../common/builtins.ts';
+import { headerNameValid, headerValueValid, requestTargetValid } from '../common/http-chars.ts';
 
 /** Where connections go: one pool of connections per scheme, host and port. */
 export interface Http1Target {
@@ -49,9 +50,6 @@ const IDLE_CLOSE_MS = 60_000;
 /** TCP keep-alive probes on a connection: after this long quiet (Node's agent's `keepAliveMsecs`). */
 const TCP_KEEPALIVE_MS = 1_000;
 
-/** A header name or value Node would refuse: it could end the line and start another. */
-const INVALID_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export class Http1Error extends Error {
   constructor(message: string, readonly code: string) {
@@ -410,7 +408,7 @@ function parseHead(text: string): { status: number; minor: number; headers: Inco
     const colon = text.indexOf(':', at);
     if (colon <= at || colon > next) return undefined;
     const name = text.slice(at, colon).toLowerCase();
-    if (!TOKEN.test(name)) return undefined;
+    if (!headerNameValid(name)) return undefined;
     const value = text.slice(colon + 1, next).trim();
     at = next + 2;
     const had = headers[name];
@@ -519,12 +517,9 @@ export interface Http1Client {
   close(): void;
 }
 
-/** A request target Node would refuse to write: a space, a line break or another control character. */
-const INVALID_PATH = /[^\u0021-\u00ff]/;
-
 /** Whether `path` can be written in a request line as it is (Node's client refuses the same). */
 export function pathWritable(path: string): boolean {
-  return !INVALID_PATH.test(path);
+  return requestTargetValid(path);
 }
 
 /**
@@ -535,7 +530,7 @@ export function pathWritable(path: string): boolean {
 export function unwritableHeader(headers: readonly string[]): string | undefined {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (!TOKEN.test(name) || INVALID_HEADER_CHAR.test(headers[i + 1] as string)) return name;
+    if (!headerNameValid(name) || !headerValueValid(headers[i + 1] as string)) return name;
   }
   return undefined;
 }

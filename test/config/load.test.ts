@@ -68,6 +68,8 @@ describe('config', () => {
     [{ providers: { x: { format: 'openai', base_url: 'not a url' } } }, /providers\.x\.base_url: "not a url" is not a URL/],
     [{ providers: { x: { format: 'openai', base_url: 'http://a', api_key: 5 } } }, /providers\.x\.api_key/],
     [{ providers: { x: { format: 'openai', base_url: 'http://a', headers: { a: 1 } } } }, /providers\.x\.headers\.a: must be a string/],
+    [{ providers: { x: { format: 'openai', base_url: 'http://a', headers: { 'x-team': 'a\r\nx-injected: 1' } } } }, /providers\.x\.headers\.x-team: has a line break or another control character/],
+    [{ providers: { x: { format: 'openai', base_url: 'http://a', headers: { 'bad name': 'v' } } } }, /providers\.x\.headers: "bad name" is not a header name/],
     [{ providers: { 'bad name!': { format: 'openai', base_url: 'http://a' } } }, /providers\.bad name!/],
     [{ models: {} }, /models: must be an array/],
     [{ models: [{ id: 'm' }] }, /models\.0\.provider: must name a provider/],
