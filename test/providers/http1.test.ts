@@ -9,6 +9,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { createHttp1Client, unwritableHeader } from '../../src/providers/http1.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import type { Http1Answer, Http1Client, Http1Target } from '../../src/providers/http1.ts';
 
 /** A server that answers each request with the bytes `answer` gives, written in the pieces given. */
@@ -22,8 +23,11 @@ interface RawServer {
   close(): Promise<void>;
 }
 
-/** A piece of an answer: bytes, or a promise the writer waits for before the next piece. */
-type Piece = string | Buffer | Promise<unknown>;
+/** Ends the connection (the server's side) where it stands among an answer's pieces. */
+const CLOSE = Symbol('close');
+
+/** A piece of an answer: bytes, a promise the writer waits for before the next piece, or CLOSE. */
+type Piece = string | Buffer | Promise<unknown> | typeof CLOSE;
 
 async function rawServer(answer: (request: string, index: number) => readonly Piece[] | 'hang' | 'close'): Promise<RawServer> {
   const state: RawServer = { target: { hostname: '127.0.0.1', port: 0, secure: false }, requests: [], connections: 0, sockets: new Set(), close: async () => {} };
@@ -72,6 +76,10 @@ async function writeSlowly(socket: net.Socket, pieces: readonly Piece[]): Promis
       continue;
     }
     if (socket.destroyed) return;
+    if (piece === CLOSE) {
+      socket.end();
+      return;
+    }
     socket.write(piece);
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
@@ -131,19 +139,12 @@ describe('the upstream HTTP/1.1 client', () => {
     ];
     for (const framing of framings) {
       for (const pieces of cuts(framing.wire)) {
-        const server = await rawServer(() => (framing.close === true ? [...pieces, 'END'] : pieces));
+        // A body framed by the close ends when the server closes, after its last piece.
+        const server = await rawServer(() => (framing.close === true ? [...pieces, CLOSE] : pieces));
         const client = newClient();
         try {
           const answer = await ask(client, server.target);
-          if (framing.close === true) {
-            // The server ends the body by closing; this one closes after a marker, checked below.
-            setTimeout(() => {
-              for (const socket of server.sockets) socket.end();
-            }, 20);
-            assert.equal(await text(answer), `${framing.body}END`);
-          } else {
-            assert.equal(await text(answer), framing.body, `cut: ${pieces.map((piece) => JSON.stringify(piece.toString())).join(' | ')}`);
-          }
+          assert.equal(await text(answer), framing.body, `cut: ${pieces.map((piece) => JSON.stringify(piece.toString())).join(' | ')}`);
           assert.equal(answer.complete, true);
         } finally {
           client.close();
@@ -243,7 +244,8 @@ describe('the upstream HTTP/1.1 client', () => {
     try {
       assert.equal(await text(await ask(client, server.target)), 'ok');
       for (const socket of server.sockets) socket.end();
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await waitUntil(() => server.sockets.size === 0, 'the client closed its side');
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal(await text(await ask(client, server.target)), 'ok');
       assert.equal(server.connections, 2);
     } finally {
@@ -332,9 +334,8 @@ describe('the upstream HTTP/1.1 client', () => {
       let aborted = 0;
       answer.on('aborted', () => aborted++);
       answer.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitUntil(() => server.sockets.size === 0, 'the connection is closed');
       assert.equal(aborted, 1);
-      assert.equal(server.sockets.size, 0, 'the connection is closed');
     } finally {
       await server.close();
     }
