@@ -537,7 +537,7 @@ export function unwritableHeader(headers: readonly string[]): string | undefined
 
 export function createHttp1Client(): Http1Client {
   // By the target's object first (the caller keeps one per endpoint), then by what it names.
-  const byObject = new WeakMap<Http1Target, Pool>();
+  let byObject = new WeakMap<Http1Target, Pool>();
   const pools = new Map<string, Pool>();
   return {
     request(target, request, onAnswer, onError) {
@@ -559,6 +559,7 @@ export function createHttp1Client(): Http1Client {
     close() {
       for (const pool of pools.values()) pool.close();
       pools.clear();
+      byObject = new WeakMap();
     },
   };
 }

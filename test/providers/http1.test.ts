@@ -238,6 +238,23 @@ describe('the upstream HTTP/1.1 client', () => {
     }
   });
 
+  it('closes every connection, idle or busy, on close, and a call after it opens a new one', async () => {
+    const server = await rawServer((_, index) => (index === 1 ? 'hang' : ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']));
+    const client = newClient();
+    try {
+      assert.equal(await text(await ask(client, server.target)), 'ok');
+      const hanging = ask(client, server.target);
+      await waitUntil(() => server.requests.length === 2, 'the second call reached the server');
+      client.close();
+      await assert.rejects(hanging, (err: NodeJS.ErrnoException) => err.code === 'ECONNRESET');
+      await waitUntil(() => server.sockets.size === 0, 'both connections closed');
+      assert.equal(await text(await ask(client, server.target)), 'ok');
+      assert.equal(server.connections, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('drops an idle connection the server closed, and the next call opens a new one', async () => {
     const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']);
     const client = newClient();
