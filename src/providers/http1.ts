@@ -13,14 +13,14 @@
  * keep-alive and no Nagle; TLS with the host's name (SNI and the certificate check) and the
  * session resumed; a server's `keep-alive: timeout=N` honoured; 1xx answers skipped; an answer
  * destroyed or cut off before its end emits 'aborted'; headers and paths with characters HTTP does
- * not allow are refused before anything is written (the caller checks: ./upstream.ts).
+ * not allow are refused before anything is written (the caller checks, with src/common/http-chars.ts).
  */
 import net from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { loadTls } from '../common/builtins.ts';
-import { headerNameValid, headerValueValid, requestTargetValid } from '../common/http-chars.ts';
+import { headerNameValid, headerValueValid } from '../common/http-chars.ts';
 
 /** Where connections go: one pool of connections per scheme, host and port. */
 export interface Http1Target {
@@ -49,7 +49,6 @@ const MAX_FREE = 256;
 const IDLE_CLOSE_MS = 60_000;
 /** TCP keep-alive probes on a connection: after this long quiet (Node's agent's `keepAliveMsecs`). */
 const TCP_KEEPALIVE_MS = 1_000;
-
 
 export class Http1Error extends Error {
   constructor(message: string, readonly code: string) {
@@ -126,7 +125,6 @@ type Framing = 'length' | 'chunked' | 'close' | 'none';
 interface Pending {
   resolve(answer: Http1Answer): void;
   reject(err: Error): void;
-  headOnly: boolean;
 }
 
 /** One keep-alive connection; its listeners stay for its life. */
@@ -186,9 +184,8 @@ class Connection {
 
   /** The connection failed (`closed` false) or closed: a call or answer on it ends here. */
   private lost(err: Http1Error, closed: boolean): void {
-    const wasDead = this.dead;
     this.dead = true;
-    if (!wasDead) this.pool.forget(this);
+    this.pool.forget(this);
     const pending = this.pending;
     this.pending = undefined;
     if (pending !== undefined) {
@@ -248,7 +245,8 @@ class Connection {
     const hint = /(?:^|[\s,])timeout=(\d+)/i.exec(String(headers['keep-alive'] ?? ''));
     if (hint !== null) this.idleMs = Math.min(IDLE_CLOSE_MS, Math.max(0, Number(hint[1]) * 1000 - 1000));
     const te = headers['transfer-encoding'];
-    if (pending.headOnly || parsed.status === 204 || parsed.status === 304) {
+    // No body: 204 and 304 (llmux sends no HEAD).
+    if (parsed.status === 204 || parsed.status === 304) {
       this.framing = 'none';
     } else if (te !== undefined) {
       if (!/(?:^|,)\s*chunked\s*$/i.test(te)) {
@@ -517,11 +515,6 @@ export interface Http1Client {
   close(): void;
 }
 
-/** Whether `path` can be written in a request line as it is (Node's client refuses the same). */
-export function pathWritable(path: string): boolean {
-  return requestTargetValid(path);
-}
-
 /**
  * The name of the first header of `headers` (a flat list) that cannot be written as it is (a name
  * that is not a token, a value with a line break or another control character: Node's client
@@ -549,7 +542,7 @@ export function createHttp1Client(): Http1Client {
         byObject.set(target, pool);
       }
       const { conn, fresh } = pool.acquire();
-      conn.send(request, { resolve: onAnswer, reject: onError, headOnly: request.method === 'HEAD' });
+      conn.send(request, { resolve: onAnswer, reject: onError });
       return {
         connecting: fresh && conn.socket.connecting,
         onConnect: (listener) => conn.socket.once('connect', listener),

@@ -19,7 +19,8 @@ import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { UpstreamAnswer } from '../platforms/index.ts';
 import { loadHttps, loadZlib } from '../common/builtins.ts';
-import { Http1Answer, createHttp1Client, pathWritable, unwritableHeader } from './http1.ts';
+import { requestTargetValid } from '../common/http-chars.ts';
+import { Http1Answer, createHttp1Client, unwritableHeader } from './http1.ts';
 import type { Http1Target } from './http1.ts';
 import { ClientClosedError, upstreamFailed, upstreamTimeout } from '../common/errors.ts';
 import type { UpstreamError } from '../common/errors.ts';
@@ -196,7 +197,7 @@ export function createUpstreamClient(inProcess: Transport): UpstreamClient {
       });
       const path = target.basePath + req.path;
       const unwritable = unwritableHeader(headers);
-      if (unwritable !== undefined || !pathWritable(path)) {
+      if (unwritable !== undefined || !requestTargetValid(path)) {
         const what = unwritable === undefined ? 'its path' : `header "${unwritable.slice(0, 60)}"`;
         return Promise.reject(upstreamFailed(`Provider "${req.provider.id}" cannot be sent this request: ${what} has a character HTTP does not allow there (a space, a line break, a control character)`));
       }
