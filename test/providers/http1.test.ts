@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createHttp1Client, unwritableHeader } from '../../src/providers/http1.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import type { Http1Answer, Http1Client, Http1Target } from '../../src/providers/http1.ts';
@@ -106,29 +106,31 @@ function cuts(whole: string): (string | Buffer)[][] {
   return out;
 }
 
-const clients: Http1Client[] = [];
-function newClient(): Http1Client {
+/** An answer of two bytes, kept-alive. */
+const OK = 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok';
+
+/** Runs `test` against a server answering as `answer` and a client of its own, then closes both. */
+async function withServer(answer: Parameters<typeof rawServer>[0], test: (server: RawServer, client: Http1Client) => Promise<void>): Promise<void> {
+  const server = await rawServer(answer);
   const client = createHttp1Client();
-  clients.push(client);
-  return client;
+  try {
+    await test(server, client);
+  } finally {
+    client.close();
+    await server.close();
+  }
 }
-after(() => {
-  for (const client of clients) client.close();
-});
 
 describe('the upstream HTTP/1.1 client', () => {
   it('writes the request head and body as given, and reads a content-length answer', async () => {
-    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"a":"bcd"}']);
-    try {
-      const answer = await ask(newClient(), server.target, '{"model":"m"}');
+    await withServer(() => ['HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"a":"bcd"}'], async (server, client) => {
+      const answer = await ask(client, server.target, '{"model":"m"}');
       assert.equal(answer.statusCode, 200);
       assert.equal(answer.headers['content-type'], 'application/json');
       assert.equal(await text(answer), '{"a":"bcd"}');
       assert.equal(answer.complete, true);
       assert.equal(server.requests[0], 'POST /v1/x HTTP/1.1\r\nhost: up\r\ncontent-length: 13\r\n\r\n{"model":"m"}');
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('reads the same answer however its bytes are cut: length, chunked with extensions and trailers, and to the close', async () => {
@@ -140,24 +142,17 @@ describe('the upstream HTTP/1.1 client', () => {
     for (const framing of framings) {
       for (const pieces of cuts(framing.wire)) {
         // A body framed by the close ends when the server closes, after its last piece.
-        const server = await rawServer(() => (framing.close === true ? [...pieces, CLOSE] : pieces));
-        const client = newClient();
-        try {
+        await withServer(() => (framing.close === true ? [...pieces, CLOSE] : pieces), async (server, client) => {
           const answer = await ask(client, server.target);
           assert.equal(await text(answer), framing.body, `cut: ${pieces.map((piece) => JSON.stringify(piece.toString())).join(' | ')}`);
           assert.equal(answer.complete, true);
-        } finally {
-          client.close();
-          await server.close();
-        }
+        });
       }
     }
   });
 
   it('hands over a body that came with its head at once, within a bound, or as a stream to whoever reads it so', async () => {
-    const server = await rawServer((_, index) => (index < 3 ? ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a":"bcd"}'] : ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a"', ':"bcd"}']));
-    const client = newClient();
-    try {
+    await withServer((_, index) => (index < 3 ? ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a":"bcd"}'] : ['HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"a"', ':"bcd"}']), async (server, client) => {
       const first = await ask(client, server.target);
       assert.equal(first.complete, true);
       assert.equal(first.takeWhole(10), undefined, 'larger than the bound');
@@ -172,19 +167,15 @@ describe('the upstream HTTP/1.1 client', () => {
       assert.equal(parts.takeWhole(100), undefined, 'the body came after its head');
       assert.equal(await text(parts), '{"a":"bcd"}');
       assert.equal(server.connections, 1);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('skips 1xx answers, reads 204 and 304 as having no body, and keeps the first of a single-valued header and every set-cookie', async () => {
-    const server = await rawServer((_, index) => [
+    await withServer((_, index) => [
       index === 0
         ? 'HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\nset-cookie: a=1\r\nset-cookie: b=2\r\nx-many: 1\r\nx-many: 2\r\ncontent-type: a/b\r\ncontent-type: c/d\r\n\r\nok'
         : index === 1 ? 'HTTP/1.1 204 No Content\r\n\r\n' : 'HTTP/1.1 304 Not Modified\r\ncontent-length: 10\r\n\r\n',
-    ]);
-    const client = newClient();
-    try {
+    ], async (server, client) => {
       const first = await ask(client, server.target);
       assert.equal(first.statusCode, 200);
       assert.deepEqual(first.headers['set-cookie'], ['a=1', 'b=2']);
@@ -197,24 +188,18 @@ describe('the upstream HTTP/1.1 client', () => {
         assert.equal(await text(answer), '');
       }
       assert.equal(server.connections, 1, 'one connection for all three');
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('reuses a kept connection, the most recent first, and opens another for a call made while one is busy', async () => {
-    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']);
-    const client = newClient();
-    try {
+    await withServer(() => [OK], async (server, client) => {
       for (let i = 0; i < 3; i++) assert.equal(await text(await ask(client, server.target)), 'ok');
       assert.equal(server.connections, 1);
       const [a, b] = await Promise.all([ask(client, server.target), ask(client, server.target)]);
       assert.equal(await text(a), 'ok');
       assert.equal(await text(b), 'ok');
       assert.equal(server.connections, 2);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('does not reuse a connection the server closes: connection: close, HTTP/1.0, bytes after the body, keep-alive timeout=1', async () => {
@@ -225,23 +210,16 @@ describe('the upstream HTTP/1.1 client', () => {
       'HTTP/1.1 200 OK\r\nkeep-alive: timeout=1\r\ncontent-length: 2\r\n\r\nok',
     ];
     for (const wire of answers) {
-      const server = await rawServer(() => [wire]);
-      const client = newClient();
-      try {
+      await withServer(() => [wire], async (server, client) => {
         assert.equal(await text(await ask(client, server.target)), 'ok', wire);
         assert.equal(await text(await ask(client, server.target)), 'ok', wire);
         assert.equal(server.connections, 2, wire);
-      } finally {
-        client.close();
-        await server.close();
-      }
+      });
     }
   });
 
   it('closes every connection, idle or busy, on close, and a call after it opens a new one', async () => {
-    const server = await rawServer((_, index) => (index === 1 ? 'hang' : ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']));
-    const client = newClient();
-    try {
+    await withServer((_, index) => (index === 1 ? 'hang' : [OK]), async (server, client) => {
       assert.equal(await text(await ask(client, server.target)), 'ok');
       const hanging = ask(client, server.target);
       await waitUntil(() => server.requests.length === 2, 'the second call reached the server');
@@ -250,43 +228,31 @@ describe('the upstream HTTP/1.1 client', () => {
       await waitUntil(() => server.sockets.size === 0, 'both connections closed');
       assert.equal(await text(await ask(client, server.target)), 'ok');
       assert.equal(server.connections, 2);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('drops an idle connection the server closed, and the next call opens a new one', async () => {
-    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok']);
-    const client = newClient();
-    try {
+    await withServer(() => [OK], async (server, client) => {
       assert.equal(await text(await ask(client, server.target)), 'ok');
       for (const socket of server.sockets) socket.end();
       await waitUntil(() => server.sockets.size === 0, 'the client closed its side');
       await new Promise((resolve) => setImmediate(resolve));
       assert.equal(await text(await ask(client, server.target)), 'ok');
       assert.equal(server.connections, 2);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('fails a call whose connection is refused, closed before an answer, or answered with a head that is not HTTP/1.1', async () => {
     const refused = await rawServer(() => []);
     await refused.close();
-    await assert.rejects(ask(newClient(), refused.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
-    const closing = await rawServer(() => 'close');
-    try {
-      await assert.rejects(ask(newClient(), closing.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNRESET');
-    } finally {
-      await closing.close();
-    }
+    await assert.rejects(ask(createHttp1Client(), refused.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
+    await withServer(() => 'close', async (closing, client) => {
+      await assert.rejects(ask(client, closing.target), (err: NodeJS.ErrnoException) => err.code === 'ECONNRESET');
+    });
     for (const wire of ['HTTP/2 200\r\n\r\n', 'HTTP/1.1 200 OK\r\nbad header\r\n\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n', `HTTP/1.1 200 OK\r\nx: ${'a'.repeat(70_000)}`]) {
-      const server = await rawServer(() => [wire]);
-      try {
-        await assert.rejects(ask(newClient(), server.target), (err: NodeJS.ErrnoException) => typeof err.code === 'string' && err.code.startsWith('HPE_'), wire.slice(0, 40));
-      } finally {
-        await server.close();
-      }
+      await withServer(() => [wire], async (server, client) => {
+        await assert.rejects(ask(client, server.target), (err: NodeJS.ErrnoException) => typeof err.code === 'string' && err.code.startsWith('HPE_'), wire.slice(0, 40));
+      });
     }
   });
 
@@ -299,9 +265,8 @@ describe('the upstream HTTP/1.1 client', () => {
         open = resolve;
       });
       const head = rest === '' ? 'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial' : 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n';
-      const server = await rawServer(() => [head, gate, rest]);
-      try {
-        const answer = await ask(newClient(), server.target);
+      await withServer(() => [head, gate, rest], async (server, client) => {
+        const answer = await ask(client, server.target);
         const aborted = once(answer, 'aborted');
         const failed = once(answer, 'error');
         answer.resume();
@@ -315,47 +280,35 @@ describe('the upstream HTTP/1.1 client', () => {
         const [err] = await failed as [NodeJS.ErrnoException];
         assert.ok(err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_CHUNK_SIZE', err.code);
         assert.equal(answer.complete, false);
-      } finally {
-        await server.close();
-      }
+      });
     }
   });
 
   it('fails the call when the body is already unreadable in the packet of its head', async () => {
-    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n']);
-    try {
-      await assert.rejects(ask(newClient(), server.target), (err: NodeJS.ErrnoException) => err.code === 'HPE_INVALID_CHUNK_SIZE');
-    } finally {
-      await server.close();
-    }
+    await withServer(() => ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n'], async (server, client) => {
+      await assert.rejects(ask(client, server.target), (err: NodeJS.ErrnoException) => err.code === 'HPE_INVALID_CHUNK_SIZE');
+    });
   });
 
   it('stops reading the connection while the answer is not read, and goes on when it is', async () => {
     const big = 'x'.repeat(4 * 1024 * 1024);
-    const server = await rawServer(() => [`HTTP/1.1 200 OK\r\ncontent-length: ${big.length}\r\n\r\n`, big]);
-    try {
-      const answer = await ask(newClient(), server.target);
+    await withServer(() => [`HTTP/1.1 200 OK\r\ncontent-length: ${big.length}\r\n\r\n`, big], async (server, client) => {
+      const answer = await ask(client, server.target);
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.ok(answer.readableLength < big.length, `buffered ${answer.readableLength} of ${big.length}`);
       assert.equal((await text(answer)).length, big.length);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('cuts the connection of an answer destroyed before its end, emitting aborted once', async () => {
-    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial']);
-    const client = newClient();
-    try {
+    await withServer(() => ['HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial'], async (server, client) => {
       const answer = await ask(client, server.target);
       let aborted = 0;
       answer.on('aborted', () => aborted++);
       answer.destroy();
       await waitUntil(() => server.sockets.size === 0, 'the connection is closed');
       assert.equal(aborted, 1);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it('names a header that cannot be written: a line break or control character in a value, a name that is not a token', () => {
