@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestGateway } from './helpers/gateway.ts';
 import type { TestGateway } from './helpers/gateway.ts';
 import { respond } from './helpers/fake-upstream.ts';
+import type { Responder } from './helpers/fake-upstream.ts';
 import { PRICED_MODELS, chat, chatJson, messages, messagesStream } from './helpers/usage.ts';
 import { waitUntil } from './helpers/wait.ts';
 
@@ -84,6 +85,29 @@ describe('/metrics', () => {
       assert.deepEqual([...seriesOf(after)].sort(), [...seriesOf(before)].sort(), 'no new series');
       for (const text of sent) assert.ok(!after.includes(text), `client input "${text}" in /metrics`);
       assert.match(after, /^llmux_requests_total\{route="other",status="405"\} 41$/m, 'the same series counted on');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('llmux_open_requests', () => {
+  it('counts the requests not yet answered, the scrape itself among them, and lets each go once answered', async () => {
+    const t = await startTestGateway({ config: { models: PRICED_MODELS } });
+    try {
+      // Two chat requests held by the upstream until the test lets them go.
+      const held: Array<() => void> = [];
+      const hold: Responder = (req, res, seen) => new Promise<void>((resolve) => {
+        held.push(() => resolve(chatJson({ prompt: 1, completion: 1, cached: 0 })(req, res, seen)));
+      });
+      t.upstream.queue.push(hold, hold);
+      const answers = [chat(t, t.key, 'gpt-test'), chat(t, t.key, 'gpt-test')].map(drain);
+      await waitUntil(() => held.length === 2, 'both requests upstream');
+      assert.match(await scrape(t), /^llmux_open_requests 3$/m);
+      for (const release of held) release();
+      assert.deepEqual(await Promise.all(answers), [200, 200]);
+      // The count drops when the request's line is logged, just after its answer's end.
+      await waitUntil(async () => /^llmux_open_requests 1$/m.test(await scrape(t)), 'the count back at the scrape alone');
     } finally {
       await t.close();
     }

@@ -34,6 +34,9 @@ export interface BodyBudget {
   held(): number;
 }
 
+/** Owners kept at 0 held rather than deleted, while the map has no more entries than this. */
+const KEPT_IDLE_OWNERS = 64;
+
 export function createBodyBudget(options: BodyBudgetOptions): BodyBudget {
   const { totalBytes, perOwnerBytes } = options;
   let total = 0;
@@ -69,7 +72,9 @@ export function createBodyBudget(options: BodyBudgetOptions): BodyBudget {
           if (mine === 0) return;
           total -= mine;
           const left = (byOwner.get(owner) ?? 0) - mine;
-          if (left > 0) byOwner.set(owner, left);
+          // An owner's entry stays at 0 while there are few: deleting the last entry makes V8 build
+          // the map's table again, and a key whose requests come one at a time would pay that each time.
+          if (left > 0 || byOwner.size <= KEPT_IDLE_OWNERS) byOwner.set(owner, left);
           else byOwner.delete(owner);
           mine = 0;
         },
