@@ -33,6 +33,7 @@ import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/
 import { pickRequestId, sendError, setHeadHeader, setHeadOnResponse } from '../http/respond.ts';
 import type { PipelineContext } from './pipeline.ts';
 import { createJsonRecall } from '../common/json-recall.ts';
+import { createRoster } from '../common/roster.ts';
 import { mountCoreRoutes } from './routes.ts';
 import { createGatewayRouting } from './routing.ts';
 import type { GatewayRouting } from './routing.ts';
@@ -195,10 +196,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     recall: createJsonRecall({ now }),
     now,
     ...(shared === undefined ? {} : { deviceFlow: (flowOptions: DeviceFlowOptions) => shared.deviceFlow(flowOptions) }),
-    registerStream(cut) {
-      openStreams.add(cut);
-      return () => openStreams.delete(cut);
-    },
+    registerStream: (cut) => openStreams.add(cut),
     attempts: {
       model: (id) => catalog.get(id),
       provider: providerOf,
@@ -223,15 +221,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     if (options?.errors !== undefined) errorShapes.set(path, options.errors);
   } };
   /**
-   * Requests not yet logged. A count, not a set of their responses: V8 rebuilds a Set's table as it
-   * grows and shrinks, and an old table left in the old generation still points at the responses it
-   * held. The young-generation collections treat those pointers as live, so every request's objects
-   * outlived two of them and were copied to the old generation: 3.7 KB a 1 KB request, against 0.45 KB
-   * with the count (bench/what-is-left.md, "Issue 26's eleventh round").
+   * Requests not yet logged. A count, not a Set of their responses (see src/common/roster.ts): with
+   * the Set, every request's objects were promoted to the old generation, 3.7 KB a 1 KB request
+   * against 0.45 KB with the count (bench/what-is-left.md, "Issue 26's eleventh round").
    */
   let inFlight = 0;
   /** How to cut each open stream: its relay's in-stream error, then the end. */
-  const openStreams = new Set<(message: string) => void>();
+  const openStreams = createRoster<(message: string) => void>();
   let server: Server | undefined;
   let closing = false;
 
@@ -401,7 +397,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       await Promise.race([allClosed, deadline]);
       if (openStreams.size > 0) {
         // Streams still open are told why they end, so their clients can tell the answer is cut.
-        for (const cut of [...openStreams]) cut(STREAM_CUT_AT_SHUTDOWN);
+        for (const cut of openStreams.values()) cut(STREAM_CUT_AT_SHUTDOWN);
         await Promise.race([allClosed, new Promise((resolve) => setTimeout(resolve, LAST_FRAMES_MS).unref())]);
       }
       srv.closeAllConnections();
