@@ -27,7 +27,9 @@ const { fileURLToPath } = builtin('node:url');
 const { Script } = builtin('node:vm');
 
 const bundlePath = fileURLToPath(new URL('cli-bundle.js', import.meta.url));
-const source = readFileSync(bundlePath, 'utf8');
+// Read as latin1, a copy of its bytes: the build writes the bundle in ASCII alone (scripts/bundle-cli.mjs,
+// `ascii`), where latin1 and UTF-8 read the same, and decoding 900 KB as UTF-8 cost about a millisecond more.
+const source = readFileSync(bundlePath, 'latin1');
 const cachedData = readCodeCache(fileURLToPath(new URL('cli-bundle.cache', import.meta.url)), cacheKey(source, bundlePath));
 const script = new Script(source, { filename: bundlePath, cachedData: cachedData === null ? undefined : cachedData });
 

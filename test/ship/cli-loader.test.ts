@@ -69,6 +69,13 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
     assert.match(loaded.stack.split('\n')[1] ?? '', new RegExp(`\\(${escaped(join(built, 'cli-bundle.js'))}:\\d+:\\d+\\)$`));
   });
 
+  test('the bin reads its ASCII bundle as latin1, and text beyond ASCII, escaped in it, comes out whole', async () => {
+    const help = await run(process.execPath, [join(built, 'cli.js'), '--help'], { cwd: root });
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^llmux \S+ \u2014 one address for many models$/m);
+    assert.match(help.stdout, /\[--provider NAME\[,NAME\u2026\]\]\u2026/);
+  });
+
   test('started from its cache, the bin prints its version and serves health and llmux-echo', async () => {
     assert.deepEqual(await run(process.execPath, [join(built, 'cli.js'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' });
     const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-cached') }), leading: [join(built, 'cli.js')] });
