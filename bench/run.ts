@@ -1,13 +1,13 @@
 /**
  * `npm run bench`: llmux side by side with a bare `node:http` pipe proxy (issue 7).
  *
- *   npm run bench                    full run (about 4 minutes; hard limit 400 s), table on stdout
+ *   npm run bench                    full run (about 6 minutes; hard limit 450 s), table on stdout
  *   npm run bench -- --write         … and rewrite bench/RESULTS.md
  *   npm run bench -- --quick         short rounds (about 1 minute), for a quick look
  *   npm run bench -- --profile       … then run each proxy under --cpu-prof through each load
  *                                    scenario and print where the time goes (bench/.tmp/prof/;
  *                                    with --write, also into RESULTS.md); adds about 110 s
- *   npm run bench -- --only chat-json,agent-messages,idle-streams,large-idle-streams,startup,limiter,usage,shared-state
+ *   npm run bench -- --only chat-json,agent-messages,idle-streams,large-idle-streams,startup,limiter,usage,gc,shared-state
  *                                    some parts only (load scenarios by id: bench/measure.ts)
  *   npm run bench -- --peers         … and other gateways on the same load scenarios (bench/peers.ts:
  *                                    installed into bench/.tmp/peers with npm; one that cannot be
@@ -84,10 +84,12 @@ const rounds = quick ? 2 : 3;
 const roundS = quick ? 1 : 3;
 const warmupS = quick ? 1 : 2;
 const startupRuns = quick ? 5 : 9;
+/** The scenarios bench/gc.ts runs: a 1 KB request and a stream. */
+const GC_SCENARIOS = ['chat-json', 'chat-stream'];
 /** Load under the profiler, per profiled process. */
 const profileS = quick ? 3 : 6;
 /** Nothing the bench does may outlive this: under 7 minutes, plus the profiles when asked for. */
-const HARD_DEADLINE_MS = 400_000 + (flags.profile === true ? 200_000 : 0) + (flags.peers === true ? 600_000 : 0);
+const HARD_DEADLINE_MS = 450_000 + (flags.profile === true ? 200_000 : 0) + (flags.peers === true ? 600_000 : 0);
 
 // ---------------------------------------------------------------- child processes
 
@@ -827,6 +829,16 @@ async function main(): Promise<number> {
       usage = out.status === 0 ? out.stdout : `bench/usage.ts failed: ${out.stderr.slice(0, 500)}`;
     }
 
+    let garbage: string | undefined;
+    if (only === undefined || only.has('gc')) {
+      // What a request leaves the garbage collector (issue 26): a request's objects should die young.
+      process.stderr.write('bench: garbage per request…\n');
+      garbage = GC_SCENARIOS.map((scenario) => {
+        const out = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH, 'gc.ts'), '--scenario', scenario, '--seconds', quick ? '1' : '2'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+        return out.status === 0 ? out.stdout : `bench/gc.ts --scenario ${scenario} failed: ${out.stderr.slice(0, 500)}\n`;
+      }).join('\n');
+    }
+
     const profiles: string[] = [];
     if (flags.profile === true) {
       const bareDone = new Set<string>();
@@ -857,6 +869,7 @@ async function main(): Promise<number> {
       + (sharedState === undefined ? '' : `\n${renderSharedState(sharedState)}`)
       + (limiter === undefined ? '' : `\n## Per-key limiter (bench/limiter.ts)\n\n\`\`\`\n${limiter.trimEnd()}\n\`\`\`\n`)
       + (usage === undefined ? '' : `\n## Usage accounting per request (bench/usage.ts)\n\n\`\`\`\n${usage.trimEnd()}\n\`\`\`\n`)
+      + (garbage === undefined ? '' : `\n## What a request leaves the garbage collector (bench/gc.ts)\n\nPer request answered, each proxy alone under V8's \`--trace-gc-nvp\`: bytes allocated on the JavaScript heap, bytes the young generation's collections promoted to the old one, and the main thread's pauses. A request's objects should die young, as the bare proxy's do; kilobytes promoted a request mean something holds requests after they end (bench/what-is-left.md, "Issue 26's eleventh round").\n\n\`\`\`\n${garbage.trimEnd()}\n\`\`\`\n`)
       + (peers === undefined ? '' : `\n${renderPeers(all, peers.results, peers.skipped, results)}`)
       + analysis();
     const verdicts = evaluateTargets(shownScenarios, results, idle, startup, largeIdle);
@@ -868,6 +881,7 @@ async function main(): Promise<number> {
     if (sharedState !== undefined) process.stdout.write(`${sharedStateVerdictLine(sharedState)}\n\n${renderSharedState(sharedState)}`);
     if (limiter !== undefined) process.stdout.write(`\nlimiter:\n${limiter}`);
     if (usage !== undefined) process.stdout.write(`\nusage accounting:\n${usage}`);
+    if (garbage !== undefined) process.stdout.write(`\ngarbage per request (bench/gc.ts):\n${garbage}`);
     if (peers !== undefined) process.stdout.write(`\n${renderPeers(all, peers.results, peers.skipped, results)}`);
     for (const note of notes) process.stdout.write(`${note}\n`);
     if (flags.write === true) {
