@@ -10,18 +10,18 @@
  * shrank (src/common/roster.ts says why), 3.7 KB a 1 KB request.
  *
  *   npx tsx bench/gc.ts                                  llmux (this checkout's dist/) and the bare proxy, chat-json
- *   npx tsx bench/gc.ts --scenario chat-stream --proxy llmux:/tmp/other-dist --connections 1
+ *   npx tsx bench/gc.ts --scenario chat-json --scenario chat-stream --proxy llmux:/tmp/other-dist --connections 1
  *   --seconds 5 (measured, after as long a warm-up)
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHILDREN_JS, compileChildren, killGroup, readyLine, runWrk, startChild } from './children.ts';
 import { isEntryPoint } from './entry.ts';
-import { loadScenarios, parseWrkOutput, withKey, wrkScript } from './measure.ts';
-import { proxySpec } from './pair.ts';
+import { loadScenarios, parseWrkOutput } from './measure.ts';
+import { proxySpec, startProxy } from './pair.ts';
 
 /** The collector's work over a run, summed from its `--trace-gc-nvp` lines. */
 export interface GcTotals {
@@ -68,24 +68,19 @@ export function perRequest(totals: GcTotals, requests: number): string {
 async function measure(proxy: string, scenarioId: string, seconds: number, connections: number): Promise<string> {
   const scenario = loadScenarios().find((s) => s.id === scenarioId);
   if (scenario === undefined) throw new Error(`no scenario ${scenarioId}`);
-  const spec = proxySpec(proxy);
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'llmux-gc-'));
   try {
     const upstream = startChild(process.execPath, [join(CHILDREN_JS, 'fake-upstream.js')], 0);
     children.push(upstream);
     const { port: upstreamPort } = await readyLine<{ port: number }>(upstream, 'fake upstream');
-    const script = spec.kind === 'bare' ? [join(CHILDREN_JS, 'bare-proxy.js')] : [join(CHILDREN_JS, 'llmux-server.js'), '--dist', spec.dist];
-    const child = startChild(process.execPath, ['--trace-gc-nvp', ...script, '--upstream-port', String(upstreamPort)], 1, 'ignore');
-    children.push(child);
-    const ready = await readyLine<{ port: number; key?: string }>(child, proxy);
-    const file = join(dir, 'load.lua');
-    writeFileSync(file, wrkScript({ headers: withKey(scenario.headers, ready.key ?? 'sk-bare'), body: scenario.body, turns: scenario.turns }));
-    const target = { port: ready.port, path: scenario.path, script: file };
+    const running = await startProxy(proxySpec(proxy), ['--trace-gc-nvp'], upstreamPort, scenario, dir, 'proxy');
+    children.push(running.child);
+    const target = { port: running.port, path: scenario.path, script: running.script };
     await runWrk(target, { seconds, connections });
     // The trace from here on: the lines of the warm-up were drained unread.
     let trace = '';
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    running.child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       trace += chunk;
     });
     const { stdout } = await runWrk(target, { seconds, connections });
@@ -102,15 +97,17 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       proxy: { type: 'string', multiple: true },
-      scenario: { type: 'string', default: 'chat-json' },
+      scenario: { type: 'string', multiple: true },
       seconds: { type: 'string', default: '5' },
       connections: { type: 'string', default: '16' },
     },
   });
   compileChildren();
-  process.stdout.write(`${values.scenario}, ${values.connections} connections\n`);
-  for (const proxy of values.proxy ?? ['llmux', 'bare']) {
-    process.stdout.write(`${await measure(proxy, values.scenario, Number(values.seconds), Number(values.connections))}\n`);
+  for (const [i, scenario] of (values.scenario ?? ['chat-json']).entries()) {
+    process.stdout.write(`${i > 0 ? '\n' : ''}${scenario}, ${values.connections} connections\n`);
+    for (const proxy of values.proxy ?? ['llmux', 'bare']) {
+      process.stdout.write(`${await measure(proxy, scenario, Number(values.seconds), Number(values.connections))}\n`);
+    }
   }
 }
 

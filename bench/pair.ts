@@ -66,14 +66,19 @@ export function proxySpec(text: string): { kind: 'bare' } | { kind: 'llmux'; dis
 /** Seconds of load before the rounds. */
 const WARM_UP_S = 5;
 
-interface Running {
+/** A proxy started for a scenario: its process, and the wrk script that loads it. */
+export interface Running {
   child: ChildProcess;
   pid: number;
   port: number;
   script: string;
 }
 
-async function startProxy(spec: ReturnType<typeof proxySpec>, flags: string[], upstreamPort: number, scenario: LoadScenario, dir: string, name: string): Promise<Running> {
+/**
+ * Starts a proxy (node `flags` first) in front of the upstream, pinned to CPU 1, with its request log
+ * going nowhere, and writes the wrk script of `scenario` for it into `dir` (`name`.lua).
+ */
+export async function startProxy(spec: ReturnType<typeof proxySpec>, flags: string[], upstreamPort: number, scenario: LoadScenario, dir: string, name: string): Promise<Running> {
   const script = spec.kind === 'bare' ? [join(CHILDREN_JS, 'bare-proxy.js')] : [join(CHILDREN_JS, 'llmux-server.js'), '--dist', spec.dist];
   // The request log goes nowhere: both proxies write theirs alike or not at all.
   const child = startChild(process.execPath, [...flags, ...script, '--upstream-port', String(upstreamPort)], 1, 'ignore');
