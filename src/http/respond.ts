@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { GatewayError, errorBody, internalError } from '../common/errors.ts';
 import type { ErrorContext } from '../common/errors.ts';
+import { holdToTurnEnd } from '../common/turn-writes.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -73,6 +74,8 @@ export function sendJson(res: ServerResponse, status: number, body: string | Buf
     'content-type': 'application/json',
     'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
   });
+  // Sent at the turn's end with the other answers (src/common/turn-writes.ts).
+  if (res.socket !== null) holdToTurnEnd(res.socket);
   res.end(body);
 }
 

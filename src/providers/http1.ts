@@ -21,6 +21,7 @@ import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { loadTls } from '../common/builtins.ts';
 import { headerNameValid, headerValueValid } from '../common/http-chars.ts';
+import { holdToTurnEnd } from '../common/turn-writes.ts';
 
 /** Where connections go: one pool of connections per scheme, host and port. */
 export interface Http1Target {
@@ -163,7 +164,8 @@ class Connection {
     head += '\r\n';
     const body = request.body;
     const socket = this.socket;
-    socket.cork();
+    // Sent at the turn's end with the other requests' writes (src/common/turn-writes.ts).
+    holdToTurnEnd(socket);
     socket.write(head, 'latin1');
     if (typeof body === 'string') {
       if (body.length > 0) socket.write(body);
@@ -172,7 +174,6 @@ class Connection {
     } else {
       for (const part of body) socket.write(part);
     }
-    socket.uncork();
   }
 
   destroy(): void {
