@@ -15,6 +15,10 @@
  * A socket is corked now and uncorked in a `setImmediate` (after the turn's I/O callbacks and
  * their promises); Node counts corks, so its own (`res.end` corks until the next tick) are kept.
  * A socket destroyed meanwhile is left alone: its writes failed with it.
+ *
+ * Used for upstream calls (src/providers/http1.ts), JSON answers (src/http/respond.ts) and the
+ * state server's commands (src/state/resp-link.ts, where a turn's commands then leave in one
+ * write). Streams are not held: each event is sent as it comes.
  */
 
 /** What is used of a `net.Socket`. */

@@ -7,6 +7,7 @@
 import net from 'node:net';
 import type tls from 'node:tls';
 import { loadTls } from '../common/builtins.ts';
+import { holdToTurnEnd } from '../common/turn-writes.ts';
 import { createRespParser, encodeCommand, RespError } from './resp-parser.ts';
 import type { Reply, RespArg } from './resp-parser.ts';
 import type { StateTarget } from './state-url.ts';
@@ -145,11 +146,6 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   let connectTimer: NodeJS.Timeout | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let attempt = 0;
-  // The socket corked for this turn of the event loop: commands issued in it leave in one write,
-  // uncorked once its I/O callbacks have run. A busy gateway's requests, read in one poll, each
-  // admit and settle: held only for a tick (each callback's own), they left in about one write a
-  // request; held for the turn, one write carries ten or more requests' commands (bench/what-is-left.md).
-  let corked: net.Socket | undefined;
   // Written, oldest first: replies arrive in this order.
   const inFlight: Entry[] = [];
   // Issued before the first connection was ready.
@@ -166,14 +162,11 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
   function write(payload: string | Buffer): void {
     const current = socket;
     if (current === undefined) return;
-    if (corked !== current) {
-      current.cork();
-      corked = current;
-      setImmediate(() => {
-        corked = undefined;
-        current.uncork();
-      });
-    }
+    // Held to the end of this turn of the event loop (src/common/turn-writes.ts): a busy gateway's
+    // requests, read in one poll, each admit and settle; held only for a tick (each callback's
+    // own), they left in about one write a request; held for the turn, one write carries ten or
+    // more requests' commands (bench/what-is-left.md).
+    holdToTurnEnd(current);
     current.write(payload);
   }
 
