@@ -13,6 +13,7 @@
  *   npx tsx bench/pair.ts --b-flags=--max-semi-space-size=16  the same build, with other node flags
  *   --scenario chat-json (default; any scenario of bench/measure.ts)   --rounds 7   --seconds 3
  *   --connections 16 (per proxy)
+ *   --state-url redis://127.0.0.1:PORT   both llmux proxies keep their state there (a server you started)
  *
  * A proxy is `bare`, `llmux` (this checkout's dist/, built with `npm run build` first) or
  * `llmux:DIR` (a dist directory: a copy of dist/ with a change, or another checkout's).
@@ -78,8 +79,10 @@ export interface Running {
  * Starts a proxy (node `flags` first) in front of the upstream, pinned to CPU 1, with its request log
  * going nowhere, and writes the wrk script of `scenario` for it into `dir` (`name`.lua).
  */
-export async function startProxy(spec: ReturnType<typeof proxySpec>, flags: string[], upstreamPort: number, scenario: LoadScenario, dir: string, name: string): Promise<Running> {
-  const script = spec.kind === 'bare' ? [join(CHILDREN_JS, 'bare-proxy.js')] : [join(CHILDREN_JS, 'llmux-server.js'), '--dist', spec.dist];
+export async function startProxy(spec: ReturnType<typeof proxySpec>, flags: string[], upstreamPort: number, scenario: LoadScenario, dir: string, name: string, stateUrl?: string): Promise<Running> {
+  const script = spec.kind === 'bare'
+    ? [join(CHILDREN_JS, 'bare-proxy.js')]
+    : [join(CHILDREN_JS, 'llmux-server.js'), '--dist', spec.dist, ...(stateUrl === undefined ? [] : ['--state-url', stateUrl])];
   // The request log goes nowhere: both proxies write theirs alike or not at all.
   const child = startChild(process.execPath, [...flags, ...script, '--upstream-port', String(upstreamPort)], 1, 'ignore');
   const ready = await readyLine<{ port: number; key?: string }>(child, `proxy ${name}`);
@@ -114,6 +117,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '7' },
       seconds: { type: 'string', default: '3' },
       connections: { type: 'string', default: '16' },
+      'state-url': { type: 'string' },
     },
   });
   const scenario = loadScenarios().find((s) => s.id === values.scenario);
@@ -135,9 +139,9 @@ async function main(): Promise<void> {
     running.add(upstream);
     const { port: upstreamPort } = await readyLine<{ port: number }>(upstream, 'fake upstream');
     const flags = (text: string): string[] => text.split(' ').filter((f) => f !== '');
-    const a = await startProxy(proxySpec(values.a), flags(values['a-flags']), upstreamPort, scenario, dir, 'A');
+    const a = await startProxy(proxySpec(values.a), flags(values['a-flags']), upstreamPort, scenario, dir, 'A', values['state-url']);
     running.add(a.child);
-    const b = await startProxy(proxySpec(values.b), flags(values['b-flags']), upstreamPort, scenario, dir, 'B');
+    const b = await startProxy(proxySpec(values.b), flags(values['b-flags']), upstreamPort, scenario, dir, 'B', values['state-url']);
     running.add(b.child);
     process.stdout.write(`A: ${values.a} ${values['a-flags']}\nB: ${values.b} ${values['b-flags']}\n${scenario.id}, ${connections} connections each, both proxies on one CPU\n`);
     // Warm-up, both at once as measured, long enough for the JIT to have settled.

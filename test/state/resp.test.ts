@@ -525,6 +525,30 @@ describe('RESP client against a server that hangs, lies or is not there', { time
     }
   });
 
+  it('holds each command to its own deadline, a short one behind a long one included', async () => {
+    // Answers the handshake, then nothing: every command waits for its deadline.
+    const server = await fakeServer((socket, data) => {
+      for (const _ of data.matchAll(/\*1\r\n\$4\r\nPING\r\n/g)) socket.write('+PONG\r\n');
+    });
+    const client = createRespClient({ url: server.url, timeoutMs: 5000, reconnectMaxMs: 100 });
+    try {
+      await waitForStatus(client, 'ready');
+      const started = performance.now();
+      const long = client.command(['GET', 'long']);
+      const longFailed = long.then(() => undefined, (error: unknown) => error);
+      await unavailable(client.command(['GET', 'short'], { timeoutMs: TIMEOUT_MS }), 'timeout');
+      const waited = performance.now() - started;
+      assert.ok(waited >= TIMEOUT_MS - 1 && waited < TIMEOUT_MS + SLACK_MS, `short deadline kept: ${waited} ms`);
+      // RESP cannot cancel the short one: the connection is dropped, and the long one fails with it, early.
+      const error = await longFailed;
+      assert.ok(error instanceof StateUnavailableError && error.reason === 'timeout');
+      assert.ok(performance.now() - started < 5000);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
   it('resets the connection on a malformed reply, failing only what was on it', async () => {
     let commands = 0;
     const server = await fakeServer((socket, data) => {
