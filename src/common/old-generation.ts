@@ -19,7 +19,7 @@
  * was started with `--heap-growing-percent` of its own.
  */
 import { PerformanceObserver, constants } from 'node:perf_hooks';
-import v8 from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { startFlags } from './young-generation.ts';
 
 /** The growing percent while the old generation is small: a factor of 4. */
@@ -86,8 +86,8 @@ export function roomyOldGeneration(options: RoomOptions = {}): () => void {
 
 function v8Heap(): OldGenerationHeap {
   return {
-    usedSize: () => v8.getHeapStatistics().used_heap_size,
-    setGrowingPercent: (percent) => v8.setFlagsFromString(`--heap-growing-percent=${percent}`),
+    usedSize: () => getHeapStatistics().used_heap_size,
+    setGrowingPercent: (percent) => setFlagsFromString(`--heap-growing-percent=${percent}`),
     afterFullCollections(onCollection) {
       const observer = new PerformanceObserver((list) => {
         if (list.getEntries().some((entry) => (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) onCollection();

@@ -18,7 +18,7 @@
  * Left alone when the process was started with a semi-space flag of its own: that choice wins.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
-import v8 from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
 /** The young generation's size held (both semi-spaces): 4 MB each. */
 export const YOUNG_GENERATION_BYTES = 8 * 1024 * 1024;
@@ -28,7 +28,7 @@ const V8_GROWTH_FACTOR = 2;
 
 /** What is read and set of V8, as an option so a test can stand in for it. */
 export interface YoungGenerationHeap {
-  /** The young generation's committed size (`new_space` in `v8.getHeapSpaceStatistics()`). */
+  /** The young generation's committed size (`new_space` in `getHeapSpaceStatistics()`). */
   size(): number;
   setGrowthFactor(factor: number): void;
   /** Calls `onCollection` after garbage collections (batched); returns the way to stop. */
@@ -93,8 +93,8 @@ export function holdYoungGeneration(options: HoldOptions = {}): () => void {
 
 function v8Heap(): YoungGenerationHeap {
   return {
-    size: () => v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0,
-    setGrowthFactor: (factor) => v8.setFlagsFromString(`--semi-space-growth-factor=${factor}`),
+    size: () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0,
+    setGrowthFactor: (factor) => setFlagsFromString(`--semi-space-growth-factor=${factor}`),
     afterCollections(onCollection) {
       const observer = new PerformanceObserver(onCollection);
       observer.observe({ entryTypes: ['gc'] });

@@ -12,7 +12,8 @@
  * endpoint is unreachable. Redirects are not followed, so a credential is only ever sent to the
  * configured address. Nothing in a result holds a credential or an answer's body.
  */
-import http from 'node:http';
+import { request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig } from '../config/types.ts';
 import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
 import { formatHeadersFor } from '../providers/upstream-body.ts';
@@ -76,11 +77,11 @@ async function statusOf(url: string, headers: Record<string, string>, timeoutMs:
 }
 
 /** The status and headers of a request (GET, or POST with `body`), as {@link statusOf} makes it. */
-function answerOf(url: string, headers: Record<string, string>, timeoutMs: number, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
+function answerOf(url: string, headers: Record<string, string>, timeoutMs: number, body?: string): Promise<{ status: number; headers: IncomingHttpHeaders }> {
   const target = new URL(url);
-  const lib = target.protocol === 'https:' ? loadHttps() : http;
+  const send = target.protocol === 'https:' ? loadHttps().request : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = lib.request(target, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (res) => {
+    const req = send(target, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (res) => {
       clearTimeout(timer);
       resolve({ status: res.statusCode ?? 0, headers: res.headers });
       res.destroy();
@@ -200,7 +201,7 @@ export const checkBedrockProvider: ProviderCheck = async (provider, options) => 
   const call: UpstreamCall = { upstreamId, format: provider.format, stream: false, formatHeaders: {} };
   const outgoing: OutgoingRequest = { call, target: carrier.target(call), body: '{}', headers: carrier.headers(call) };
   const shown = `${provider.format === 'converse' ? 'Converse' : 'InvokeModel'} ${upstreamId} (an empty body: no model runs)`;
-  let answer: { status: number; headers: http.IncomingHttpHeaders };
+  let answer: { status: number; headers: IncomingHttpHeaders };
   const startedMs = performance.now();
   try {
     await carrier.authorise(outgoing);

@@ -4,7 +4,7 @@
  * and returns `{ handler, listen, close }` so the gateway can be mounted on an existing
  * `node:http` server or run on its own.
  */
-import http from 'node:http';
+import { createServer, STATUS_CODES } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
@@ -337,7 +337,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
   async function listen(port = config.port, host = config.host): Promise<{ port: number; host: string; url: string }> {
     const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = config.limits;
-    const srv = http.createServer({
+    const srv = createServer({
       // Slow or half-open clients can't hold sockets forever: headers and whole requests have
       // deadlines, checked often enough that a short deadline is kept. (Node refuses a request
       // timeout below the headers timeout. The headers timeout starts with a request's first
@@ -477,5 +477,5 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     : status === 408 ? 'The request took too long to arrive' : 'Malformed HTTP request';
   const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request';
   const body = errorBody(new GatewayError(status, 'invalid_request_error', code, message));
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }

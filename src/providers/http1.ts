@@ -15,7 +15,8 @@
  * destroyed or cut off before its end emits 'aborted'; headers and paths with characters HTTP does
  * not allow are refused before anything is written (the caller checks, with src/common/http-chars.ts).
  */
-import net from 'node:net';
+import { connect, isIP } from 'node:net';
+import type { Socket } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -130,7 +131,7 @@ interface Pending {
 
 /** One keep-alive connection; its listeners stay for its life. */
 class Connection {
-  readonly socket: net.Socket;
+  readonly socket: Socket;
   private pending: Pending | undefined = undefined;
   private answer: Http1Answer | undefined = undefined;
   private head: Buffer | undefined = undefined;
@@ -146,7 +147,7 @@ class Connection {
   /** How long this connection may stay idle: the server's keep-alive timeout, less a second. */
   idleMs = IDLE_CLOSE_MS;
 
-  constructor(socket: net.Socket, private readonly pool: Pool) {
+  constructor(socket: Socket, private readonly pool: Pool) {
     this.socket = socket;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, TCP_KEEPALIVE_MS);
@@ -460,14 +461,14 @@ class Pool {
     return { conn, fresh: true };
   }
 
-  private connect(): net.Socket {
+  private connect(): Socket {
     const { hostname: host, port, secure } = this.target;
-    if (!secure) return net.connect({ host, port });
+    if (!secure) return connect({ host, port });
     const socket: TLSSocket = loadTls().connect({
       host,
       port,
       // As Node's https: the name sent and checked is the host's, never an address's.
-      ...(net.isIP(host) === 0 ? { servername: host } : {}),
+      ...(isIP(host) === 0 ? { servername: host } : {}),
       ALPNProtocols: ['http/1.1'],
       ...(this.session === undefined ? {} : { session: this.session }),
     });

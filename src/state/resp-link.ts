@@ -4,7 +4,8 @@
  * and reconnects with backoff. src/state/resp.ts builds the client on two of these (commands, and
  * pub/sub), following the failure policy written at its top.
  */
-import net from 'node:net';
+import { connect as netConnect, isIP } from 'node:net';
+import type { Socket } from 'node:net';
 import type tls from 'node:tls';
 import { loadTls } from '../common/builtins.ts';
 import { holdToTurnEnd } from '../common/turn-writes.ts';
@@ -142,7 +143,7 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
 
   let status: RespStatus = 'connecting';
   let closed = false;
-  let socket: net.Socket | undefined;
+  let socket: Socket | undefined;
   let connectTimer: NodeJS.Timeout | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let attempt = 0;
@@ -177,10 +178,10 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
         host: target.host,
         port: target.port,
         // SNI carries host names only (RFC 6066); an IP address is checked against the certificate's IP SANs.
-        ...(net.isIP(target.host) === 0 ? { servername: target.host } : {}),
+        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
         ...(settings.secureContext === undefined ? {} : { secureContext: settings.secureContext }),
       })
-      : net.connect({ host: target.host, port: target.port });
+      : netConnect({ host: target.host, port: target.port });
     socket = current;
     const parser = createRespParser({
       maxReplyBytes: settings.maxReplyBytes,
@@ -237,7 +238,7 @@ export function createLink(settings: LinkSettings, hooks: LinkHooks): Link {
     settle(entry);
   }
 
-  function drop(current: net.Socket, cause: Error): void {
+  function drop(current: Socket, cause: Error): void {
     if (current !== socket) return;
     socket = undefined;
     clearTimeout(connectTimer);
