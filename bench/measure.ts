@@ -308,7 +308,7 @@ export interface LargeIdleStreamsResult extends IdleStreamsResult {
 export interface StartupResult {
   /** Median ms from spawn to `node -e 0` exiting. */
   nodeMs: number;
-  /** Median ms from spawn to the first 200 from `/healthz` of `node dist/cli.js serve`. */
+  /** Median ms from spawn to the first 200 from `/healthz` of `node dist/cli.cjs serve`. */
   llmuxMs: number;
   runs: number;
 }
@@ -499,7 +499,7 @@ export function renderResults(report: {
   }
   if (startup !== undefined) {
     out.push('## Start-up to first served request', '');
-    out.push(`Median of ${startup.runs} runs, each from spawn: \`node -e 0\` to exit; \`node dist/cli.js serve --port 0\` (temp LLMUX_HOME with a key already in it, built-in catalog) to the first 200 from \`/healthz\`.`, '');
+    out.push(`Median of ${startup.runs} runs, each from spawn: \`node -e 0\` to exit; \`node dist/cli.cjs serve --port 0\` (temp LLMUX_HOME with a key already in it, built-in catalog) to the first 200 from \`/healthz\`.`, '');
     out.push('| command | median ms |', '|---|---:|');
     out.push(`| node -e 0 | ${f(startup.nodeMs, 1)} |`);
     out.push(`| llmux serve → /healthz 200 | ${f(startup.llmuxMs, 1)} |`);

@@ -178,7 +178,7 @@ function run(command: string, args: string[], what: string): { ok: boolean; outp
 /** `npm run build`, then the bench's own child scripts to plain JS (they must not run under tsx). */
 function build(notes: string[]): void {
   const dist = run('npm', ['run', 'build'], 'npm run build');
-  if (!existsSync(join(DIST, 'gateway', 'server.js')) || !existsSync(join(DIST, 'cli.js'))) {
+  if (!existsSync(join(DIST, 'gateway', 'server.js')) || !existsSync(join(DIST, 'cli.cjs'))) {
     process.stderr.write(`bench: npm run build produced no dist/:\n${dist.output}\n`);
     process.exit(1);
   }
@@ -677,7 +677,7 @@ async function timeLlmuxStart(home: string): Promise<number> {
   for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('LLMUX_') && !name.endsWith('_API_KEY')) env[name] = value;
   env['LLMUX_HOME'] = home;
   const started = performance.now();
-  const child = start(process.execPath, [join(DIST, 'cli.js'), 'serve', '--port', '0', '--host', '127.0.0.1'], { cpu: 1, stdio: ['ignore', 'pipe', 'ignore'], env });
+  const child = start(process.execPath, [join(DIST, 'cli.cjs'), 'serve', '--port', '0', '--host', '127.0.0.1'], { cpu: 1, stdio: ['ignore', 'pipe', 'ignore'], env });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       const lines = createInterface({ input: child.stdout! });

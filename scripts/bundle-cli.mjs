@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Second step of `npm run build`: replaces tsc's dist/cli.js with the bundled CLI. Node's ESM
+ * Second step of `npm run build`: adds the bundled CLI and its bin beside tsc's output. Node's ESM
  * loader spends about 2 ms per module resolving, reading and compiling; as 35 modules that was
  * most of llmux's start-up, as one file it is a fraction of it (bench/RESULTS.md, start-up row).
  * The rest of dist/ stays tsc's output: it is the embeddable library
@@ -10,10 +10,10 @@
  *   dist/cli-bundle.js     the whole CLI (esbuild, a devDependency; nothing is needed at run time),
  *                          as one CommonJS function expression, so that it runs as a vm.Script;
  *                          its first line is a digest of the rest
- *   dist/cli.js            the bin: scripts/cli-loader.mjs, which runs the bundle
+ *   dist/cli.cjs           the bin: scripts/cli-loader.cjs, which runs the bundle
  *   dist/cli-bundle.cache  V8's compiled code of the bundle after one `llmux serve` start
  *                          (scripts/code-cache.mjs), which the loader starts from
- * The cache is checked before the build ends: a fresh process importing dist/cli.js must report
+ * The cache is checked before the build ends: a fresh process importing dist/cli.cjs must report
  * that it used it. It is not in the npm package (package.json `files`): it is valid for this
  * very Node only, and the loader compiles the bundle without it.
  *
@@ -70,15 +70,15 @@ const code = ascii(result.outputFiles[0].text.replace(/^#!.*\n/, ''));
 const body = `(function (exports, require, module, ${IMPORT_META_URL}) {${code}\n})\n`;
 // The loader pairs a cache with its bundle by this line.
 const digest = createHash('sha256').update(body).digest('hex').slice(0, 32);
-writeFileSync(join(out, 'cli-bundle.js'), `// llmux CLI bundle ${digest}: run by cli.js (scripts/cli-loader.mjs)\n${body}`);
-copyFileSync(join(ROOT, 'scripts', 'cli-loader.mjs'), join(out, 'cli.js'));
+writeFileSync(join(out, 'cli-bundle.js'), `// llmux CLI bundle ${digest}: run by cli.cjs (scripts/cli-loader.cjs)\n${body}`);
+copyFileSync(join(ROOT, 'scripts', 'cli-loader.cjs'), join(out, 'cli.cjs'));
 
 // Both children get an empty environment: no key, setting or path of this machine reaches the
 // run the cache is made from, and no NODE_OPTIONS changes the V8 flags the cache is valid for.
 const childEnv = process.platform === 'win32' && process.env['SystemRoot'] !== undefined ? { SystemRoot: process.env['SystemRoot'] } : {};
 runNode([join(ROOT, 'scripts', 'code-cache.mjs'), out], 'writing the code cache');
-const check = "const { codeCache } = await import(process.argv[1]); if (codeCache !== 'used') { process.stderr.write(`dist/cli.js compiled the bundle without its cache (${codeCache})\\n`); process.exit(1); }";
-runNode(['--input-type=module', '-e', check, pathToFileURL(join(out, 'cli.js')).href], 'checking that cli.js uses the code cache');
+const check = "const { codeCache } = await import(process.argv[1]); if (codeCache !== 'used') { process.stderr.write(`dist/cli.cjs compiled the bundle without its cache (${codeCache})\\n`); process.exit(1); }";
+runNode(['--input-type=module', '-e', check, pathToFileURL(join(out, 'cli.cjs')).href], 'checking that cli.cjs uses the code cache');
 
 /**
  * The bundle with every character beyond ASCII written as a \u escape. esbuild escapes them in

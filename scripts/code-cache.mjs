@@ -2,7 +2,7 @@
 /**
  * Part of `npm run build` (scripts/bundle-cli.mjs runs it in a process of its own, with an empty
  * environment): writes cli-bundle.cache, V8's compiled code of the CLI bundle, beside
- * cli-bundle.js, for the loader (scripts/cli-loader.mjs, dist/cli.js) to start from.
+ * cli-bundle.js, for the loader (scripts/cli-loader.cjs, dist/cli.cjs) to start from.
  *
  * It compiles the bundle and runs `llmux serve` from it as the loader does (port 0 on loopback, a
  * temporary home), asks /healthz once, and only then takes `script.createCachedData()`: made after
@@ -32,8 +32,8 @@ const bundlePath = join(dir, 'cli-bundle.js');
 const source = readFileSync(bundlePath, 'utf8');
 const script = new Script(source, { filename: bundlePath });
 const bundle = { exports: {} };
-// As scripts/cli-loader.mjs calls it, with the URL the loader would have.
-const loaderUrl = pathToFileURL(join(dir, 'cli.js')).href;
+// As scripts/cli-loader.cjs calls it, with the URL the loader would have.
+const loaderUrl = pathToFileURL(join(dir, 'cli.cjs')).href;
 script.runInThisContext()(bundle.exports, createRequire(loaderUrl), bundle, loaderUrl);
 
 home = mkdtempSync(join(tmpdir(), 'llmux-code-cache-'));
@@ -59,7 +59,7 @@ if (text.includes(home)) fail(`the code cache holds a value of the run (the path
 
 // Written whole or not at all: the loader never reads half a cache.
 const cache = join(dir, 'cli-bundle.cache');
-// The same key line as scripts/cli-loader.mjs's cacheKey.
+// The same key line as scripts/cli-loader.cjs's cacheKey.
 const key = `${source.slice(0, source.indexOf('\n'))} ${process.version} ${process.platform}-${process.arch} ${bundlePath}\n`;
 writeFileSync(`${cache}.tmp`, Buffer.concat([Buffer.from(key), data]));
 renameSync(`${cache}.tmp`, cache);

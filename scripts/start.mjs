@@ -3,9 +3,9 @@
  * `npm start`: the compiled CLI, as users run it (issue 15), not tsx (about 60 MB more RSS and a
  * slower start in what the README calls the main command).
  *
- * dist/ is built first (`npm run build`) when dist/cli.js is missing or older than anything it is
+ * dist/ is built first (`npm run build`) when dist/cli.cjs is missing or older than anything it is
  * built from; the build's output goes to stderr, so stdout keeps the server's one line
- * (`llmux listening on http://HOST:PORT`). Then dist/cli.js runs in this very process: under npm
+ * (`llmux listening on http://HOST:PORT`). Then dist/cli.cjs runs in this very process: under npm
  * it is npm -> sh -> this process, as the server was before, so the server's watch on its parent
  * (src/cli.ts) still stops it when the npm process is stopped.
  *
@@ -17,9 +17,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+const CLI = join(ROOT, 'dist', 'cli.cjs');
 /** What dist/ is built from, besides src/. */
-const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json', ...['bundle-cli.mjs', 'cli-loader.mjs', 'code-cache.mjs'].map((file) => join('scripts', file))];
+const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json', ...['bundle-cli.mjs', 'cli-loader.cjs', 'code-cache.mjs'].map((file) => join('scripts', file))];
 
 /** The latest modification time of the files under `dir`, in ms. */
 function newestUnder(dir) {
@@ -31,13 +31,13 @@ function newestUnder(dir) {
   return newest;
 }
 
-/** Why dist/ must be built first, or undefined when dist/cli.js is newer than everything it comes from. */
+/** Why dist/ must be built first, or undefined when dist/cli.cjs is newer than everything it comes from. */
 function staleness() {
   let built;
   try {
     built = statSync(CLI).mtimeMs;
   } catch {
-    return 'dist/cli.js is missing';
+    return 'dist/cli.cjs is missing';
   }
   const inputs = Math.max(newestUnder(join(ROOT, 'src')), ...BUILD_INPUTS.map((file) => statSync(join(ROOT, file)).mtimeMs));
   return inputs > built ? 'src/ changed since dist/ was built' : undefined;

@@ -26,7 +26,7 @@ async function parse(args: readonly string[]): Promise<{ code: number; stderr: s
 /** The llmux arguments of a command line, whichever way it runs the CLI; undefined when it does not. */
 function llmuxArgs(words: readonly string[]): string[] | undefined {
   const [first, ...rest] = words;
-  if (first === 'llmux' || first === 'dist/llmux' || (first === 'node' && rest[0] === 'dist/cli.js')) return first === 'node' ? rest.slice(1) : rest;
+  if (first === 'llmux' || first === 'dist/llmux' || (first === 'node' && rest[0] === 'dist/cli.cjs')) return first === 'node' ? rest.slice(1) : rest;
   if (first === 'npx') {
     const at = rest.indexOf('llmux');
     return at === -1 ? undefined : rest.slice(at + 1);

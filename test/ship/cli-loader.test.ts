@@ -1,5 +1,5 @@
 /**
- * The bin dist/cli.js (scripts/cli-loader.mjs) and the code cache it starts from: the CLI bundled
+ * The bin dist/cli.cjs (scripts/cli-loader.cjs) and the code cache it starts from: the CLI bundled
  * by scripts/bundle-cli.mjs into a temporary folder (the checkout's own dist/ is left alone), then
  * run from there with its cache, without it, and with caches it must not use. Takes about 5 s.
  */
@@ -16,7 +16,7 @@ import { assertHealthy, assertServesThenStops } from './echo-requests.ts';
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /**
- * Imports `dir`/cli.js in a fresh node (not as the entry point, so the CLI does not run by
+ * Imports `dir`/cli.cjs in a fresh node (not as the entry point, so the CLI does not run by
  * itself), and reports how its bundle was compiled and the stack of an error thrown in the bundle.
  */
 async function load(dir: string, flags: string[] = []): Promise<{ codeCache: string; stack: string }> {
@@ -27,7 +27,7 @@ async function load(dir: string, flags: string[] = []): Promise<{ codeCache: str
     'try { await cli.main(undefined); } catch (err) { stack = err.stack; }',
     'process.stdout.write(JSON.stringify({ codeCache: cli.codeCache, stack }));',
   ].join('\n');
-  const result = await run(process.execPath, [...flags, '--input-type=module', '-e', script, pathToFileURL(join(dir, 'cli.js')).href], { cwd: dir });
+  const result = await run(process.execPath, [...flags, '--input-type=module', '-e', script, pathToFileURL(join(dir, 'cli.cjs')).href], { cwd: dir });
   assert.equal(result.code, 0, result.stderr);
   return JSON.parse(result.stdout) as { codeCache: string; stack: string };
 }
@@ -70,15 +70,15 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
   });
 
   test('the bin reads its ASCII bundle as latin1, and text beyond ASCII, escaped in it, comes out whole', async () => {
-    const help = await run(process.execPath, [join(built, 'cli.js'), '--help'], { cwd: root });
+    const help = await run(process.execPath, [join(built, 'cli.cjs'), '--help'], { cwd: root });
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /^llmux \S+ \u2014 one address for many models$/m);
     assert.match(help.stdout, /\[--provider NAME\[,NAME\u2026\]\]\u2026/);
   });
 
   test('started from its cache, the bin prints its version and serves health and llmux-echo', async () => {
-    assert.deepEqual(await run(process.execPath, [join(built, 'cli.js'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' });
-    const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-cached') }), leading: [join(built, 'cli.js')] });
+    assert.deepEqual(await run(process.execPath, [join(built, 'cli.cjs'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' });
+    const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-cached') }), leading: [join(built, 'cli.cjs')] });
     await assertServesThenStops(server, VERSION);
   });
 
@@ -93,7 +93,7 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
       'process.stdout.write(JSON.stringify({ status, loaded: process.moduleLoadList.filter((name) => /^NativeModule (tls|https|_tls_wrap|zlib)$/.test(name)) }));',
       'process.exit(0);',
     ].join('\n');
-    const result = await run(process.execPath, ['--input-type=module', '-e', script, pathToFileURL(join(built, 'cli.js')).href, join(root, 'home-modules')], { cwd: root });
+    const result = await run(process.execPath, ['--input-type=module', '-e', script, pathToFileURL(join(built, 'cli.cjs')).href, join(root, 'home-modules')], { cwd: root });
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(JSON.parse(result.stdout), { status: 200, loaded: [] });
   });
@@ -110,7 +110,7 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
     const loaded = await load(dir);
     assert.equal(loaded.codeCache, 'absent');
     assert.match(loaded.stack.split('\n')[1] ?? '', new RegExp(`\\(${escaped(join(dir, 'cli-bundle.js'))}:\\d+:\\d+\\)$`));
-    const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-absent') }), leading: [join(dir, 'cli.js')] });
+    const server = await startServer(process.execPath, [], { cwd: root, env: cleanEnv({ LLMUX_HOME: join(root, 'home-absent') }), leading: [join(dir, 'cli.cjs')] });
     try {
       await assertHealthy(server.url, VERSION);
     } finally {
@@ -135,7 +135,7 @@ describe('the CLI bin and its code cache', { timeout: 120_000 }, () => {
     for (const [name, change] of cases) {
       const dir = copy(name.replace(' ', '-'), change);
       assert.equal((await load(dir)).codeCache, 'rejected', name);
-      assert.deepEqual(await run(process.execPath, [join(dir, 'cli.js'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' }, name);
+      assert.deepEqual(await run(process.execPath, [join(dir, 'cli.cjs'), '--version'], { cwd: root }), { code: 0, stdout: `${VERSION}\n`, stderr: '' }, name);
     }
   });
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * dist/cli.js, the `llmux` bin (scripts/bundle-cli.mjs copies this file there): runs the bundled
+ * dist/cli.cjs, the `llmux` bin (scripts/bundle-cli.mjs copies this file there): runs the bundled
  * CLI, dist/cli-bundle.js, compiled from V8's code cache dist/cli-bundle.cache when that cache was
  * made for this very bundle on this Node and platform.
  *
@@ -14,37 +14,42 @@
  * digest of the rest, written by the build; so a bundle edited by hand needs `npm run build`) and
  * to the bundle's place (dist/ copied elsewhere compiles without it).
  *
+ * CommonJS, not a module: a process whose entry point is an ES module sets up Node's ES module
+ * loader first, about 4 ms of a start-up that is 30 ms more than `node -e 0`'s; the bundle itself
+ * is CommonJS, so nothing here needs that loader. An ES module still imports this file by name
+ * (`import { main } from './cli.cjs'`): Node reads the names of `module.exports` below.
+ *
  * The bundle is one CommonJS function expression, called here with what Node gives a CommonJS
  * module and this file's URL for `import.meta.url` (the CLI's entry-point check compares it with
- * argv[1], so `node dist/cli.js` still runs the CLI and an import of this file does not).
+ * argv[1], so `node dist/cli.cjs` still runs the CLI and an import of this file does not).
  * Errors and stack traces name dist/cli-bundle.js, at its own lines and columns.
  */
-// Built-ins through process.getBuiltinModule (Node >= 20.16), not `import`: an ESM import of a
-// built-in builds a facade of its every export, which for node:fs also loads its streams.
-const builtin = process.getBuiltinModule ?? (await import('node:module')).createRequire(import.meta.url);
-const { readFileSync } = builtin('node:fs');
-const { fileURLToPath } = builtin('node:url');
-const { Script } = builtin('node:vm');
+'use strict';
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { pathToFileURL } = require('node:url');
+const { Script } = require('node:vm');
 
-const bundlePath = fileURLToPath(new URL('cli-bundle.js', import.meta.url));
+const bundlePath = join(__dirname, 'cli-bundle.js');
 // Read as latin1, a copy of its bytes: the build writes the bundle in ASCII alone (scripts/bundle-cli.mjs,
 // `ascii`), where latin1 and UTF-8 read the same, and decoding 900 KB as UTF-8 cost about a millisecond more.
 const source = readFileSync(bundlePath, 'latin1');
-const cachedData = readCodeCache(fileURLToPath(new URL('cli-bundle.cache', import.meta.url)), cacheKey(source, bundlePath));
+const cachedData = readCodeCache(join(__dirname, 'cli-bundle.cache'), cacheKey(source, bundlePath));
 const script = new Script(source, { filename: bundlePath, cachedData: cachedData === null ? undefined : cachedData });
 
 /**
  * How the bundle was compiled: `used` (from the code cache), `rejected` (a cache is there, but
  * for another bundle, Node or platform, or V8 refused it) or `absent` (no cache file).
  */
-export const codeCache = cachedData === undefined ? 'absent' : cachedData === null || script.cachedDataRejected === true ? 'rejected' : 'used';
+const codeCache = cachedData === undefined ? 'absent' : cachedData === null || script.cachedDataRejected === true ? 'rejected' : 'used';
 
 const bundle = { exports: {} };
 // The bundle requires node: built-ins only (scripts/bundle-cli.mjs checks).
-script.runInThisContext()(bundle.exports, builtin, bundle, import.meta.url);
+script.runInThisContext()(bundle.exports, require, bundle, pathToFileURL(__filename).href);
 
 /** The CLI's `main(argv, io?)`, for scripts/start.mjs, which runs it in its own process. */
-export const { main } = bundle.exports;
+const { main } = bundle.exports;
+module.exports = { codeCache, main };
 
 /**
  * The line a code cache starts with: the bundle's own first line (its digest), this Node's
