@@ -4,6 +4,7 @@
  * over TLS, never needs them; loading them is about 2% of `llmux serve`'s start-up) and
  * `node:zlib` (most upstreams honour `identity`).
  */
+import { request as httpRequest } from 'node:http';
 import type https from 'node:https';
 import { createRequire } from 'node:module';
 import type tls from 'node:tls';
@@ -20,6 +21,11 @@ function builtin(id: string): unknown {
 /** `node:https`, loaded on the first call. */
 export function loadHttps(): typeof https {
   return builtin('node:https') as typeof https;
+}
+
+/** The `request` of `node:https` for an https: URL (loading it then), else `node:http`'s. */
+export function requestFor(url: URL): typeof httpRequest {
+  return url.protocol === 'https:' ? loadHttps().request : httpRequest;
 }
 
 /** `node:tls`, loaded on the first call. */

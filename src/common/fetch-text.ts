@@ -8,8 +8,7 @@
  * that hangs or floods cannot hold a request or memory. Platform modules take a {@link FetchText}
  * as an option so tests can answer in its place.
  */
-import { request as httpRequest } from 'node:http';
-import { loadHttps } from './builtins.ts';
+import { requestFor } from './builtins.ts';
 
 export interface TextRequest {
   method: 'GET' | 'PUT' | 'POST';
@@ -43,7 +42,6 @@ export const fetchText: FetchText = (request) =>
       reject(new Error('not a valid URL'));
       return;
     }
-    const send = url.protocol === 'https:' ? loadHttps().request : httpRequest;
     const maxBytes = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const headers: Record<string, string> = { ...request.headers };
     if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
@@ -57,7 +55,7 @@ export const fetchText: FetchText = (request) =>
         reject(error);
       } else if (response !== undefined) resolve(response);
     };
-    const req = send(url, { method: request.method, headers, agent: false }, (res) => {
+    const req = requestFor(url)(url, { method: request.method, headers, agent: false }, (res) => {
       const pieces: Buffer[] = [];
       let size = 0;
       res.on('data', (piece: Buffer) => {

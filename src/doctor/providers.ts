@@ -12,12 +12,11 @@
  * endpoint is unreachable. Redirects are not followed, so a credential is only ever sent to the
  * configured address. Nothing in a result holds a credential or an answer's body.
  */
-import { request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig } from '../config/types.ts';
 import { resolveApiKey, resolveSecret } from '../catalog/providers.ts';
 import { formatHeadersFor } from '../providers/upstream-body.ts';
-import { loadHttps } from '../providers/upstream.ts';
+import { requestFor } from '../providers/upstream.ts';
 import { httpCredentialHeaders } from '../platforms/http.ts';
 import { platforms } from '../platforms/index.ts';
 import type { Carrier, CredentialState, OutgoingRequest, UpstreamCall } from '../platforms/index.ts';
@@ -79,9 +78,8 @@ async function statusOf(url: string, headers: Record<string, string>, timeoutMs:
 /** The status and headers of a request (GET, or POST with `body`), as {@link statusOf} makes it. */
 function answerOf(url: string, headers: Record<string, string>, timeoutMs: number, body?: string): Promise<{ status: number; headers: IncomingHttpHeaders }> {
   const target = new URL(url);
-  const send = target.protocol === 'https:' ? loadHttps().request : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(target, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (res) => {
+    const req = requestFor(target)(target, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (res) => {
       clearTimeout(timer);
       resolve({ status: res.statusCode ?? 0, headers: res.headers });
       res.destroy();

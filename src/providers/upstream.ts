@@ -18,7 +18,7 @@ import type { Transform } from 'node:stream';
 import type { ProviderConfig } from '../config/types.ts';
 import type { ClientRequestOf, UpstreamFormat, WireFormat } from '../formats/wire.ts';
 import type { UpstreamAnswer } from '../platforms/index.ts';
-import { loadHttps, loadZlib } from '../common/builtins.ts';
+import { loadZlib, requestFor } from '../common/builtins.ts';
 import { requestTargetValid } from '../common/http-chars.ts';
 import { Http1Answer, createHttp1Client, unwritableHeader } from './http1.ts';
 import type { Http1Target } from './http1.ts';
@@ -118,8 +118,8 @@ export interface UpstreamClient extends Transport {
 export const IN_PROCESS_SCHEME = 'llmux:';
 
 // `node:tls` is loaded on the first https provider (./http1.ts), `node:zlib` on the first
-// compressed answer. The doctor's provider checks load https through here.
-export { loadHttps };
+// compressed answer. The doctor's provider checks pick http or https through here.
+export { requestFor };
 
 /** A decoder for a `content-encoding`, undefined when there is nothing to decode, or `unknown`. */
 function decoderFor(encoding: string): Transform | 'unknown' | undefined {
