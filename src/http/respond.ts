@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { GatewayError, errorBody, internalError } from '../common/errors.ts';
 import type { ErrorContext } from '../common/errors.ts';
-import { holdToTurnEnd } from '../common/turn-writes.ts';
+import { endAtTurnEnd, endPending } from '../common/turn-writes.ts';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -74,9 +74,8 @@ export function sendJson(res: ServerResponse, status: number, body: string | Buf
     'content-type': 'application/json',
     'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
   });
-  // Sent at the turn's end with the other answers (src/common/turn-writes.ts).
-  if (res.socket !== null) holdToTurnEnd(res.socket);
-  res.end(body);
+  // Ended at the turn's end with the other answers (src/common/turn-writes.ts).
+  endAtTurnEnd(res, body);
 }
 
 /** Renders an error as a response body, in some format's shape. */
@@ -92,7 +91,8 @@ export function sendError(res: ServerResponse, err: unknown, onBug?: (err: unkno
   const gatewayError = err instanceof GatewayError ? err : internalError();
   if (!(err instanceof GatewayError)) onBug?.(err);
   if (res.headersSent) {
-    if (!res.writableEnded) res.end();
+    // An answer whose end waits for the turn's end is whole: ended now, it would lose its body.
+    if (!res.writableEnded && !endPending(res)) res.end();
     return;
   }
   if (gatewayError.headers !== undefined) for (const k in gatewayError.headers) setHeadHeader(res, k, gatewayError.headers[k] as string);

@@ -1,9 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { holdToTurnEnd } from '../../src/common/turn-writes.ts';
-import type { CorkableSocket } from '../../src/common/turn-writes.ts';
+import { endAtTurnEnd, endPending, holdToTurnEnd } from '../../src/common/turn-writes.ts';
+import type { CorkableSocket, EndableResponse } from '../../src/common/turn-writes.ts';
 
 /** A socket that notes its corks and uncorks in one shared list. */
 function fakeSocket(name: string, calls: string[]): CorkableSocket & { destroyed: boolean } {
@@ -75,6 +76,72 @@ describe('holdToTurnEnd', () => {
       assert.equal(Buffer.concat(received).toString(), 'head|body');
     } finally {
       socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+/** A response that notes its end in the shared list. */
+function fakeResponse(name: string, calls: string[]): EndableResponse & { writableEnded: boolean } {
+  const res = {
+    writableEnded: false,
+    end: (body: string | Buffer) => {
+      res.writableEnded = true;
+      calls.push(`end ${name} ${body.toString()}`);
+    },
+  };
+  return res;
+}
+
+describe('endAtTurnEnd', () => {
+  it('ends each answer at the turn\'s end, after its ticks and promises, in order, before the held sockets are uncorked', async () => {
+    const calls: string[] = [];
+    const a = fakeResponse('a', calls);
+    const b = fakeResponse('b', calls);
+    holdToTurnEnd(fakeSocket('s', calls));
+    endAtTurnEnd(a, 'one');
+    await nextTick();
+    await Promise.resolve();
+    endAtTurnEnd(b, Buffer.from('two'));
+    assert.ok(endPending(a) && endPending(b));
+    assert.deepEqual(calls, ['cork s']);
+    await immediate();
+    assert.deepEqual(calls, ['cork s', 'end a one', 'end b two', 'uncork s']);
+    assert.ok(!endPending(a) && !endPending(b));
+  });
+
+  it('leaves an answer ended meanwhile alone, and says of no other answer that its end is pending', async () => {
+    const calls: string[] = [];
+    const ended = fakeResponse('ended', calls);
+    endAtTurnEnd(ended, 'late');
+    assert.equal(endPending(fakeResponse('other', calls)), false);
+    ended.end('first');
+    await immediate();
+    assert.deepEqual(calls, ['end ended first']);
+  });
+
+  it('on a real server: the head is written at once and the answer leaves whole at the turn\'s end', async () => {
+    let atEnd: { headersSent: boolean; writableEnded: boolean; pending: boolean } | undefined;
+    let afterTurn: boolean | undefined;
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '5' });
+      endAtTurnEnd(res, 'whole');
+      atEnd = { headersSent: res.headersSent, writableEnded: res.writableEnded, pending: endPending(res) };
+      setImmediate(() => { afterTurn = res.writableEnded; });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const text = await new Promise<string>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/', agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk; });
+          res.once('end', () => resolve(body));
+        }).once('error', reject);
+      });
+      assert.equal(text, 'whole');
+      assert.deepEqual(atEnd, { headersSent: true, writableEnded: false, pending: true });
+      assert.equal(afterTurn, true);
+    } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });

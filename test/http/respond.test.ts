@@ -4,7 +4,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { headHeader, onClose, setHeadHeader, setHeadOnResponse, writeHead } from '../../src/http/respond.ts';
+import { headHeader, onClose, sendError, sendJson, setHeadHeader, setHeadOnResponse, writeHead } from '../../src/http/respond.ts';
+import { invalidParameters } from '../../src/common/errors.ts';
 
 describe('onClose', () => {
   it('runs at once for a response whose client already left, and on close otherwise', async () => {
@@ -84,5 +85,35 @@ describe('the head of an answer', () => {
       res.end('ok');
     });
     assert.equal(headers['x-request-id'], 'r2');
+  });
+});
+
+describe('sendJson', () => {
+  it('sends the whole answer, even when an error follows it in the same turn (its end waits for the turn\'s end)', async () => {
+    let bugs = 0;
+    const server = http.createServer((_req, res) => {
+      sendJson(res, 200, '{"ok":true}', { 'x-extra': 'kept' });
+      // Already answered: the error changes nothing, and the answer keeps its body.
+      sendError(res, invalidParameters('too late'), () => { bugs++; });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const got = await new Promise<{ status: number | undefined; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/', agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk; });
+          res.once('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+          // An answer that lost its body would be waited for until the connection closed.
+          res.once('aborted', () => reject(new Error(`the answer was cut short after ${JSON.stringify(body)}`)));
+        }).once('error', reject).setTimeout(2000, function (this: http.ClientRequest) { this.destroy(new Error('the answer did not come whole')); });
+      });
+      assert.equal(got.status, 200);
+      assert.equal(got.body, '{"ok":true}');
+      assert.equal(got.headers['content-length'], '11');
+      assert.equal(got.headers['x-extra'], 'kept');
+      assert.equal(bugs, 0);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
