@@ -39,6 +39,7 @@ export interface CorkableSocket {
 /** What is used of an `http.ServerResponse`. */
 export interface EndableResponse {
   end(body: string | Buffer): unknown;
+  destroy(err?: Error): unknown;
   readonly writableEnded: boolean;
 }
 
@@ -53,7 +54,13 @@ function sendHeld(): void {
   ends = [];
   for (let i = 0; i < ending.length; i += 2) {
     const res = ending[i] as EndableResponse;
-    if (!res.writableEnded) res.end(ending[i + 1] as string | Buffer);
+    if (res.writableEnded) continue;
+    // Thrown here, it would stop the turn's other writes and the process: the answer is cut instead.
+    try {
+      res.end(ending[i + 1] as string | Buffer);
+    } catch (err) {
+      res.destroy(err instanceof Error ? err : new Error(String(err)));
+    }
   }
   const sockets = held;
   held = [];

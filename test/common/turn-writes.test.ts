@@ -82,13 +82,15 @@ describe('holdToTurnEnd', () => {
 });
 
 /** A response that notes its end in the shared list. */
-function fakeResponse(name: string, calls: string[]): EndableResponse & { writableEnded: boolean } {
+function fakeResponse(name: string, calls: string[], fails = false): EndableResponse & { writableEnded: boolean } {
   const res = {
     writableEnded: false,
     end: (body: string | Buffer) => {
+      if (fails) throw new Error('cannot end');
       res.writableEnded = true;
       calls.push(`end ${name} ${body.toString()}`);
     },
+    destroy: (err?: Error) => calls.push(`destroy ${name} ${err?.message ?? ''}`),
   };
   return res;
 }
@@ -118,6 +120,15 @@ describe('endAtTurnEnd', () => {
     ended.end('first');
     await immediate();
     assert.deepEqual(calls, ['end ended first']);
+  });
+
+  it('cuts an answer whose end throws, and still ends the others and uncorks the held sockets', async () => {
+    const calls: string[] = [];
+    endAtTurnEnd(fakeResponse('bad', calls, true), 'x');
+    endAtTurnEnd(fakeResponse('good', calls), 'y');
+    holdToTurnEnd(fakeSocket('s', calls));
+    await immediate();
+    assert.deepEqual(calls, ['cork s', 'destroy bad cannot end', 'end good y', 'uncork s']);
   });
 
   it('on a real server: the head is written at once and the answer leaves whole at the turn\'s end', async () => {
