@@ -23,7 +23,7 @@ import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
 import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
 import { withSealer } from '../responses/state.ts';
-import { createCarryReader } from '../translate/carried.ts';
+import { type CarriedRecord, createCarryReader } from '../translate/carried.ts';
 import { carryChatHistory } from '../translate/carry-chat.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -107,10 +107,13 @@ export const chatDialect: Dialect<'chat'> = {
   textStream: chatTextStream,
 };
 
+/** A turn's recalled state when it has no turn. */
+const NOTHING_RECALLED: ReadonlyMap<string, CarriedRecord> = new Map();
+
 /** The request's messages with its carried state sorted for the upstream; undefined when nothing changes. */
 function carriedMessages(body: ChatRequest, carry: PassThroughCarry<'chat'>): ChatRequest['messages'] | undefined {
   const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
-  const messages = carryChatHistory(Array.isArray(body.messages) ? body.messages : [], carry.turn?.recalled ?? new Map(), carry.model, reader);
+  const messages = carryChatHistory(Array.isArray(body.messages) ? body.messages : [], carry.turn?.recalled ?? NOTHING_RECALLED, carry.model, reader);
   reader.finish();
   return messages;
 }

@@ -151,7 +151,7 @@ export const geminiDialect: Dialect<'gemini'> = {
   wantsStreamUsage: () => true,
   beginTurn: (request, scope) => withSealer(scope.services.responses, (sealer): Turn<'gemini'> => ({
     request,
-    translation: { ...carryTurnOf(sealer, scope.keyId, geminiConversationKey(request.body)), stream: request.stream },
+    translation: Object.assign(carryTurnOf(sealer, scope.keyId, geminiConversationKey(request.body)), { stream: request.stream }),
     keep: keepNothing,
   })),
 

@@ -151,7 +151,7 @@ async function beginTurn(request: ClientRequestOf<'responses'>, scope: TurnScope
   const providerHolds = passThrough && previous?.provider !== undefined;
   const storing = body.store !== false && !providerHolds;
 
-  const turn: ResponsesTurn = { ...carryTurnOf(sealer, keyId), responseId: newResponseId(), now: scope.now, exposeSeals: wantsEncryptedReasoning(body) };
+  const turn: ResponsesTurn = Object.assign(carryTurnOf(sealer, keyId), { responseId: newResponseId(), now: scope.now, exposeSeals: wantsEncryptedReasoning(body) });
   const sealed = new Map<string, string>();
   if (storing) turn.keepSealed = (itemId, seal) => sealed.set(itemId, seal);
 

@@ -126,14 +126,16 @@ export interface CarryReader {
 
 /** A reader for one upstream body; `turn` undefined opens no seal (each is counted as unreadable). */
 export function createCarryReader(turn: CarryTurn | undefined, target: Issuer | undefined, warn: (message: string) => void): CarryReader {
-  // Stripped state by issuer, and the rest by kind, for one warning each.
-  const strippedBy = new Map<string, number>();
-  const filledBy = new Map<string, number>();
+  // Stripped state by issuer, and the rest by kind, for one warning each (made when first needed:
+  // most bodies strip and fill nothing).
+  let strippedBy: Map<string, number> | undefined;
+  let filledBy: Map<string, number> | undefined;
   let otherKey = 0;
   let unreadable = 0;
   let finished = false;
 
   function strip(issuer: string): void {
+    strippedBy ??= new Map();
     strippedBy.set(issuer, (strippedBy.get(issuer) ?? 0) + 1);
   }
 
@@ -158,16 +160,17 @@ export function createCarryReader(turn: CarryTurn | undefined, target: Issuer | 
     },
     stripped: strip,
     filled(what) {
+      filledBy ??= new Map();
       filledBy.set(what, (filledBy.get(what) ?? 0) + 1);
     },
     finish() {
       if (finished) return;
       finished = true;
       const to = target === undefined ? 'an upstream of unknown family' : `provider "${target.provider}" (family ${target.family})`;
-      for (const [issuer, count] of strippedBy) warn(`${plural(count, 'piece')} of reasoning state issued by ${issuer} stripped: the request goes to ${to}`);
+      for (const [issuer, count] of strippedBy ?? []) warn(`${plural(count, 'piece')} of reasoning state issued by ${issuer} stripped: the request goes to ${to}`);
       if (otherKey > 0) warn(`${plural(otherKey, 'llmux seal')} issued to another key ignored`);
       if (unreadable > 0) warn(`${plural(unreadable, 'llmux seal')} that ${unreadable === 1 ? 'does' : 'do'} not open (another secret, altered, or an earlier llmux's) ignored`);
-      for (const [what, count] of filledBy) warn(`${what}, ${plural(count, 'time')}: the upstream needs it there, and the conversation carried none it issued`);
+      for (const [what, count] of filledBy ?? []) warn(`${what}, ${plural(count, 'time')}: the upstream needs it there, and the conversation carried none it issued`);
     },
   };
 }

@@ -83,7 +83,7 @@ describe('the gemini dialect, beyond what every format is checked for', () => {
 
   it('passes a history on as its bytes unless it holds llmux seals, which go back as Google\'s signatures or make way for the placeholder', () => {
     const gemini = { provider: 'gemini-up', family: 'gemini' };
-    const turn = { ...carryTurn(), stream: false };
+    const turn = Object.assign(carryTurn(), { stream: false });
     const carry = { turn, model: { upstreamId: 'g', reasoning: true, maxTokensParam: 'max_tokens' as const, replayReasoning: false, maxOutputTokens: 0, issuer: gemini }, onWarning: () => {} };
     const history = (signature: string): string => JSON.stringify({ contents: [
       { role: 'user', parts: [{ text: 'go' }] },
