@@ -24,12 +24,14 @@ const BACKSLASH = 0x5c;
 export function createJsonProgress(): JsonProgress {
   let depth = 0;
   let started = false;
-  let complete = false;
   let inString = false;
   let escaped = false;
-  return {
-    feed(fragment) {
-      if (complete) return;
+  // `complete` a plain property, set here: an object literal with a getter survives young
+  // collections in V8 until a full one (src/dialects/carry.ts, SealTurn), and one is made a call.
+  const progress = {
+    complete: false,
+    feed(fragment: string): void {
+      if (progress.complete) return;
       for (let i = 0; i < fragment.length; i += 1) {
         const code = fragment.charCodeAt(i);
         if (inString) {
@@ -44,14 +46,12 @@ export function createJsonProgress(): JsonProgress {
         } else if ((code === CLOSE_BRACE || code === CLOSE_BRACKET) && started) {
           depth -= 1;
           if (depth === 0) {
-            complete = true;
+            progress.complete = true;
             return;
           }
         }
       }
     },
-    get complete() {
-      return complete;
-    },
   };
+  return progress;
 }
