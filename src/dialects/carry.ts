@@ -113,8 +113,8 @@ export function chatCallIds(body: ChatRequest): string[] {
 }
 
 const NOTHING_PENDING: Promise<void> = Promise.resolve();
-/** What the store gives a request with no tool calls: nothing, without a Map a request. */
-const NOTHING_FOUND: ReadonlyMap<string, string> = new Map();
+/** An empty map, shared: a request with nothing found or recalled makes none of its own. */
+export const NOTHING_FOUND: ReadonlyMap<string, never> = new Map<string, never>();
 const ignore = (): void => {};
 
 /** A chat turn and what finishing it waits for (the answer's state written to the store). */

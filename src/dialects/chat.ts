@@ -21,9 +21,9 @@ import { errorBody } from '../common/errors.ts';
 import { withModel } from '../passthrough/model-field.ts';
 import { NO_HEADERS, noAnswerId, passedOn } from './dialect.ts';
 import type { Dialect, PassThroughCarry, TextAnswer } from './dialect.ts';
-import { chatCarryOf, promptCacheKeyFor } from './carry.ts';
+import { NOTHING_FOUND, chatCarryOf, promptCacheKeyFor } from './carry.ts';
 import { withSealer } from '../responses/state.ts';
-import { type CarriedRecord, createCarryReader } from '../translate/carried.ts';
+import { createCarryReader } from '../translate/carried.ts';
 import { carryChatHistory } from '../translate/carry-chat.ts';
 import { lastUserText } from './user-text.ts';
 
@@ -107,13 +107,10 @@ export const chatDialect: Dialect<'chat'> = {
   textStream: chatTextStream,
 };
 
-/** A turn's recalled state when it has no turn. */
-const NOTHING_RECALLED: ReadonlyMap<string, CarriedRecord> = new Map();
-
 /** The request's messages with its carried state sorted for the upstream; undefined when nothing changes. */
 function carriedMessages(body: ChatRequest, carry: PassThroughCarry<'chat'>): ChatRequest['messages'] | undefined {
   const reader = createCarryReader(carry.turn, carry.model.issuer, carry.onWarning);
-  const messages = carryChatHistory(Array.isArray(body.messages) ? body.messages : [], carry.turn?.recalled ?? NOTHING_RECALLED, carry.model, reader);
+  const messages = carryChatHistory(Array.isArray(body.messages) ? body.messages : [], carry.turn?.recalled ?? NOTHING_FOUND, carry.model, reader);
   reader.finish();
   return messages;
 }
