@@ -35,6 +35,7 @@ export const SYSTEM_FILES = {
   'test/gateway/features.test.ts': 'a whole gateway over sockets',
   'test/gateway/pipeline.test.ts': 'a whole gateway over sockets',
   'test/gateway/server.test.ts': 'a whole gateway over sockets',
+  'test/http/listen.test.ts': 'a child process: the built-ins a fresh process loads to listen',
   'test/providers/http1-tls.test.ts': 'a certificate made with openssl (a child process)',
   'test/responses-passthrough.test.ts': 'a whole gateway over sockets',
   'test/usage/ledger.test.ts': 'child processes: a writer killed with SIGKILL, two writers at once',

@@ -28,6 +28,7 @@ import { createRedactor, credentialsOf } from '../providers/redact.ts';
 import { forwardToProvider } from '../providers/forward.ts';
 import { createRouter, pathOf } from '../http/router.ts';
 import { createBodyBudget } from '../http/body-budget.ts';
+import { listenOn } from '../http/listen.ts';
 import { limitUnreadBody, mayOutgrowDiscard } from '../http/body.ts';
 import { ClientClosedError, GatewayError, errorBody, notFound } from '../common/errors.ts';
 import { pickRequestId, sendError, setHeadHeader, setHeadOnResponse } from '../http/respond.ts';
@@ -360,13 +361,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     await shared?.ready;
     await credentialsChecked;
     keys.watch((message) => log(logMessage('warn', message)));
-    await new Promise<void>((resolve, reject) => {
-      srv.once('error', reject);
-      srv.listen(port, host, () => {
-        srv.off('error', reject);
-        resolve();
-      });
-    });
+    await listenOn(srv, port, host);
     const address = srv.address() as AddressInfo;
     const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return { port: address.port, host: address.address, url: `http://${shownHost}:${address.port}` };
