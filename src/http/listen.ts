@@ -5,8 +5,8 @@
  * Why: `server.listen(port, host)` requires `dns` and calls `dns.lookup` whenever a host is given,
  * then requires `cluster` to ask whether this process is a cluster worker (net.js
  * `lookupAndListen`, `listenInCluster`). llmux never runs as one, and its host is usually an IP
- * address. Loading the two cost about 3 ms of a start-up that is 25 ms more than `node -e 0`'s
- * (bench/what-is-left.md, "Start-up").
+ * address. Loading the two cost about 3 ms of a start-up that is about 28 ms more than
+ * `node -e 0`'s (bench/what-is-left.md, "start-up without `cluster` and `dns`").
  *
  * How: when the host is an IP address, this process is no cluster worker and nobody traces
  * `net.server.listen`, it calls what `listen` itself ends in for a process that is no worker:
@@ -45,11 +45,26 @@ export function listenOn(server: Server, port: number, host: string): Promise<vo
     server.once('listening', listening);
     const family = isIP(host);
     const setup = (server as Server & ListenHandleSetup)._listen2;
-    listenTracing ??= tracingChannel('net.server.listen');
-    if (family === 0 || !Number.isInteger(port) || port < 0 || port > 65535 || typeof setup !== 'function' || process.env['NODE_UNIQUE_ID'] !== undefined || listenTracing.hasSubscribers || server.listening) {
-      server.listen(port, host);
-      return;
+    try {
+      if (family === 0 || typeof setup !== 'function' || !setUpDirectly(server, port)) server.listen(port, host);
+      else setup.call(server, host, port, family, DEFAULT_BACKLOG, undefined, 0);
+    } catch (err) {
+      // Refused at once (a server already listening): no event follows, so no listener stays.
+      server.off('error', failed);
+      server.off('listening', listening);
+      reject(err);
     }
-    setup.call(server, host, port, family, DEFAULT_BACKLOG, undefined, 0);
   });
+}
+
+/**
+ * Whether `listen`'s own path can be skipped for a server not yet listening on a port `listen`
+ * takes: not in a cluster worker (which asks its primary for the handle), not while something
+ * traces `net.server.listen` (it would see nothing).
+ */
+function setUpDirectly(server: Server, port: number): boolean {
+  if (server.listening || !Number.isInteger(port) || port < 0 || port > 65535) return false;
+  if (process.env['NODE_UNIQUE_ID'] !== undefined) return false;
+  listenTracing ??= tracingChannel('net.server.listen');
+  return !listenTracing.hasSubscribers;
 }

@@ -113,7 +113,9 @@ describe('listenOn', () => {
     const server = http.createServer();
     await listenOn(server, 0, '127.0.0.1');
     try {
+      const listeners = server.listenerCount('error') + server.listenerCount('listening');
       await assert.rejects(listenOn(server, 0, '127.0.0.1'), { code: 'ERR_SERVER_ALREADY_LISTEN' });
+      assert.equal(server.listenerCount('error') + server.listenerCount('listening'), listeners, 'no listener is left behind');
     } finally {
       await close(server);
     }
