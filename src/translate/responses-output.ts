@@ -247,8 +247,8 @@ export function createInputUnwrapper(): InputUnwrapper {
   let key = '';
   let hex = '';
   let highSurrogate = '';
-  // A plain property, not a getter on the literal: in V8 11.3 an object literal with an accessor is
-  // slow to build and outlives young collections until a full one (bench/what-is-left.md).
+  // `inValue` a plain property, set here: an object literal with a getter survives young
+  // collections in V8 until a full one (src/dialects/carry.ts, SealTurn).
   const unwrapper = { push, inValue: false };
 
   function push(fragment: string): string {
