@@ -112,7 +112,6 @@ export function chatCallIds(body: ChatRequest): string[] {
   return ids.length > MAX_RECALLED ? ids.slice(ids.length - MAX_RECALLED) : ids;
 }
 
-const NOTHING_PENDING: Promise<void> = Promise.resolve();
 /** An empty map, shared: a request with nothing found or recalled makes none of its own. */
 export const NOTHING_FOUND: ReadonlyMap<string, never> = new Map<string, never>();
 const ignore = (): void => {};
@@ -120,8 +119,8 @@ const ignore = (): void => {};
 /** A chat turn and what finishing it waits for (the answer's state written to the store). */
 export interface ChatCarry {
   turn: ChatTurn;
-  /** Resolves once every remembered call's write is done (failed writes included). */
-  settled(): Promise<void>;
+  /** Resolves once every remembered call's write is done (failed writes included); undefined when there was none. */
+  settled(): Promise<void> | undefined;
 }
 
 /**
@@ -139,19 +138,19 @@ export function chatCarryOf(body: ChatRequest, keyId: string, sealer: Sealer, st
 
 /** The chat turn over the records `found` for its calls (by call id, as the store keeps them). */
 function chatCarryWith(found: ReadonlyMap<string, string>, keyId: string, sealer: Sealer, store: CarriedStore, conversation: string | (() => string | undefined) | undefined): ChatCarry {
-  const recalled = new Map<string, CarriedRecord>();
+  let recalled: Map<string, CarriedRecord> | undefined;
   for (const [callId, text] of found) {
     const record = parseRecord(text);
-    if (record !== undefined) recalled.set(callId, record);
+    if (record !== undefined) (recalled ??= new Map()).set(callId, record);
   }
   const writes: Array<Promise<unknown>> = [];
   // Assigned onto the carry turn, not spread from it: its prompt cache key is read when asked.
   const turn: ChatTurn = Object.assign(carryTurnOf(sealer, keyId, conversation), {
-    recalled,
+    recalled: recalled ?? NOTHING_FOUND,
     remember(callId: string, record: CarriedRecord) {
       writes.push(store.put(keyId, callId, recordJson(record)).catch(() => false));
     },
   });
   // Most turns remember nothing: their end waits for nothing, and makes no promise to say so.
-  return { turn, settled: () => (writes.length === 0 ? NOTHING_PENDING : Promise.all(writes).then(ignore)) };
+  return { turn, settled: () => (writes.length === 0 ? undefined : Promise.all(writes).then(ignore)) };
 }

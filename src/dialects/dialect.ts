@@ -126,9 +126,11 @@ export interface Turn<F extends WireFormat> {
   translation: TurnOf[F];
   /**
    * Keeps the answer the client got (a whole answer, or the one its stream assembled; undefined
-   * when there is none, say the client left). Called once the answer is written.
+   * when there is none, say the client left). Called once the answer is written. Undefined when
+   * there is nothing to wait for (most turns keep nothing): the answer's end then takes no turn
+   * of the microtask queue for it.
    */
-  keep(answer: unknown): Promise<void>;
+  keep(answer: unknown): Promise<void> | undefined;
 }
 
 /** What a same-format body needs to sort the conversation's carried state for one upstream. */
@@ -229,12 +231,10 @@ export interface Dialect<F extends WireFormat> {
   textStream(answer: TextAnswer & { words: Iterable<string>; includeUsage: boolean }): Iterable<string>;
 }
 
-/** The `keep` of a turn that keeps nothing of its answer: one promise, resolved, shared by every such turn. */
-export function keepNothing(): Promise<void> {
-  return KEPT;
+/** The `keep` of a turn that keeps nothing of its answer: nothing to wait for. */
+export function keepNothing(): undefined {
+  return undefined;
 }
-
-const KEPT: Promise<void> = Promise.resolve();
 
 /** The `answerId` of a format whose answers nothing continues from by id. */
 export function noAnswerId(): undefined {

@@ -279,7 +279,9 @@ async function answerAndSettle<F extends WireFormat>(sent: Sent<F>): Promise<voi
   if (outcome.error !== undefined) record.streamError = outcome.error;
   // The client has its answer: a store that fails now costs the next request its history, not this one.
   try {
-    await keep(outcome.answer);
+    // Awaited only when there is something to wait for: each await is a turn of the microtask queue.
+    const kept = keep(outcome.answer);
+    if (kept !== undefined) await kept;
   } catch (err) {
     sent.onWarning(`the answer could not be stored: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -279,9 +279,11 @@ export async function sendWithFallbacks<F extends WireFormat>(
 /**
  * One attempt: authorised, sent, its outcome told to the router. Resolves with the answer when it
  * ends the attempts, undefined when the sequence goes on (the failure kept in `failures`); throws
- * what ends the request at once (the client left, a failure no other attempt would change).
+ * what ends the request at once (the client left, a failure no other attempt would change). Not
+ * async: the transport's promise, continued once (an async frame and its await cost a 1 KB
+ * request about half a kilobyte of garbage).
  */
-async function attempt<F extends WireFormat>(
+function attempt<F extends WireFormat>(
   ctx: AttemptContext,
   step: Step,
   provider: ProviderConfig,
@@ -302,10 +304,9 @@ async function attempt<F extends WireFormat>(
     if (error !== undefined) attempt.error = error;
     options.onAttempt(attempt);
   };
-  let response: UpstreamResponse;
   // Each attempt is authorised afresh (a signature carries its time; a token may have been renewed).
   const outgoing: OutgoingRequest = { call, target, body, headers: carrier.headers(call), apiKey: key === undefined ? undefined : writtenKey(provider, key.index) };
-  // Not async: the transport's own promise, after the credential's when there is one to wait for.
+  // The transport's own promise, after the credential's when there is one to wait for.
   const send = (): Promise<UpstreamResponse> => {
     const pending = authorise(ctx, carrier, outgoing);
     return pending === undefined ? sendNow() : pending.then(sendNow);
@@ -323,18 +324,8 @@ async function attempt<F extends WireFormat>(
       connectTimeoutMs: ctx.connectTimeoutMs,
       firstByteTimeoutMs: ctx.firstByteTimeoutMs,
     });
-  try {
-    response = await send();
-    // A stale credential (src/platforms/platform.ts `renew`: a refused token, dropped) earns this
-    // attempt one more try with a fresh one, not counted against retry.attempts.
-    const first = response.statusCode ?? 502;
-    if (first >= 400 && carrier.renew?.(first, outgoing) === true) {
-      record(first, undefined);
-      response.resume();
-      outgoing.headers = carrier.headers(call);
-      response = await send();
-    }
-  } catch (err) {
+  // The send failed (no answer at all): the request ends, or the sequence goes on.
+  const unsent = (err: unknown): undefined => {
     if (err instanceof ClientClosedError) {
       record(undefined, 'client_closed');
       throw err;
@@ -345,16 +336,43 @@ async function attempt<F extends WireFormat>(
     step.outcome({ failure: error.code === 'upstream_timeout' ? 'timeout' : 'unreachable' });
     failures.last = error;
     return undefined;
+  };
+  const answeredWith = (response: UpstreamResponse): Answered<F> | Promise<undefined> => {
+    const status = response.statusCode ?? 502;
+    const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
+    record(status, undefined);
+    step.outcome({ status, ttfbMs: ctx.now() - started, retryAfterMs });
+    if (!RETRYABLE_STATUS.has(status) && !KEY_REFUSED_STATUS.has(status)) {
+      return { response, model: step.model, answerAs, provider, deployment, key, carrier, format, translated, end: step.end };
+    }
+    return upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact, credentialSettingOf(carrier, key)).then((error) => {
+      failures.last = error;
+      return undefined;
+    });
+  };
+  let sent: Promise<UpstreamResponse>;
+  try {
+    sent = send();
+  } catch (err) {
+    sent = Promise.reject(err);
   }
-  const status = response.statusCode ?? 502;
-  const retryAfterMs = parseRetryAfter(response.headers['retry-after'], ctx.now());
-  record(status, undefined);
-  step.outcome({ status, ttfbMs: ctx.now() - started, retryAfterMs });
-  if (!RETRYABLE_STATUS.has(status) && !KEY_REFUSED_STATUS.has(status)) {
-    return { response, model: step.model, answerAs, provider, deployment, key, carrier, format, translated, end: step.end };
-  }
-  failures.last = await upstreamErrorOf(response, carrier, ctx.idleTimeoutMs, ctx.redact, credentialSettingOf(carrier, key));
-  return undefined;
+  return sent.then((response) => {
+    // A stale credential (src/platforms/platform.ts `renew`: a refused token, dropped) earns this
+    // attempt one more try with a fresh one, not counted against retry.attempts.
+    const first = response.statusCode ?? 502;
+    if (first < 400) return answeredWith(response);
+    let again: Promise<UpstreamResponse>;
+    try {
+      if (carrier.renew?.(first, outgoing) !== true) return answeredWith(response);
+      record(first, undefined);
+      response.resume();
+      outgoing.headers = carrier.headers(call);
+      again = send();
+    } catch (err) {
+      return unsent(err);
+    }
+    return again.then(answeredWith, unsent);
+  }, unsent);
 }
 
 /** `retry-after` in milliseconds from `nowMs`: whole seconds or an HTTP date; undefined when absent or unreadable. */

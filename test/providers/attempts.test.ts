@@ -157,6 +157,31 @@ describe('the attempts', () => {
     assert.equal(again.sent.length, 2);
   });
 
+  it('refuse a renewed attempt whose credential cannot be made as the first would be, and record it', async () => {
+    const transport = scripted([response(401, '{"error":{"message":"expired"}}'), response(200, '{}')]);
+    let calls = 0;
+    const attempts: Attempt[] = [];
+    const ctx = context({
+      transport,
+      carrier: (carrier) => ({
+        ...carrier,
+        authorise: (request) => {
+          if (++calls > 1) throw new Error('the token endpoint refused sk-upstream');
+          request.headers['authorization'] = 'Bearer token-1';
+          return undefined;
+        },
+        renew: () => true,
+      }),
+    });
+    ctx.retry = { ...ctx.retry, attempts: 1 };
+    await assert.rejects(
+      sendWithFallbacks(ctx, held({ model: 'gpt-test', messages: [] }), model('gpt-test', 'fake-openai'), options(attempts)),
+      (err: unknown) => err instanceof GatewayError && err.status === 502 && err.code === 'upstream_auth_failed' && !err.message.includes('sk-upstream'),
+    );
+    assert.equal(transport.sent.length, 1);
+    assert.deepEqual(attempts.map((a) => a.status ?? a.error), [401, 'upstream_auth_failed']);
+  });
+
   it('wait for an authorisation that must wait (a token being fetched), before each attempt', async () => {
     const transport = scripted([response(500, '{}'), response(200, '{}')]);
     let tokens = 0;
