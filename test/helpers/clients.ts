@@ -1,18 +1,19 @@
 /**
  * The real coding-agent clients, run the way a user runs them but with nothing to reach but the
  * address they are given: Codex CLI (`codex exec`, OpenAI Responses API), Claude Code (`claude
- * -p`, and an interactive session driven through tmux; Anthropic Messages API) and Gemini CLI
- * (`gemini -p`, Google's generateContent; ./gemini-cli.ts runs it).
+ * -p`, and an interactive session driven through tmux; Anthropic Messages API), Gemini CLI
+ * (`gemini -p`, Google's generateContent; ./gemini-cli.ts runs it) and OpenCode (`opencode run`,
+ * through the AI SDK's providers of each format; ./opencode.ts runs it).
  *
  * The binaries: the versions pinned in test/clients/pinned/package-lock.json, installed on first
  * use with `npm ci --ignore-scripts` into a cache folder (`$LLMUX_CLIENTS_CACHE`, else
  * `$XDG_CACHE_HOME/llmux/test-clients` or `~/.cache/llmux/test-clients`, one sub-folder per lock
- * file). They are not devDependencies: together they are 767 MB installed (330 MB downloaded,
- * about 9 s here), twelve times the rest of node_modules, and only this slow suite needs them.
+ * file). They are not devDependencies: together they are 1.1 GB installed (about 23 s here),
+ * many times the rest of node_modules, and only this slow suite needs them.
  * `--ignore-scripts` because Claude Code's postinstall only copies its native binary over a stub,
  * and npm 11 warns about (and may later refuse) unapproved install scripts: the helpers run the
- * platform package's binary directly instead. `LLMUX_CODEX_BIN` / `LLMUX_CLAUDE_BIN` /
- * `LLMUX_GEMINI_BIN` override.
+ * platform package's binary directly instead (OpenCode's postinstall does the same). `LLMUX_CODEX_BIN`
+ * / `LLMUX_CLAUDE_BIN` / `LLMUX_GEMINI_BIN` / `LLMUX_OPENCODE_BIN` override.
  *
  * Every run gets a fresh temporary HOME (and CODEX_HOME), removed afterwards; an environment
  * built from scratch (PATH and what each client needs, nothing inherited); the settings that
@@ -57,6 +58,8 @@ export interface ClientBinaries {
   claude: ClientCommand;
   /** Gemini CLI's bundle, run by this Node (its `engines` asks for Node 20 or newer). */
   gemini: ClientCommand;
+  /** OpenCode's native binary, from its platform package. */
+  opencode: ClientCommand;
 }
 
 let cached: ClientBinaries | Error | undefined;
@@ -87,7 +90,7 @@ export function clientsSkip(): string | false {
     return false;
   } catch (err) {
     if (isCi()) return false;
-    return `the pinned Codex / Claude Code / Gemini CLI clients could not be installed (${(err as Error).message.split('\n')[0] ?? ''}); client tests skipped outside CI`;
+    return `the pinned Codex / Claude Code / Gemini CLI / OpenCode clients could not be installed (${(err as Error).message.split('\n')[0] ?? ''}); client tests skipped outside CI`;
   }
 }
 
@@ -117,7 +120,8 @@ function resolveBinaries(): ClientBinaries {
   const codexBin = setting('LLMUX_CODEX_BIN');
   const claudeBin = setting('LLMUX_CLAUDE_BIN');
   const geminiBin = setting('LLMUX_GEMINI_BIN');
-  const modules = codexBin === undefined || claudeBin === undefined || geminiBin === undefined ? join(installPinned(), 'node_modules') : '';
+  const opencodeBin = setting('LLMUX_OPENCODE_BIN');
+  const modules = codexBin === undefined || claudeBin === undefined || geminiBin === undefined || opencodeBin === undefined ? join(installPinned(), 'node_modules') : '';
   return {
     // The npm wrapper, run by this Node, as an npm install runs it: it finds the platform
     // package's binary and tells it which package it came from (CODEX_MANAGED_*).
@@ -130,6 +134,9 @@ function resolveBinaries(): ClientBinaries {
     gemini: geminiBin !== undefined
       ? { command: geminiBin, args: [], version: probeVersion(geminiBin) }
       : { command: process.execPath, args: [join(modules, '@google', 'gemini-cli', 'bundle', 'gemini.js')], version: packageVersion(join(modules, '@google', 'gemini-cli')) },
+    opencode: opencodeBin !== undefined
+      ? { command: opencodeBin, args: [], version: probeVersion(opencodeBin) }
+      : opencodeNative(modules),
   };
 }
 
@@ -219,6 +226,19 @@ function claudeNativeBinary(modules: string): string {
     if (existsSync(binary)) return binary;
   }
   throw new Error(`no Claude Code binary for ${platform} in ${modules}`);
+}
+
+/**
+ * OpenCode's native binary from its platform package (pinned itself, as its `opencode-ai` wrapper's
+ * postinstall would pick it: test/clients/pinned/package.json says why), glibc first, then musl.
+ */
+function opencodeNative(modules: string): ClientCommand {
+  const platform = `${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  for (const name of [platform, `${platform}-musl`]) {
+    const dir = join(modules, `opencode-${name}`);
+    if (existsSync(join(dir, 'bin', 'opencode'))) return { command: join(dir, 'bin', 'opencode'), args: [], version: packageVersion(dir) };
+  }
+  throw new Error(`no OpenCode binary for ${platform} in ${modules} (test/clients/pinned/ pins the Linux x64 build)`);
 }
 
 function packageVersion(dir: string): string {
