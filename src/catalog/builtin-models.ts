@@ -20,7 +20,8 @@
  *   families (o-series, gpt-5*, gpt-6*) take `max_completion_tokens`.
  * - Prompt-cache prices (llmux.md section 11), where a provider publishes them, as the multiple of
  *   the input price its pricing page gives: Anthropic reads at 0.1x and five-minute writes at
- *   1.25x; OpenAI's cached input at 0.1x from GPT-5 on (o3 and GPT-4.1 0.25x, GPT-4o 0.5x);
+ *   1.25x; OpenAI's cached input at 0.1x from GPT-5 on (GPT-6.1 Sol and GPT-6.2 0.05x, o3 and
+ *   GPT-4.1 0.25x, GPT-4o 0.5x);
  *   Gemini's cached input at 0.1x from Gemini 3 on (2.5 0.25x); DeepSeek's cache hits at 0.1x;
  *   xAI's cached input at 0.25x. OpenRouter passes the labs' through. Others publish none: cache
  *   reads are priced as input there.
@@ -29,8 +30,12 @@
  */
 import type { ModelCapabilities, ModelEntry } from '../config/types.ts';
 
-/** The day the prices and lineups below were last checked against the providers' pages. */
-export const PRICES_TAKEN_AT = '2026-11-15';
+/**
+ * The last day prices and lineups below were checked against the providers' pages: every
+ * provider's on 2026-11-15; OpenAI's GPT-6.1 Sol and GPT-6.2 models, added for Codex CLI's default
+ * model, on 2026-11-28. No model may be released after it.
+ */
+export const PRICES_TAKEN_AT = '2026-11-28';
 
 type Capability = 'tools' | 'vision' | 'json';
 
@@ -76,6 +81,7 @@ const CACHE_RATES: Readonly<Record<string, CacheRates>> = {
 const ANTHROPIC_CACHE: CacheRates = { read: 0.1, write: 1.25 };
 const QUARTER_CACHE: CacheRates = { read: 0.25 };
 const TENTH_CACHE: CacheRates = { read: 0.1 };
+const TWENTIETH_CACHE: CacheRates = { read: 0.05 };
 
 /** A price per million tokens at `rate` times `price`, to the hundredth of a cent. */
 function priceAt(price: number, rate: number): number {
@@ -168,6 +174,11 @@ export const BUILTIN_MODELS: ModelEntry[] = [
   // OpenAI: developers.openai.com/api/docs/pricing and the per-model pages; shutdown dates from
   // developers.openai.com/api/docs/deprecations (o4-mini, o3-mini and gpt-4.1-nano shut down
   // 2026-10-23 and are left out). GPT-5.5+ double input above 272K prompt tokens.
+  // GPT-6.1 Sol and GPT-6.2: cached input at 0.05x (the models' pages). Codex CLI's default model
+  // is gpt-6.1-sol in 0.169 and gpt-6.2-sol in 0.171.
+  model('openai', 'gpt-6.2-astra', 'GPT-6.2 Astra', '2026-11-17', [1_050_000, 128 * K], [8, 40], ALL, { ...OPENAI_REASONING, cache: TWENTIETH_CACHE }),
+  model('openai', 'gpt-6.2-sol', 'GPT-6.2 Sol', '2026-11-17', [1_050_000, 128 * K], [2, 10], ALL, { ...OPENAI_REASONING, cache: TWENTIETH_CACHE }),
+  model('openai', 'gpt-6.1-sol', 'GPT-6.1 Sol', '2026-09-30', [1_050_000, 128 * K], [2, 10], ALL, { ...OPENAI_REASONING, cache: TWENTIETH_CACHE }),
   model('openai', 'gpt-6-astra', 'GPT-6 Astra', '2026-09-05', [1_050_000, 128 * K], [10, 50], ALL, OPENAI_REASONING),
   model('openai', 'gpt-6-sol', 'GPT-6 Sol', '2026-09-22', [1_050_000, 128 * K], [2, 10], ALL, OPENAI_REASONING),
   model('openai', 'gpt-6-luna', 'GPT-6 Luna', '2026-09-22', [1_050_000, 128 * K], [0.1, 0.5], ALL, OPENAI_REASONING),

@@ -40,8 +40,10 @@ before(async () => {
       models: [
         { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true },
         { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 8192 },
-        // Codex 0.169's own default model: an llmux id like any other here.
-        { id: 'gpt-6.1-sol', provider: 'fake-openai', upstream_id: 'gpt-upstream' },
+        // Codex 0.171's own default model, in the built-in catalog too. Its output limit there (128K)
+        // is more than the basic key's tokens/min: Codex sends no max_output_tokens, so each request
+        // would reserve all of it and wait for the key to have nothing in use (docs/keys-and-limits.md).
+        { id: 'gpt-6.2-sol', provider: 'fake-openai', upstream_id: 'gpt-upstream', max_output_tokens: 8192 },
       ],
     }),
   });
