@@ -8,7 +8,7 @@
  * The binaries: the versions pinned in test/clients/pinned/package-lock.json, installed on first
  * use with `npm ci --ignore-scripts` into a cache folder (`$LLMUX_CLIENTS_CACHE`, else
  * `$XDG_CACHE_HOME/llmux/test-clients` or `~/.cache/llmux/test-clients`, one sub-folder per lock
- * file). They are not devDependencies: together they are 1.1 GB installed (about 23 s here),
+ * file). They are not devDependencies: together they are 1.3 GB installed (about 25 s here),
  * many times the rest of node_modules, and only this slow suite needs them.
  * `--ignore-scripts` because Claude Code's postinstall only copies its native binary over a stub,
  * and npm 11 warns about (and may later refuse) unapproved install scripts: the helpers run the
@@ -230,15 +230,27 @@ function claudeNativeBinary(modules: string): string {
 
 /**
  * OpenCode's native binary from its platform package (pinned itself, as its `opencode-ai` wrapper's
- * postinstall would pick it: test/clients/pinned/package.json says why), glibc first, then musl.
+ * postinstall would pick it: test/clients/pinned/package.json says why): on x64 the build for CPUs
+ * with AVX2 when this one has it, else the `-baseline` build, as the wrapper picks; glibc first.
  */
 function opencodeNative(modules: string): ClientCommand {
   const platform = `${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
-  for (const name of [platform, `${platform}-musl`]) {
+  const builds = process.arch === 'x64' && !hasAvx2() ? [`${platform}-baseline`, `${platform}-baseline-musl`] : [platform, `${platform}-musl`];
+  for (const name of builds) {
     const dir = join(modules, `opencode-${name}`);
     if (existsSync(join(dir, 'bin', 'opencode'))) return { command: join(dir, 'bin', 'opencode'), args: [], version: packageVersion(dir) };
   }
   throw new Error(`no OpenCode binary for ${platform} in ${modules} (test/clients/pinned/ pins the Linux x64 build)`);
+}
+
+/** Whether this CPU has AVX2 (Linux's /proc/cpuinfo; elsewhere assumed, as x64 Macs since 2013 have it). */
+function hasAvx2(): boolean {
+  if (process.platform !== 'linux') return true;
+  try {
+    return /^flags\s*:.*\bavx2\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 function packageVersion(dir: string): string {
