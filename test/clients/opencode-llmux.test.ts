@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { clientsSkip } from '../helpers/clients.ts';
 import { openCodeTexts, runOpenCode } from '../helpers/opencode.ts';
 import type { OpenCodeFormat } from '../helpers/opencode.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, threeFormatConfig } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
 import { records } from '../../src/common/json.ts';
@@ -41,18 +41,7 @@ let cwd: string;
 let firstLine = 0;
 
 before(async () => {
-  gw = await startTestGateway({
-    config: (url) => ({
-      providers: {
-        'fake-openai': { format: 'openai', base_url: `${url}/v1`, api_key: 'upstream-openai-secret' },
-        'fake-anthropic': { format: 'anthropic', base_url: `${url}/v1`, api_key: 'upstream-anthropic-secret' },
-      },
-      models: [
-        { id: 'gpt-test', provider: 'fake-openai', upstream_id: 'gpt-upstream', reasoning: true },
-        { id: 'claude-test', provider: 'fake-anthropic', upstream_id: 'claude-upstream', reasoning: true, max_output_tokens: 8192 },
-      ],
-    }),
-  });
+  gw = await startTestGateway({ config: (url) => threeFormatConfig(url) });
 });
 after(async () => {
   await gw?.close();
