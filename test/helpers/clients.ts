@@ -26,7 +26,7 @@ import { createRequire } from 'node:module';
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { isRecord } from '../../src/common/json.ts';
 
 const PINNED = join(import.meta.dirname, '..', 'clients', 'pinned');
@@ -187,18 +187,19 @@ export interface PinnedSdks<T> {
 }
 
 /**
- * The client SDKs pinned in test/clients/sdks/, installed on first use into the clients cache (not
- * node_modules), each loaded by `load` with a `require` resolving from that folder.
+ * The client SDKs pinned in test/clients/sdks/ (or in another pinned folder, `pinned`), installed
+ * on first use into the clients cache (not node_modules), each loaded by `load` with a `require`
+ * resolving from that folder.
  */
-export function pinnedSdks<T>(load: (require: NodeJS.Require, folder: string) => T): PinnedSdks<T> {
+export function pinnedSdks<T>(load: (require: NodeJS.Require, folder: string) => T, pinned = join(import.meta.dirname, '..', 'clients', 'sdks')): PinnedSdks<T> {
   let loaded: T | Error;
   try {
-    const folder = installPinnedFolder(join(import.meta.dirname, '..', 'clients', 'sdks'));
+    const folder = installPinnedFolder(pinned);
     loaded = load(createRequire(join(folder, 'package.json')), folder);
   } catch (err) {
     loaded = err instanceof Error ? err : new Error(String(err));
   }
-  const skip = loaded instanceof Error && !isCi() ? `the pinned SDKs could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
+  const skip = loaded instanceof Error && !isCi() ? `the pinned SDKs of ${basename(pinned)} could not be installed (${loaded.message.split('\n')[0] ?? ''})` : false;
   return {
     get() {
       if (loaded instanceof Error) throw loaded;
@@ -269,6 +270,8 @@ export interface BoundedOptions {
   cwd: string;
   env: Record<string, string>;
   timeoutMs: number;
+  /** When it aborts (a test's `t.signal`: the test ended or timed out), the group is killed. */
+  signal?: AbortSignal;
 }
 
 /** Runs a command in its own process group; on timeout the group is killed. Never rejects on exit status. */
@@ -298,12 +301,16 @@ export function runBounded(command: string, args: string[], options: BoundedOpti
       timedOut = true;
       killGroup();
     }, options.timeoutMs);
+    options.signal?.addEventListener('abort', killGroup);
+    if (options.signal?.aborted === true) killGroup();
     child.once('error', (err) => {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', killGroup);
       reject(err);
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', killGroup);
       // A client's own children (a shell it ran, a helper) must not outlive the run.
       killGroup();
       resolve({
