@@ -7,7 +7,11 @@
  * (bench/instructions.ts counts a whole request through a running gateway).
  *
  *   node --import tsx bench/request-path.ts                   µs per request (process.cpuUsage), each
- *                                                             scenario in interleaved rounds
+ *                                                             scenario in interleaved rounds, in a child
+ *                                                             running this file bundled (below): tsx
+ *                                                             compiles with esbuild's keepNames, which
+ *                                                             wraps every closure made in a call naming
+ *                                                             it, a cost the built server does not have
  *   node --import tsx bench/request-path.ts --callgrind        instructions per request: this file,
  *                                                             bundled (esbuild), run under valgrind's
  *                                                             callgrind twice per scenario, both warmed
@@ -120,7 +124,7 @@ export function runCounted(ids: readonly string[], n: number): void {
   }
 }
 
-/** This file as one plain JS file, so valgrind runs no TypeScript compiler. */
+/** This file as one plain JS file, so valgrind runs no TypeScript compiler and closures carry no keepNames wrapper. */
 async function bundle(): Promise<string> {
   const { build } = await import('esbuild');
   const here = dirname(fileURLToPath(import.meta.url));
@@ -128,7 +132,11 @@ async function bundle(): Promise<string> {
   await build({
     // The bundle's own entry: in one file every module's import.meta.url is the same, so none
     // may think it is the entry point (bench/entry.ts); this calls the counted run directly.
-    stdin: { contents: "import { runCounted } from './request-path.ts'; const [ids, n] = process.argv.slice(2); runCounted(ids.split(','), Number(n));", resolveDir: here, loader: 'ts' },
+    stdin: {
+      contents: "import { runCounted, runCpu } from './request-path.ts'; const [ids, n, mode] = process.argv.slice(2); (mode === 'cpu' ? runCpu : runCounted)(ids.split(','), Number(n));",
+      resolveDir: here,
+      loader: 'ts',
+    },
     define: { 'import.meta.url': '"bundled:request-path"' },
     outfile, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'error',
   });
@@ -163,7 +171,7 @@ async function runCallgrind(ids: readonly string[], n: number | undefined): Prom
   }
 }
 
-function runCpu(ids: readonly string[], n: number): void {
+export function runCpu(ids: readonly string[], n: number): void {
   const paths = pathScenarios().filter((s) => ids.includes(s.id)).map((s) => ({ id: s.id, run: createPath(s), samples: [] as number[] }));
   for (const path of paths) for (let i = 0; i < 50; i++) path.run();
   for (let round = 0; round < 7; round++) {
@@ -186,5 +194,8 @@ if (isEntryPoint(import.meta.url)) {
   const ids = values.only === undefined ? pathScenarios().map((s) => s.id) : values.only.split(',').map((s) => s.trim());
   if (values.counted === true) runCounted(ids, Number(values.n ?? 100));
   else if (values.callgrind === true) await runCallgrind(ids, values.n === undefined ? undefined : Number(values.n));
-  else runCpu(ids, Number(values.n ?? 200));
+  else {
+    const run = spawnSync(process.execPath, [await bundle(), ids.join(','), String(values.n ?? 200), 'cpu'], { encoding: 'utf8', stdio: ['ignore', 'inherit', 'inherit'] });
+    if (run.status !== 0) process.exitCode = 1;
+  }
 }
