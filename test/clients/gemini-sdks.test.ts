@@ -11,10 +11,11 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pinnedSdks } from '../helpers/clients.ts';
+import { blockUnder } from '../helpers/markdown.ts';
 import { startTestGateway, threeFormatConfig } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { SCRIPTED_THOUGHT_SIGNATURE, answer, toolRoundTrip } from '../helpers/scripted-answers.ts';
@@ -122,11 +123,9 @@ for (const upstream of [{ format: 'chat', model: 'gpt-test' }, { format: 'messag
   });
 }
 
-/** The README's code block under `heading`. */
+/** The README's js code block under `heading`. */
 function readmeSnippet(heading: string): string {
-  const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf(heading));
-  const block = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+  const block = blockUnder('README.md', heading, 'js');
   assert.ok(block !== undefined, `a js snippet under ${heading}`);
   return block;
 }

@@ -13,10 +13,11 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { baseEnv, pinnedSdks, proxyEnv, runBounded } from '../helpers/clients.ts';
+import { blockUnder } from '../helpers/markdown.ts';
 import { startTestGateway, threeFormatConfig } from '../helpers/gateway.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { SCRIPTED_THOUGHT_SIGNATURE, answer, lastToolResult, toolRoundTrip } from '../helpers/scripted-answers.ts';
@@ -263,11 +264,9 @@ describe('a @google/genai 3 chat keeps each streamed chunk as its own turn', { s
   });
 });
 
-/** The README's code block under `heading` (as ./gemini-sdks.test.ts reads it). */
+/** The README's js code block under `heading`. */
 function readmeSnippet(heading: string): string {
-  const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf(heading));
-  const block = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+  const block = blockUnder('README.md', heading, 'js');
   assert.ok(block !== undefined, `a js snippet under ${heading}`);
   return block;
 }

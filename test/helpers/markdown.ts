@@ -58,6 +58,15 @@ function scan(markdown: string): { blocks: FencedBlock[]; prose: string[] } {
 
 export const fencedBlocks = (markdown: string): FencedBlock[] => scan(markdown).blocks;
 
+/** The body of the first `lang` block after the line that holds `heading` in a user doc, if there is one. */
+export function blockUnder(file: string, heading: string, lang: string): string | undefined {
+  const markdown = readDoc(file);
+  const at = markdown.indexOf(heading);
+  if (at === -1) return undefined;
+  const headingLine = markdown.slice(0, at).split('\n').length;
+  return fencedBlocks(markdown).find((block) => block.lang === lang && block.line > headingLine)?.body;
+}
+
 /** Inline code spans, which hold text rather than links or headings' markup. */
 const CODE_SPAN = /(`+)([\s\S]*?[^`])\1(?!`)/g;
 
