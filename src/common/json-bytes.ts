@@ -426,8 +426,8 @@ const CHUNK_BYTES = 64 * 1024;
  * key's last body (src/translate/messages-to-chat.ts), whose JSON text is kept with them as bytes
  * cut at its references (`frozenSpliced`), so only the items new in this body are serialised, and
  * a kept one is written by copies alone; and where the frozen items stand in the order they stood
- * in the last body written from the same first one, their bytes are copied from that body's, a
- * few copies for them all (`writeFrozenRun`).
+ * in the last body written from the same first one, their bytes are that body's own, put among
+ * the parts as they are, not copied (`writeFrozenRun`).
  */
 export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts): Buffer[] {
   const out = createChunkWriter(texts);
@@ -471,7 +471,7 @@ export function serializeJson(value: Record<string, unknown>, texts?: LazyTexts)
     const length = run.ends[run.ends.length - 1] as number;
     const firstItem = run.items[0] as object;
     if (run.items.length < 2 || length > run.items.length * RUN_BYTES_PER_ITEM) frozenRuns.delete(firstItem);
-    else frozenRuns.set(firstItem, { lazy: run.lazy, items: run.items, ends: run.ends, parts: bytesOf(parts, run.start, run.start + length) });
+    else frozenRuns.set(firstItem, { lazy: run.lazy, items: run.items, ends: run.ends, parts: keptParts(bytesOf(parts, run.start, run.start + length)) });
   }
   return parts;
 }
@@ -498,10 +498,12 @@ interface WrittenRun extends Omit<FrozenRun, 'parts'> {
  * The last run written from each first item. A session's next turn, translated, holds its last
  * turn's frozen items in the same order and a few more (src/common/json-recall.ts,
  * src/translate/messages-to-chat.ts), and a frozen item's bytes are the same every time it is
- * written (its references name the same texts in every body that holds it): so the run's bytes
- * are copied from the last body whole, as far as its items go on alike, in one copy per buffer
- * instead of two a text. Kept as long as the run's first item lives, that is while the gateway
- * remembers the session: about the size of its upstream body again.
+ * written (its references name the same texts in every body that holds it): so the last body's
+ * bytes for the run, as far as its items go on alike, are sent again as they are (bodies are
+ * written once and never changed), not copied: a 200 KB translated turn's upstream body is then
+ * its few new items written and views of the bytes it shares with the last. Kept as long as the
+ * run's first item lives, that is while the gateway remembers the session: about the size of its
+ * upstream body again ({@link keptParts}).
  */
 const frozenRuns = new WeakMap<object, FrozenRun>();
 
@@ -515,7 +517,7 @@ const RUN_BYTES_PER_ITEM = 16 * 1024;
 /**
  * Writes the run of frozen items that starts at `member[start]` (the comma before it written) and
  * notes it in `written`; returns the index after the run. The items it has in common with the
- * last run written from that item are copied from that run's bytes.
+ * last run written from that item are that run's bytes, put among the parts as they are.
  */
 function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTexts | undefined, out: ChunkWriter, written: WrittenRun[]): number {
   const lazy = texts !== undefined;
@@ -537,7 +539,7 @@ function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTe
     for (const part of last.parts) {
       if (rest === 0) break;
       const length = Math.min(rest, part.length);
-      out.sink.writeBytes(part, 0, length);
+      out.append(length === part.length ? part : part.subarray(0, length));
       rest -= length;
     }
   }
@@ -565,6 +567,45 @@ function bytesOf(parts: readonly Buffer[], start: number, end: number): Buffer[]
     if (offset >= end) break;
   }
   return views;
+}
+
+/**
+ * A run's bytes are kept in at most this many parts. Each body written from the last one's run
+ * adds a part or two (the items new in it); past this many they are joined into one, so a long
+ * session's run is not a list that grows a part a turn.
+ */
+const MAX_KEPT_PARTS = 16;
+
+/**
+ * A run's bytes as kept for the next body: its views as they are, but where a view holds less
+ * than half of the buffer under it (a chunk the rest of this body filled), the bytes are copied
+ * out, so a session's run does not keep a 64 KB chunk alive for each turn's few new items.
+ */
+function keptParts(views: Buffer[]): Buffer[] {
+  if (views.length > MAX_KEPT_PARTS) return [joined(views)];
+  const kept: Buffer[] = [];
+  let small: Buffer[] = [];
+  for (const view of views) {
+    if (view.length * 2 < view.buffer.byteLength) {
+      small.push(view);
+      continue;
+    }
+    if (small.length > 0) kept.push(joined(small));
+    small = [];
+    kept.push(view);
+  }
+  if (small.length > 0) kept.push(joined(small));
+  return kept;
+}
+
+/** `parts` copied into one buffer of their size (not a view of the shared pool, which would count as small again). */
+function joined(parts: readonly Buffer[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const out = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const part of parts) at += part.copy(out, at);
+  return out;
 }
 
 /** Each frozen item's JSON text as bytes cut at its references, made the first time it is written. */
@@ -603,6 +644,8 @@ function holdsFrozenItems(value: Record<string, unknown>): boolean {
 interface ChunkWriter {
   write(json: string): void;
   sink: TextSink;
+  /** Puts `part` among the parts as it is, not copied: bytes that no one writes into again. */
+  append(part: Buffer): void;
   /** Bytes written so far. */
   position(): number;
   parts(): Buffer[];
@@ -611,12 +654,20 @@ interface ChunkWriter {
 function createChunkWriter(texts: LazyTexts | undefined): ChunkWriter {
   const done: Buffer[] = [];
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  // The chunk's bytes [from, used) are written and not yet among the parts.
+  let from = 0;
   let used = 0;
   let doneBytes = 0;
+  const flush = (): void => {
+    if (used === from) return;
+    done.push(chunk.subarray(from, used));
+    doneBytes += used - from;
+    from = used;
+  };
   const next = (): void => {
-    done.push(chunk.subarray(0, used));
-    doneBytes += used;
+    flush();
     chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    from = 0;
     used = 0;
   };
   const sink = {
@@ -636,20 +687,25 @@ function createChunkWriter(texts: LazyTexts | undefined): ChunkWriter {
       }
     },
     writeBytes(bytes: Buffer, start: number, end: number): void {
-      for (let from = start; from < end;) {
+      for (let at = start; at < end;) {
         if (used === CHUNK_BYTES) next();
-        const copied = bytes.copy(chunk, used, from, Math.min(end, from + CHUNK_BYTES - used));
+        const copied = bytes.copy(chunk, used, at, Math.min(end, at + CHUNK_BYTES - used));
         used += copied;
-        from += copied;
+        at += copied;
       }
     },
   };
   return {
     write: texts === undefined ? sink.write : (json) => spliceTexts(json, texts, sink),
     sink,
-    position: () => doneBytes + used,
+    append(part) {
+      flush();
+      done.push(part);
+      doneBytes += part.length;
+    },
+    position: () => doneBytes + used - from,
     parts() {
-      if (used > 0) done.push(chunk.subarray(0, used));
+      flush();
       return done;
     },
   };

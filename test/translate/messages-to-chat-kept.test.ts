@@ -181,6 +181,31 @@ describe('serializeJson: a run of frozen items written again', () => {
     }
   });
 
+  it('sends a run\'s bytes from the last body as they are, and keeps a long session\'s in few buffers of about its size', () => {
+    const texts = Array.from({ length: 60 }, (_, k) => `turn ${k} ${'y'.repeat(1_000 + k)}`);
+    const lazy = table(texts);
+    const items = texts.map((_, k) => item(k));
+    let last: Buffer[] = [];
+    // Turns whose body has nothing of the last one's buffers: the first two (a short run is kept as a
+    // copy, not the chunk it filled a little of), and a turn after its kept parts were joined into one.
+    const copied: number[] = [];
+    for (let n = 2; n <= items.length; n++) {
+      const value = { model: 'm', messages: items.slice(0, n) };
+      const parts = serializeJson(value, lazy);
+      const bytes = Buffer.concat(parts);
+      assert.equal(bytes.toString(), JSON.stringify(realValue(value, lazy)), `turn ${n}`);
+      const buffers = new Set(parts.map((part) => part.buffer));
+      if (!last.some((part) => buffers.has(part.buffer))) copied.push(n);
+      // What a body's parts hold alive: the run kept from earlier turns, not a 64 KB chunk for each.
+      let held = 0;
+      for (const buffer of buffers) held += buffer.byteLength;
+      assert.ok(buffers.size <= 20, `turn ${n}: ${buffers.size} buffers`);
+      assert.ok(held <= 2 * bytes.length + 2 * 64 * 1024, `turn ${n}: ${held} bytes held for a body of ${bytes.length}`);
+      last = parts;
+    }
+    assert.ok(copied.length <= 6, `bodies with nothing of the last one's: turns ${copied.join(', ')}`);
+  });
+
   it('never copies an item written with a body\'s texts into a body written without them, nor the reverse', () => {
     const lazy = table(['t '.repeat(200), 'u '.repeat(200)]);
     const value = { messages: [item(0), item(1, { note: 'no reference' })] };
