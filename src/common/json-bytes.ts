@@ -535,13 +535,7 @@ function writeFrozenRun(member: readonly unknown[], start: number, texts: LazyTe
       k++;
     }
     // At least the first item is in common: the last run is kept by it.
-    let rest = last.ends[k - 1] as number;
-    for (const part of last.parts) {
-      if (rest === 0) break;
-      const length = Math.min(rest, part.length);
-      out.append(length === part.length ? part : part.subarray(0, length));
-      rest -= length;
-    }
+    for (const view of bytesOf(last.parts, 0, last.ends[k - 1] as number)) out.append(view);
   }
   for (; i < member.length && isFrozenObject(member[i]); i++) {
     if (i > start) out.write(',');
@@ -590,8 +584,10 @@ function keptParts(views: Buffer[]): Buffer[] {
       small.push(view);
       continue;
     }
-    if (small.length > 0) kept.push(joined(small));
-    small = [];
+    if (small.length > 0) {
+      kept.push(joined(small));
+      small = [];
+    }
     kept.push(view);
   }
   if (small.length > 0) kept.push(joined(small));
