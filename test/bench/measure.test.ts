@@ -1,5 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   TARGETS, chatBody, combineRounds, evaluateTargets, geminiBody, geminiHeaders, loadResult, loadScenarios, median, messagesBody, parseProcStat, parseProcStatus,
   parseWrkOutput, renderResults, withKey, wrkScript, WRK_MARK,
@@ -34,6 +40,53 @@ test('the wrk script posts the body verbatim even when it contains the Lua long-
   assert.ok(script.includes('wrk.headers[ [[x-api-key]] ] = [[sk-1]]'), script);
   assert.ok(script.includes(WRK_MARK));
   assert.match(script, /latency:percentile\(99\)/);
+});
+
+test('the wrk script writes its headers in the order given, not in the order of Lua\'s table', () => {
+  const script = wrkScript({ headers: { 'content-type': 'application/json', 'x-api-key': 'sk-1' }, body: '{}' });
+  assert.ok(script.includes('header_order = { [[Host]], [[content-type]], [[x-api-key]] }'), script);
+  assert.match(script, /^wrk\.format = function\(method, path, headers, body\)$/m);
+  assert.match(script, /for _, name in ipairs\(header_order\) do/);
+});
+
+/** Whether wrk is missing outside CI (a reason to skip); in CI (.ci/run installs it) the test always runs. */
+function wrkSkip(): string | false {
+  if (spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined) return false;
+  if (process.env['CI'] !== undefined && process.env['CI'] !== '') return false;
+  return 'wrk is not installed (apt-get install -y wrk); skipped outside CI';
+}
+
+test('wrk sends every request of every run with the same headers in the same order, the body whole', { skip: wrkSkip() }, async () => {
+  const seen = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const names = req.rawHeaders.filter((_, i) => i % 2 === 0);
+      const key = `${names.join(',')} ${Buffer.concat(chunks).toString()}`;
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const dir = mkdtempSync(join(tmpdir(), 'llmux-wrk-'));
+  try {
+    const script = join(dir, 'order.lua');
+    // Five names: one order in 120, were wrk left to Lua's table order (seeded afresh in each run).
+    writeFileSync(script, wrkScript({ headers: { 'content-type': 'application/json', 'x-api-key': 'sk-1', 'anthropic-version': '2023-06-01', 'x-b': 'b' }, body: '{"n":1}' }));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/messages`;
+    for (let run = 0; run < 3; run++) {
+      await new Promise<void>((resolve, reject) => {
+        const wrk = spawn('wrk', ['-t1', '-c2', '-d1s', '-s', script, url], { stdio: 'ignore' });
+        wrk.on('error', reject);
+        wrk.on('exit', () => resolve());
+      });
+    }
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.deepEqual([...seen.keys()], ['Host,content-type,x-api-key,anthropic-version,x-b,Content-Length {"n":1}']);
 });
 
 test('the wrk script of a session sends its bodies in turn, the first again after the last', () => {
