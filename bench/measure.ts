@@ -438,6 +438,8 @@ export interface RunSettings {
   rounds: number;
   roundS: number;
   warmupS: number;
+  /** Warm-up passes of `warmupS`, each ended by wrk closing its connections as a round is. */
+  warmupPasses?: number;
   pinned: boolean;
   quick: boolean;
 }
@@ -467,7 +469,7 @@ export function renderResults(report: {
   out.push(`- Machine: ${machine.cpus} CPUs, ${machine.cpuModel}, Linux ${machine.kernel}`);
   out.push(`- Node ${machine.node}; load generator ${machine.wrk}`);
   out.push(`- Machine load (1-min load average) at start / end of the run: ${machine.loadAverage.start.toFixed(2)} / ${machine.loadAverage.end.toFixed(2)}${machine.loadAverage.start > 0.5 || machine.loadAverage.end > 2.5 ? ' — other work was running; treat small differences as noise' : ''}`);
-  out.push(`- Load: wrk, 1 thread, ${settings.connections} connections. Per scenario a fresh bare proxy and a fresh llmux are started and warmed (${settings.warmupS} s each), then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s (bare, llmux, bare, llmux, …); each figure is the median over rounds${settings.quick ? ' (`--quick` run: short, noisier)' : ''}.`);
+  out.push(`- Load: wrk, 1 thread, ${settings.connections} connections. Per scenario a fresh bare proxy and a fresh llmux are started and warmed (${(settings.warmupPasses ?? 1) > 1 ? `${settings.warmupPasses} passes of ${settings.warmupS} s each, every pass ended as wrk closes its connections, as a round is` : `${settings.warmupS} s each`}), then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s (bare, llmux, bare, llmux, …); each figure is the median over rounds${settings.quick ? ' (`--quick` run: short, noisier)' : ''}.`);
   out.push(`- Placement: ${settings.pinned ? 'fake upstream and wrk pinned to CPU 0, the proxy under test alone on CPU 1 (`taskset`)' : 'NOT pinned (no taskset or fewer than 2 CPUs): numbers are less comparable'}`);
   out.push('- llmux runs from `dist/` (compiled), request log on (one JSON line per request on stderr, sent to a file); the bare proxy is a `node:http` pipe with a keep-alive agent and no parsing or logging.');
   out.push('- CPU µs/req: the proxy process\'s utime+stime (`/proc/PID/stat`) over the measured run / requests. CPU share: that time over wall time. Peak RSS: `VmHWM`. Upstream conns/1k req: connections the fake upstream accepted per 1,000 requests (0 = keep-alive reuse; near 1,000 = a new connection per request).');

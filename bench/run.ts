@@ -82,7 +82,16 @@ const { values: flags } = parseArgs({
 const quick = flags.quick === true;
 const rounds = quick ? 2 : 3;
 const roundS = quick ? 1 : 3;
-const warmupS = quick ? 1 : 2;
+/**
+ * Warm-up: passes of `warmupS` seconds, each ended as wrk closes its connections mid-request, as
+ * every measured round is. The first few such ends still find code V8 optimized before it saw them
+ * (a connection closed with its request in flight, the first requests of new connections): that
+ * code is thrown away and compiled again, on the proxy's own CPU. One 2 s pass left that to the
+ * first measured round (`perf`: TurboFan's threads took 4.5% of llmux's CPU in the measured rounds,
+ * 1.5% of the bare proxy's; bench/what-is-left.md, the nineteenth round).
+ */
+const warmupPasses = quick ? 1 : 3;
+const warmupS = 1;
 const startupRuns = quick ? 5 : 9;
 /** The scenarios bench/gc.ts runs: a 1 KB request and a stream. */
 const GC_SCENARIOS = ['chat-json', 'chat-stream'];
@@ -266,6 +275,13 @@ function checkLog(proxy: RunningProxy): string | undefined {
   return problem;
 }
 
+/** The warm-up passes, each proxy in turn (see {@link warmupPasses}). */
+async function warmUp(targets: readonly { port: number; path: string; script: string }[]): Promise<void> {
+  for (let pass = 0; pass < warmupPasses; pass++) {
+    for (const t of targets) await runWrk(t.port, t.path, t.script, warmupS);
+  }
+}
+
 function runWrk(port: number, path: string, script: string, seconds: number): Promise<WrkRun> {
   return runWrkOn({ port, path, script }, { seconds, connections: CONNECTIONS, track: children });
 }
@@ -321,7 +337,7 @@ async function measureScenario(scenario: LoadScenario, baseline: LoadScenario, u
       { proxy: bare, request: baseline, script: scriptFor(baseline, bare.key), rounds: [] as LoadResult[] },
       { proxy: llmux, request: scenario, script: scriptFor(scenario, llmux.key), rounds: [] as LoadResult[] },
     ];
-    for (const r of runs) await runWrk(r.proxy.port, r.request.path, r.script, warmupS);
+    await warmUp(runs.map((r) => ({ port: r.proxy.port, path: r.request.path, script: r.script })));
     for (let i = 0; i < rounds; i++) {
       for (const r of runs) r.rounds.push({ ...(await measureRound(r.proxy, r.request, r.script, upstreamPort)), scenario: scenario.id });
     }
@@ -452,7 +468,7 @@ async function measurePeerScenario(peer: Peer, running: RunningProxy, scenario: 
       { proxy: bare, request: baseline, script: scriptFor(baseline, bare.key), rounds: [] as LoadResult[] },
       { proxy: running, request: asked, script: peerScript, rounds: [] as LoadResult[] },
     ];
-    for (const r of runs) await runWrk(r.proxy.port, r.request.path, r.script, warmupS);
+    await warmUp(runs.map((r) => ({ port: r.proxy.port, path: r.request.path, script: r.script })));
     for (let i = 0; i < rounds; i++) {
       for (const r of runs) r.rounds.push({ ...(await measureRound(r.proxy, r.request, r.script, upstreamPort)), scenario: scenario.id });
     }
@@ -524,7 +540,7 @@ async function measureSharedState(upstreamPort: number, notes: string[]): Promis
       { proxy: memory, script: scriptFor(scenario, memory.key), rounds: [] as LoadResult[] },
       { proxy: shared, script: scriptFor(scenario, shared.key), rounds: [] as LoadResult[] },
     ];
-    for (const r of runs) await runWrk(r.proxy.port, scenario.path, r.script, warmupS);
+    await warmUp(runs.map((r) => ({ port: r.proxy.port, path: scenario.path, script: r.script })));
     let stateTicks = 0;
     for (let i = 0; i < rounds; i++) {
       for (const [index, r] of runs.entries()) {
@@ -772,7 +788,7 @@ async function main(): Promise<number> {
   const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((s) => s.trim()));
   const all = loadScenarios();
   const scenarios = only === undefined ? all : all.filter((s) => only.has(s.id));
-  const settings: RunSettings = { connections: CONNECTIONS, rounds, roundS, warmupS, pinned, quick };
+  const settings: RunSettings = { connections: CONNECTIONS, rounds, roundS, warmupS, warmupPasses, pinned, quick };
 
   const upstream = await startUpstream();
   const results: LoadResult[] = [];

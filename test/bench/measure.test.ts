@@ -245,6 +245,9 @@ test('the results page names the machine and shows every measured row, ratio and
   assert.match(text, /\| messages client ← chat upstream \(translated stream\): CPU per request \| ≤ 1\.8× \| 1\.50× \| met \|/);
   assert.match(text, /- a note/);
   assert.doesNotMatch(text, /other work was running/);
+  assert.match(text, /warmed \(2 s each\)/);
+  const passes = renderResults({ machine, settings: { connections: 32, rounds: 3, roundS: 3, warmupS: 1, warmupPasses: 3, pinned: true, quick: false }, scenarios, results: [], idle: [], startup: undefined, notes: [] });
+  assert.match(passes, /warmed \(3 passes of 1 s each, every pass ended as wrk closes its connections, as a round is\)/);
 });
 
 test('the 200 KB agent turns are held to 2.0× (same format) and 3.0× (translated) of the bare proxy piping the same request', () => {
