@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +10,8 @@ import {
   TARGETS, chatBody, combineRounds, evaluateTargets, geminiBody, geminiHeaders, loadResult, loadScenarios, median, messagesBody, parseProcStat, parseProcStatus,
   parseWrkOutput, renderResults, withKey, wrkScript, WRK_MARK,
 } from '../../bench/measure.ts';
+import { runWrk } from '../../bench/children.ts';
+import { skipUnlessInstalled } from '../helpers/ci.ts';
 import type { IdleStreamsResult, LargeIdleStreamsResult, LoadResult, Machine } from '../../bench/measure.ts';
 
 function result(overrides: Partial<LoadResult>): LoadResult {
@@ -49,22 +51,16 @@ test('the wrk script writes its headers in the order given, not in the order of 
   assert.match(script, /for _, name in ipairs\(header_order\) do/);
 });
 
-/** Whether wrk is missing outside CI (a reason to skip); in CI (.ci/run installs it) the test always runs. */
-function wrkSkip(): string | false {
-  if (spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined) return false;
-  if (process.env['CI'] !== undefined && process.env['CI'] !== '') return false;
-  return 'wrk is not installed (apt-get install -y wrk); skipped outside CI';
-}
+const wrkSkip = skipUnlessInstalled(spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined, 'wrk is not installed (apt-get install -y wrk); the wrk test');
 
-test('wrk sends every request of every run with the same headers in the same order, the body whole', { skip: wrkSkip() }, async () => {
-  const seen = new Map<string, number>();
+test('wrk sends every request of every run with the same headers in the same order, the body whole', { skip: wrkSkip }, async () => {
+  const seen = new Set<string>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const names = req.rawHeaders.filter((_, i) => i % 2 === 0);
-      const key = `${names.join(',')} ${Buffer.concat(chunks).toString()}`;
-      seen.set(key, (seen.get(key) ?? 0) + 1);
+      seen.add(`${names.join(',')} ${Buffer.concat(chunks).toString()}`);
       res.end('{}');
     });
   });
@@ -74,19 +70,13 @@ test('wrk sends every request of every run with the same headers in the same ord
     const script = join(dir, 'order.lua');
     // Five names: one order in 120, were wrk left to Lua's table order (seeded afresh in each run).
     writeFileSync(script, wrkScript({ headers: { 'content-type': 'application/json', 'x-api-key': 'sk-1', 'anthropic-version': '2023-06-01', 'x-b': 'b' }, body: '{"n":1}' }));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/messages`;
-    for (let run = 0; run < 3; run++) {
-      await new Promise<void>((resolve, reject) => {
-        const wrk = spawn('wrk', ['-t1', '-c2', '-d1s', '-s', script, url], { stdio: 'ignore' });
-        wrk.on('error', reject);
-        wrk.on('exit', () => resolve());
-      });
-    }
+    const port = (server.address() as AddressInfo).port;
+    for (let run = 0; run < 3; run++) await runWrk({ port, path: '/v1/messages', script }, { seconds: 1, connections: 2 });
   } finally {
     server.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  assert.deepEqual([...seen.keys()], ['Host,content-type,x-api-key,anthropic-version,x-b,Content-Length {"n":1}']);
+  assert.deepEqual([...seen], ['Host,content-type,x-api-key,anthropic-version,x-b,Content-Length {"n":1}']);
 });
 
 test('the wrk script of a session sends its bodies in turn, the first again after the last', () => {

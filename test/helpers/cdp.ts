@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { skipUnlessInstalled } from './ci.ts';
 
 const CALL_TIMEOUT_MS = 20_000;
 
@@ -27,9 +28,7 @@ export function findChromium(): string | undefined {
  * otherwise. In CI (env `CI` set) they always run, so a missing Chromium fails them.
  */
 export function browserSkip(): string | false {
-  if (findChromium() !== undefined) return false;
-  if (process.env['CI'] !== undefined && process.env['CI'] !== '') return false;
-  return 'Chromium is not installed (apt-get install -y chromium); browser tests skipped outside CI';
+  return skipUnlessInstalled(findChromium() !== undefined, 'Chromium is not installed (apt-get install -y chromium); browser tests');
 }
 
 interface Pending { resolve(value: any): void; reject(err: Error): void; timer: NodeJS.Timeout; method: string }

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { skipUnlessInstalled } from './ci.ts';
 
 const READY_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 5_000;
@@ -29,9 +30,7 @@ export function findRedisServer(): string | undefined {
  * outside CI, false otherwise. In CI (env `CI` set) they always run, so a missing server fails them.
  */
 export function redisSkip(): string | false {
-  if (findRedisServer() !== undefined) return false;
-  if (process.env['CI'] !== undefined && process.env['CI'] !== '') return false;
-  return 'redis-server is not installed (apt-get install -y redis-server); state-server tests skipped outside CI';
+  return skipUnlessInstalled(findRedisServer() !== undefined, 'redis-server is not installed (apt-get install -y redis-server); state-server tests');
 }
 
 export interface TestRedisOptions {
