@@ -6,7 +6,10 @@
  * thousand streams opened at once, a run of 200 KB agent turns) grows it to the top, and those
  * 32 MB stay resident for the life of the process: in the bench, about 20 KB of RSS per idle
  * stream. Holding it at 4 MB per semi-space took that figure from 58–59 to 38–40 KB per stream,
- * with CPU per request within the machine's noise (bench/what-is-left.md).
+ * with CPU per request within the machine's noise (bench/what-is-left.md). Measured again in issue
+ * 26's twentieth round, the bench's burst no longer grows it (34.3, 33.6 and 33.8 KB per idle
+ * stream held at 4, 8 and 16 MB), and 8 MB measured no cheaper on a 1 KB request: what the hold
+ * still bounds is the resident size a busy process keeps after a burst that does.
  *
  * The semi-spaces' largest size is a start-up flag (`--max-semi-space-size`), which a process
  * cannot set for itself once V8 is running. Their growth factor is read at each growth, so it can:

@@ -40,7 +40,6 @@ export function setRateLimitHeaders(res: ServerResponse, state: RateLimitState):
 }
 
 /**
-/**
  * The refusal's wait as `retry-after`: never more than the window (llmux.md section 3). The limiter
  * counts a request until the end of the second after its window ends, so its figure can be the
  * window plus one second; by then the client retrying once more is at worst told 1 s.
