@@ -13,6 +13,10 @@
  *   npx tsx bench/pair.ts --b-flags=--max-semi-space-size=16  the same build, with other node flags
  *   --scenario chat-json (default; any scenario of bench/measure.ts)   --rounds 7   --seconds 3
  *   --connections 16 (per proxy)
+ *   --alternate   load one proxy at a time in turn, as `npm run bench` does (the second proxy first
+ *                 in every other round), and also give the ratio the bench would (B's median round
+ *                 over A's): with two copies of one build, what one bench run's figure can move by
+ *                 when nothing differs
  *   --state-url redis://127.0.0.1:PORT   both llmux proxies keep their state there (a server you started)
  *
  * A proxy is `bare`, `llmux` (this checkout's dist/, built with `npm run build` first) or
@@ -54,6 +58,19 @@ export function pairSummary(rounds: readonly PairRound[]): { median: number; low
   const ratios = rounds.map((r) => r.ratio).filter((r) => Number.isFinite(r));
   if (ratios.length === 0) throw new Error('no round has a ratio: a proxy answered no request');
   return { median: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios), rounds: ratios.length };
+}
+
+/** Which proxy a round loads first with `--alternate`: A, then B first in every other round (A B, B A, A B, …). */
+export function alternateOrder(round: number): readonly ['a', 'b'] | readonly ['b', 'a'] {
+  return round % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+}
+
+/** What `npm run bench` reports for two proxies' rounds: B's median CPU per request over A's. */
+export function ratioOfMedians(rounds: readonly PairRound[]): number {
+  const a = rounds.map((r) => r.aUs).filter((us) => Number.isFinite(us));
+  const b = rounds.map((r) => r.bUs).filter((us) => Number.isFinite(us));
+  if (a.length === 0 || b.length === 0) throw new Error('no round has a ratio: a proxy answered no request');
+  return median(b) / median(a);
 }
 
 /** What a proxy argument names: the bare pipe, or llmux from a dist directory. */
@@ -118,6 +135,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '3' },
       connections: { type: 'string', default: '16' },
       'state-url': { type: 'string' },
+      alternate: { type: 'boolean', default: false },
     },
   });
   const scenario = loadScenarios().find((s) => s.id === values.scenario);
@@ -143,20 +161,36 @@ async function main(): Promise<void> {
     running.add(a.child);
     const b = await startProxy(proxySpec(values.b), flags(values['b-flags']), upstreamPort, scenario, dir, 'B', values['state-url']);
     running.add(b.child);
-    process.stdout.write(`A: ${values.a} ${values['a-flags']}\nB: ${values.b} ${values['b-flags']}\n${scenario.id}, ${connections} connections each, both proxies on one CPU\n`);
-    // Warm-up, both at once as measured, long enough for the JIT to have settled.
-    await Promise.all([load(a, scenario.path, WARM_UP_S, connections), load(b, scenario.path, WARM_UP_S, connections)]);
+    const alternate = values.alternate === true;
+    process.stdout.write(`A: ${values.a} ${values['a-flags']}\nB: ${values.b} ${values['b-flags']}\n${scenario.id}, ${connections} connections each, both proxies on one CPU, ${alternate ? 'loaded in turn' : 'loaded at once'}\n`);
+    const proxies = { a, b };
     const tps = ticksPerSecond();
     const measured: PairRound[] = [];
-    for (let i = 0; i < rounds; i++) {
-      const before = [cpuTicks(a.pid), cpuTicks(b.pid)];
-      const [na, nb] = await Promise.all([load(a, scenario.path, seconds, connections), load(b, scenario.path, seconds, connections)]);
-      const round = pairRound({ ticks: cpuTicks(a.pid) - (before[0] as number), requests: na }, { ticks: cpuTicks(b.pid) - (before[1] as number), requests: nb }, tps);
-      measured.push(round);
-      process.stdout.write(`round ${i + 1}: A ${round.aUs.toFixed(0)} µs/req (${na} req)   B ${round.bUs.toFixed(0)} µs/req (${nb} req)   B/A ${round.ratio.toFixed(3)}\n`);
+    if (alternate) {
+      // As the bench warms and measures: passes of 1 s in turn, then rounds in turn.
+      for (let pass = 0; pass < 3; pass++) for (const side of alternateOrder(pass)) await load(proxies[side], scenario.path, 1, connections);
+      for (let i = 0; i < rounds; i++) {
+        const sides = { a: { ticks: 0, requests: 0 }, b: { ticks: 0, requests: 0 } };
+        for (const side of alternateOrder(i)) {
+          const before = cpuTicks(proxies[side].pid);
+          sides[side].requests = await load(proxies[side], scenario.path, seconds, connections);
+          sides[side].ticks = cpuTicks(proxies[side].pid) - before;
+        }
+        measured.push(pairRound(sides.a, sides.b, tps));
+      }
+    } else {
+      // Warm-up, both at once as measured, long enough for the JIT to have settled.
+      await Promise.all([load(a, scenario.path, WARM_UP_S, connections), load(b, scenario.path, WARM_UP_S, connections)]);
+      for (let i = 0; i < rounds; i++) {
+        const before = [cpuTicks(a.pid), cpuTicks(b.pid)];
+        const [na, nb] = await Promise.all([load(a, scenario.path, seconds, connections), load(b, scenario.path, seconds, connections)]);
+        measured.push(pairRound({ ticks: cpuTicks(a.pid) - (before[0] as number), requests: na }, { ticks: cpuTicks(b.pid) - (before[1] as number), requests: nb }, tps));
+      }
     }
+    measured.forEach((round, i) => process.stdout.write(`round ${i + 1}: A ${round.aUs.toFixed(0)} µs/req   B ${round.bUs.toFixed(0)} µs/req   B/A ${round.ratio.toFixed(3)}\n`));
     const summary = pairSummary(measured);
     process.stdout.write(`B/A CPU per request: median ${summary.median.toFixed(3)} (rounds ${summary.low.toFixed(3)}–${summary.high.toFixed(3)}, ${summary.rounds} rounds)\n`);
+    if (alternate) process.stdout.write(`B's median over A's (what npm run bench reports): ${ratioOfMedians(measured).toFixed(3)}\n`);
   } finally {
     for (const child of running) killGroup(child);
     rmSync(dir, { recursive: true, force: true });

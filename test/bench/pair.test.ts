@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { pairRound, pairSummary, proxySpec } from '../../bench/pair.ts';
+import { alternateOrder, pairRound, pairSummary, proxySpec, ratioOfMedians } from '../../bench/pair.ts';
 import { ROOT } from '../../bench/children.ts';
 
 test('a round is each side\'s CPU per request in µs, and B over A', () => {
@@ -28,4 +28,17 @@ test('a proxy is the bare pipe, this checkout\'s dist/ or another dist directory
   assert.deepEqual(proxySpec('llmux:/tmp/other/dist'), { kind: 'llmux', dist: '/tmp/other/dist' });
   assert.throws(() => proxySpec('llmux:'), /bare, llmux or llmux:DIR/);
   assert.throws(() => proxySpec('portkey'), /bare, llmux or llmux:DIR/);
+});
+
+test('--alternate loads A first, then B first in every other round, as the bench alternates', () => {
+  assert.deepEqual([0, 1, 2, 3].map(alternateOrder), [['a', 'b'], ['b', 'a'], ['a', 'b'], ['b', 'a']]);
+});
+
+test('the bench\'s ratio is B\'s median round over A\'s, not the median of the rounds\' ratios', () => {
+  const rounds = [{ aUs: 100, bUs: 130, ratio: 1.3 }, { aUs: 150, bUs: 120, ratio: 0.8 }, { aUs: 110, bUs: 140, ratio: 140 / 110 }];
+  assert.equal(ratioOfMedians(rounds), 130 / 110);
+  assert.equal(pairSummary(rounds).median, 140 / 110);
+  // A round a side answered nothing in is left out of that side's median.
+  assert.equal(ratioOfMedians([...rounds, { aUs: Number.NaN, bUs: 90, ratio: Number.NaN }]), 125 / 110);
+  assert.throws(() => ratioOfMedians([{ aUs: Number.NaN, bUs: 90, ratio: Number.NaN }]), /no round has a ratio/);
 });
