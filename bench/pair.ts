@@ -13,10 +13,11 @@
  *   npx tsx bench/pair.ts --b-flags=--max-semi-space-size=16  the same build, with other node flags
  *   --scenario chat-json (default; any scenario of bench/measure.ts)   --rounds 7   --seconds 3
  *   --connections 16 (per proxy)
- *   --alternate   load one proxy at a time in turn, as `npm run bench` does (the second proxy first
- *                 in every other round), and also give the ratio the bench would (B's median round
- *                 over A's): with two copies of one build, what one bench run's figure can move by
- *                 when nothing differs
+ *   --alternate   load one proxy at a time in turn, as `npm run bench` does (which always loads the
+ *                 bare proxy first; here the second proxy goes first in every other round, so that
+ *                 the order falls on both alike), and also give the ratio the bench would (B's
+ *                 median round over A's): with two copies of one build, what one bench run's figure
+ *                 can move by when nothing differs
  *   --state-url redis://127.0.0.1:PORT   both llmux proxies keep their state there (a server you started)
  *
  * A proxy is `bare`, `llmux` (this checkout's dist/, built with `npm run build` first) or
