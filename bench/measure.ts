@@ -27,6 +27,13 @@ export interface LoadScenario {
   baseline: string;
 }
 
+/**
+ * The bench's warm-up of each proxy (bench/run.ts, which says why; `--quick` makes one pass):
+ * passes of `seconds`, the proxies in turn, each pass ended as wrk closes its connections, as a
+ * round is. bench/pair.ts `--alternate` warms the same way.
+ */
+export const WARM_UP = { passes: 3, seconds: 1 } as const;
+
 /** Issue 7's and issue 15's targets, as ratios to the bare proxy (or absolute where said). */
 export const TARGETS = {
   /** CPU per request, llmux / bare; `agent`: the 200 KB agent turn (issue 15). */

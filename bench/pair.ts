@@ -30,7 +30,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHILDREN_JS, ROOT, compileChildren, killGroup, readyLine, runWrk, startChild, ticksPerSecond } from './children.ts';
 import { isEntryPoint } from './entry.ts';
-import { loadScenarios, median, parseProcStat, parseWrkOutput, withKey, wrkScript } from './measure.ts';
+import { WARM_UP, loadScenarios, median, parseProcStat, parseWrkOutput, withKey, wrkScript } from './measure.ts';
 import type { LoadScenario } from './measure.ts';
 
 /** One proxy's share of a round: the CPU ticks it used and the requests it answered. */
@@ -82,8 +82,8 @@ export function proxySpec(text: string): { kind: 'bare' } | { kind: 'llmux'; dis
   throw new Error(`a proxy is bare, llmux or llmux:DIR, not "${text}"`);
 }
 
-/** Seconds of load before the rounds. */
-const WARM_UP_S = 5;
+/** Seconds of load before the rounds when both proxies are loaded at once. */
+const AT_ONCE_WARM_UP_S = 5;
 
 /** A proxy started for a scenario: its process, and the wrk script that loads it. */
 export interface Running {
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     const measured: PairRound[] = [];
     if (alternate) {
       // As the bench warms and measures: passes of 1 s in turn, then rounds in turn.
-      for (let pass = 0; pass < 3; pass++) for (const side of alternateOrder(pass)) await load(proxies[side], scenario.path, 1, connections);
+      for (let pass = 0; pass < WARM_UP.passes; pass++) for (const side of alternateOrder(pass)) await load(proxies[side], scenario.path, WARM_UP.seconds, connections);
       for (let i = 0; i < rounds; i++) {
         const sides = { a: { ticks: 0, requests: 0 }, b: { ticks: 0, requests: 0 } };
         for (const side of alternateOrder(i)) {
@@ -181,7 +181,7 @@ async function main(): Promise<void> {
       }
     } else {
       // Warm-up, both at once as measured, long enough for the JIT to have settled.
-      await Promise.all([load(a, scenario.path, WARM_UP_S, connections), load(b, scenario.path, WARM_UP_S, connections)]);
+      await Promise.all([load(a, scenario.path, AT_ONCE_WARM_UP_S, connections), load(b, scenario.path, AT_ONCE_WARM_UP_S, connections)]);
       for (let i = 0; i < rounds; i++) {
         const before = [cpuTicks(a.pid), cpuTicks(b.pid)];
         const [na, nb] = await Promise.all([load(a, scenario.path, seconds, connections), load(b, scenario.path, seconds, connections)]);

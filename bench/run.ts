@@ -34,7 +34,7 @@ import type { GatewayModule } from './llmux-server.ts';
 import { PEERS, installPeer, renderPeers } from './peers.ts';
 import type { Peer, PeerResult } from './peers.ts';
 import {
-  combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
+  WARM_UP, combineRounds, evaluateTargets, loadResult, loadScenarios, median, parseProcStat, parseProcStatus, parseWrkOutput, renderResults,
   chatBody, chatHeaders, messagesHeaders, withKey, wrkScript,
 } from './measure.ts';
 import type {
@@ -90,8 +90,8 @@ const roundS = quick ? 1 : 3;
  * first measured round (`perf`: TurboFan's threads took 4.5% of llmux's CPU in the measured rounds,
  * 1.5% of the bare proxy's; bench/what-is-left.md, the nineteenth round).
  */
-const warmupPasses = quick ? 1 : 3;
-const warmupS = 1;
+const warmupPasses = quick ? 1 : WARM_UP.passes;
+const warmupS = WARM_UP.seconds;
 const startupRuns = quick ? 5 : 9;
 /** The scenarios bench/gc.ts runs: a 1 KB request and a stream. */
 const GC_SCENARIOS = ['chat-json', 'chat-stream'];

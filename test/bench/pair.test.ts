@@ -30,7 +30,7 @@ test('a proxy is the bare pipe, this checkout\'s dist/ or another dist directory
   assert.throws(() => proxySpec('portkey'), /bare, llmux or llmux:DIR/);
 });
 
-test('--alternate loads A first, then B first in every other round, as the bench alternates', () => {
+test('--alternate loads A first, then B first in every other round (the bench always loads the bare proxy first)', () => {
   assert.deepEqual([0, 1, 2, 3].map(alternateOrder), [['a', 'b'], ['b', 'a'], ['a', 'b'], ['b', 'a']]);
 });
 
