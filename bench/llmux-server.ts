@@ -75,8 +75,9 @@ if (isEntryPoint(import.meta.url)) {
   // As `llmux serve` does: the feature modules register their routes before the gateway is made.
   const features = join(dist, 'features.js');
   if (existsSync(features)) await import(pathToFileURL(features).href);
-  // As `llmux serve` does: V8's young generation held small and its old generation given room while
-  // small (src/common/young-generation.ts, old-generation.ts), each where the dist has it.
+  // As `llmux serve` does: V8's young generation held small unless requests are coming fast, and its
+  // old generation given room while small (src/common/young-generation.ts, old-generation.ts), each
+  // where the dist has it.
   for (const [file, hold] of [['young-generation.js', 'holdYoungGeneration'], ['old-generation.js', 'roomyOldGeneration']] as const) {
     const path = join(dist, 'common', file);
     if (existsSync(path)) ((await import(pathToFileURL(path).href)) as Record<string, () => () => void>)[hold]?.();

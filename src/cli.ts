@@ -37,9 +37,10 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   const [{ createGateway }, { standardFeatures }, { holdYoungGeneration }, { roomyOldGeneration }] = await Promise.all([
     import('./gateway/server.ts'), import('./gateway/features.ts'), import('./common/young-generation.ts'), import('./common/old-generation.ts'),
   ]);
-  // A process of its own holds V8's young generation small (src/common/young-generation.ts) and
-  // gives its old generation room while small (src/common/old-generation.ts); a serve run inside
-  // another program (a test) leaves that program's heap as it is.
+  // A process of its own holds V8's young generation small unless requests are coming fast
+  // (src/common/young-generation.ts) and gives its old generation room while small
+  // (src/common/old-generation.ts); a serve run inside another program (a test) leaves that
+  // program's heap as it is.
   const heapHolds = io === processIo ? [holdYoungGeneration(), roomyOldGeneration()] : [];
   const releaseHeap = (): void => {
     for (const release of heapHolds) release();
