@@ -11,6 +11,7 @@ import {
   startFlags,
 } from '../../src/common/young-generation.ts';
 import type { YoungGenerationHeap } from '../../src/common/young-generation.ts';
+import { createFakeHeap } from '../helpers/fake-heap.ts';
 
 const MB = 1024 * 1024;
 const KB = 1024;
@@ -29,29 +30,20 @@ interface Look {
 
 /** V8's heap as the test sets it; the growth factors the hold sets, in `factors`. */
 function fakeHeap(): YoungGenerationHeap & { factors: number[]; collect(look: Look): void; readonly observing: boolean } {
-  let young = 2 * MB;
+  const fake = createFakeHeap<[readonly number[], boolean]>(2 * MB);
   let old = 20 * MB;
-  let listener: ((starts: readonly number[], full: boolean) => void) | undefined;
   return {
-    factors: [],
+    factors: fake.settings,
     collect(look) {
-      young = look.young;
       old = look.old ?? old + (look.promoted ?? 0);
-      listener?.(look.starts ?? [], look.full ?? false);
+      fake.collect(look.young, look.starts ?? [], look.full ?? false);
     },
     get observing() {
-      return listener !== undefined;
+      return fake.observing;
     },
-    sizes: () => ({ young, old }),
-    setGrowthFactor(factor) {
-      this.factors.push(factor);
-    },
-    afterCollections(onCollection) {
-      listener = onCollection;
-      return () => {
-        listener = undefined;
-      };
-    },
+    sizes: () => ({ young: fake.size, old }),
+    setGrowthFactor: (factor) => void fake.settings.push(factor),
+    afterCollections: fake.observe,
   };
 }
 

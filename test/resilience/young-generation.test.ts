@@ -29,7 +29,8 @@ function largestYoungGeneration(hold: boolean, load: 'streams' | 'requests' = 's
     let largest = 0;
     for (let round = 0; round < (streams ? 300 : 3000); round++) {
       for (let i = 0; i < 3000; i++) kept.push({ a: i, b: 'x' + i, c: [i, round] });
-      if (streams ? kept.length > 60000 : true) kept.splice(0, streams ? 15000 : kept.length - 3000);
+      if (!streams) kept.splice(0, kept.length - 3000);
+      else if (kept.length > 60000) kept.splice(0, 15000);
       await new Promise((resolve) => setImmediate(resolve));
       largest = Math.max(largest, v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size);
       if (!streams && largest > 2 * ${YOUNG_GENERATION_BYTES}) break;
